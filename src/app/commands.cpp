@@ -1,0 +1,15 @@
+// The list of subcommands, in the order --help shows them.
+#include "app/commands.h"
+
+namespace hearth::app {
+
+const std::vector<Command>& all_commands() {
+  static const std::vector<Command> kCommands = {
+      {"inspect", "show a GGUF file's metadata and tensors", run_inspect},
+      {"tokenize", "turn text into token ids with a model's vocabulary", run_tokenize},
+      {"render-template", "render a chat template for an OpenAI-style chat body", run_render_template},
+  };
+  return kCommands;
+}
+
+}  // namespace hearth::app

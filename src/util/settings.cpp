@@ -1,0 +1,261 @@
+// Parsing and help text for the settings table (see settings.h).
+#include "util/settings.h"
+
+#include <cassert>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+
+namespace hearth {
+namespace {
+
+bool parse_bool_text(const std::string& v, bool* out) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") {
+    *out = true;
+    return true;
+  }
+  if (v == "0" || v == "false" || v == "no" || v == "off" || v.empty()) {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+bool parse_int_text(const std::string& v, int64_t* out) {
+  if (v.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = x;
+  return true;
+}
+
+bool parse_float_text(const std::string& v, double* out) {
+  if (v.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  double x = std::strtod(v.c_str(), &end);
+  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  *out = x;
+  return true;
+}
+
+const char* type_placeholder(SettingType t) {
+  switch (t) {
+    case SettingType::kString: return "TEXT";
+    case SettingType::kInt: return "N";
+    case SettingType::kFloat: return "X";
+    case SettingType::kBool: return "";
+  }
+  return "";
+}
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const std::string& name) -> std::optional<std::string> {
+    const char* v = std::getenv(name.c_str());
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::string setting_flag_name(const SettingSpec& spec) {
+  std::string flag = "--";
+  for (char c : spec.name) flag += (c == '_') ? '-' : c;
+  return flag;
+}
+
+Settings::Settings(std::vector<SettingSpec> specs) : specs_(std::move(specs)) {}
+
+const SettingSpec* Settings::find_long(const std::string& flag) const {
+  for (const auto& s : specs_) {
+    if (setting_flag_name(s) == flag) return &s;
+  }
+  return nullptr;
+}
+
+const SettingSpec* Settings::find_short(char c) const {
+  for (const auto& s : specs_) {
+    if (s.short_flag != 0 && s.short_flag == c) return &s;
+  }
+  return nullptr;
+}
+
+const SettingSpec& Settings::spec(const std::string& name) const {
+  for (const auto& s : specs_) {
+    if (s.name == name) return s;
+  }
+  assert(false && "undeclared setting");
+  static SettingSpec empty;
+  return empty;
+}
+
+Status Settings::assign(const SettingSpec& s, const std::string& value, const std::string& source) {
+  bool ok = true;
+  switch (s.type) {
+    case SettingType::kString: break;
+    case SettingType::kInt: { int64_t x; ok = parse_int_text(value, &x); break; }
+    case SettingType::kFloat: { double x; ok = parse_float_text(value, &x); break; }
+    case SettingType::kBool: { bool x; ok = parse_bool_text(value, &x); break; }
+  }
+  if (!ok) {
+    return make_error(ErrorKind::kInvalidArgument,
+                      source + ": '" + value + "' is not a valid " +
+                          (s.type == SettingType::kInt ? "integer" : s.type == SettingType::kFloat ? "number" : "boolean"));
+  }
+  auto& slot = values_[s.name];
+  if (!s.repeatable) slot.clear();
+  slot.push_back(value);
+  return ok_status();
+}
+
+Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& env) {
+  values_.clear();
+  positionals_.clear();
+  help_requested_ = false;
+  for (const auto& s : specs_) {
+    if (s.env.empty()) continue;
+    if (auto v = env(s.env)) HEARTH_TRY(assign(s, *v, "environment variable " + s.env));
+  }
+  std::map<std::string, bool> from_flag;
+  bool only_positionals = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (only_positionals || a.size() < 2 || a[0] != '-' || a == "-") {
+      positionals_.push_back(a);
+      continue;
+    }
+    if (a == "--") {
+      only_positionals = true;
+      continue;
+    }
+    if (a == "-h" || a == "--help") {
+      help_requested_ = true;
+      continue;
+    }
+    const SettingSpec* s = nullptr;
+    std::string inline_value;
+    bool has_inline = false;
+    if (a[1] == '-') {
+      auto eq = a.find('=');
+      std::string flag = a.substr(0, eq);
+      if (eq != std::string::npos) {
+        inline_value = a.substr(eq + 1);
+        has_inline = true;
+      }
+      s = find_long(flag);
+      if (s == nullptr) return make_error(ErrorKind::kInvalidArgument, "unknown option '" + flag + "' (see --help)");
+    } else {
+      if (a.size() != 2) {
+        // Allow "-n5" style for short flags taking values.
+        s = find_short(a[1]);
+        if (s == nullptr || s->type == SettingType::kBool) {
+          return make_error(ErrorKind::kInvalidArgument, "unknown option '" + a + "' (see --help)");
+        }
+        inline_value = a.substr(2);
+        has_inline = true;
+      } else {
+        s = find_short(a[1]);
+        if (s == nullptr) {
+          // A negative number is a positional, not a flag.
+          if (a[1] >= '0' && a[1] <= '9') {
+            positionals_.push_back(a);
+            continue;
+          }
+          return make_error(ErrorKind::kInvalidArgument, "unknown option '" + a + "' (see --help)");
+        }
+      }
+    }
+    if (!from_flag[s->name]) values_.erase(s->name);  // a flag replaces what the environment said
+    from_flag[s->name] = true;
+    std::string value;
+    if (has_inline) {
+      value = inline_value;
+    } else if (s->type == SettingType::kBool) {
+      value = "true";
+    } else {
+      if (i + 1 >= args.size()) {
+        return make_error(ErrorKind::kInvalidArgument, "option '" + a + "' needs a value (see --help)");
+      }
+      value = args[++i];
+    }
+    HEARTH_TRY(assign(*s, value, "option " + setting_flag_name(*s)));
+  }
+  return ok_status();
+}
+
+std::string Settings::get_string(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it != values_.end() && !it->second.empty()) return it->second.back();
+  return spec(name).default_value;
+}
+
+int64_t Settings::get_int(const std::string& name) const {
+  int64_t x = 0;
+  parse_int_text(get_string(name), &x);
+  return x;
+}
+
+double Settings::get_float(const std::string& name) const {
+  double x = 0;
+  parse_float_text(get_string(name), &x);
+  return x;
+}
+
+bool Settings::get_bool(const std::string& name) const {
+  bool x = false;
+  parse_bool_text(get_string(name), &x);
+  return x;
+}
+
+std::vector<std::string> Settings::get_list(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it != values_.end()) return it->second;
+  const auto& s = spec(name);
+  if (s.default_value.empty()) return {};
+  return {s.default_value};
+}
+
+bool Settings::is_set(const std::string& name) const { return values_.count(name) > 0; }
+
+std::string Settings::help_text(const std::string& usage) const {
+  std::ostringstream out;
+  out << "Usage: " << usage << "\n";
+  if (specs_.empty()) return out.str();
+  out << "\nOptions:\n";
+  std::vector<std::string> lefts;
+  size_t width = 0;
+  for (const auto& s : specs_) {
+    std::string left = "  ";
+    left += s.short_flag ? std::string("-") + s.short_flag + ", " : "    ";
+    left += setting_flag_name(s);
+    const char* ph = type_placeholder(s.type);
+    if (*ph) left += std::string(" ") + ph;
+    width = std::max(width, left.size());
+    lefts.push_back(left);
+  }
+  for (size_t i = 0; i < specs_.size(); ++i) {
+    const auto& s = specs_[i];
+    out << lefts[i] << std::string(width - lefts[i].size() + 2, ' ') << s.help;
+    if (!s.default_value.empty() && s.type != SettingType::kBool) out << " (default: " << s.default_value << ")";
+    if (!s.env.empty()) out << " [env " << s.env << "]";
+    out << "\n";
+  }
+  out << "  -h, --help" << std::string(width > 12 ? width - 12 + 2 : 2, ' ') << "show this help\n";
+  return out.str();
+}
+
+std::string Settings::markdown_table() const {
+  std::ostringstream out;
+  out << "| flag | environment | default | meaning |\n|---|---|---|---|\n";
+  for (const auto& s : specs_) {
+    out << "| `" << setting_flag_name(s) << "`";
+    if (s.short_flag) out << " (`-" << s.short_flag << "`)";
+    out << " | " << (s.env.empty() ? "" : "`" + s.env + "`") << " | " << s.default_value << " | " << s.help << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace hearth

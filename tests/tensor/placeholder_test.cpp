@@ -1,0 +1,3 @@
+// PLACEHOLDER test: delete when real tests exist.
+#include <gtest/gtest.h>
+TEST(Placeholder, Builds) { SUCCEED(); }
