@@ -1,0 +1,134 @@
+// The sampler chain for one sequence (see sampler_chain.h).
+#include "sampler/sampler_chain.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "sampler/samplers.h"
+
+namespace hearth::sampler {
+
+Result<SamplerChain> SamplerChain::create(const SamplerParams& params, size_t n_vocab, size_t history_capacity) {
+  HEARTH_TRY(validate_sampler_params(params));
+  if (n_vocab == 0) return make_error(ErrorKind::kInvalidArgument, "sampler needs a vocabulary of at least 1 token");
+  for (const auto& [id, bias] : params.logit_bias) {
+    if (id < 0 || static_cast<size_t>(id) >= n_vocab) {
+      return make_error(ErrorKind::kInvalidArgument,
+                        "logit_bias names token " + std::to_string(id) + ", outside the vocabulary of " +
+                            std::to_string(n_vocab));
+    }
+  }
+  return SamplerChain(params, n_vocab, history_capacity);
+}
+
+SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity)
+    : params_(params),
+      n_vocab_(n_vocab),
+      history_capacity_(std::max<size_t>(history_capacity, 1)),
+      seed_(params.seed == 0xFFFFFFFFu ? std::random_device{}() : params.seed),
+      rng_(seed_),
+      mirostat_mu_(2.0f * params.mirostat_tau) {
+  candidates_.items.resize(n_vocab);
+  counts_.assign(n_vocab, 0);
+  history_.reserve(2 * history_capacity_);
+  top_.resize(static_cast<size_t>(params.n_probs));
+  logprob_scratch_.resize(params.n_probs > 0 ? n_vocab : 0);
+}
+
+std::span<const int32_t> SamplerChain::history() const {
+  return std::span<const int32_t>(history_.data() + history_begin_, history_.size() - history_begin_);
+}
+
+void SamplerChain::accept(int32_t token) {
+  if (history_.size() - history_begin_ == history_capacity_) ++history_begin_;
+  if (history_.size() == history_.capacity()) {
+    history_.erase(history_.begin(), history_.begin() + static_cast<std::ptrdiff_t>(history_begin_));
+    history_begin_ = 0;
+  }
+  history_.push_back(token);
+}
+
+void SamplerChain::reset() {
+  history_.clear();
+  history_begin_ = 0;
+  mirostat_mu_ = 2.0f * params_.mirostat_tau;
+}
+
+void SamplerChain::apply_stage(SamplerKind kind) {
+  auto& c = candidates_;
+  const auto& p = params_;
+  std::span<const int32_t> hist = history();
+  switch (kind) {
+    case SamplerKind::kPenalties: {
+      size_t n = p.repeat_last_n < 0 ? hist.size() : std::min(hist.size(), static_cast<size_t>(p.repeat_last_n));
+      apply_penalties(c, hist.subspan(hist.size() - n), p.repeat_penalty, p.presence_penalty, p.frequency_penalty,
+                      counts_);
+      break;
+    }
+    case SamplerKind::kDry: {
+      size_t n = p.dry_last_n < 0 ? hist.size() : std::min(hist.size(), static_cast<size_t>(p.dry_last_n));
+      apply_dry(c, hist.subspan(hist.size() - n), p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_breakers);
+      break;
+    }
+    case SamplerKind::kTopNSigma: apply_top_n_sigma(c, p.top_n_sigma); break;
+    case SamplerKind::kTopK: apply_top_k(c, p.top_k, p.min_keep); break;
+    case SamplerKind::kTypicalP: apply_typical_p(c, p.typical_p, p.min_keep); break;
+    case SamplerKind::kTopP: apply_top_p(c, p.top_p, p.min_keep); break;
+    case SamplerKind::kMinP: apply_min_p(c, p.min_p, p.min_keep); break;
+    case SamplerKind::kXtc: apply_xtc(c, p.xtc_probability, p.xtc_threshold, p.min_keep, rng_); break;
+    case SamplerKind::kTemperature:
+      apply_dynamic_temperature(c, p.temperature, p.dynatemp_range, p.dynatemp_exponent);
+      break;
+  }
+}
+
+SampleResult SamplerChain::sample(const float* logits) {
+  auto& c = candidates_;
+  c.load(logits, n_vocab_);
+  for (const auto& [id, bias] : params_.logit_bias) c.items[static_cast<size_t>(id)].logit += bias;
+
+  int32_t chosen;
+  if (params_.temperature <= 0.0f) {
+    // Greedy: penalties and DRY still shape the logits, nothing random runs.
+    for (SamplerKind kind : params_.order) {
+      if (kind == SamplerKind::kPenalties || kind == SamplerKind::kDry) apply_stage(kind);
+    }
+    chosen = c.items[argmax_index(c)].id;
+  } else if (params_.mirostat == 1 || params_.mirostat == 2) {
+    for (SamplerKind kind : params_.order) {
+      if (kind == SamplerKind::kPenalties || kind == SamplerKind::kDry) apply_stage(kind);
+    }
+    apply_temperature(c, params_.temperature);
+    chosen = params_.mirostat == 1
+                 ? sample_mirostat_v1(c, params_.mirostat_tau, params_.mirostat_eta, n_vocab_, mirostat_mu_, rng_)
+                 : sample_mirostat_v2(c, params_.mirostat_tau, params_.mirostat_eta, mirostat_mu_, rng_);
+  } else {
+    for (SamplerKind kind : params_.order) apply_stage(kind);
+    chosen = c.items[sample_index(c, rng_)].id;
+  }
+  SampleResult out;
+  out.token = chosen;
+  compute_logprobs(logits, chosen, out);
+  accept(chosen);
+  return out;
+}
+
+void SamplerChain::compute_logprobs(const float* logits, int32_t chosen, SampleResult& out) {
+  float max_logit = -INFINITY;
+  for (size_t i = 0; i < n_vocab_; ++i) max_logit = std::max(max_logit, logits[i]);
+  double sum = 0.0;
+  for (size_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
+  const float log_z = max_logit + static_cast<float>(std::log(sum));
+  out.logprob = logits[chosen] - log_z;
+  if (top_.empty()) return;
+  for (size_t i = 0; i < n_vocab_; ++i) logprob_scratch_[i] = {static_cast<int32_t>(i), logits[i]};
+  const size_t k = std::min(top_.size(), n_vocab_);
+  std::partial_sort(logprob_scratch_.begin(), logprob_scratch_.begin() + static_cast<std::ptrdiff_t>(k),
+                    logprob_scratch_.end(), [](const TokenLogprob& a, const TokenLogprob& b) {
+                      return a.logprob > b.logprob || (a.logprob == b.logprob && a.id < b.id);
+                    });
+  for (size_t i = 0; i < k; ++i) top_[i] = {logprob_scratch_[i].id, logprob_scratch_[i].logprob - log_z};
+  out.top = std::span<const TokenLogprob>(top_.data(), k);
+}
+
+}  // namespace hearth::sampler
