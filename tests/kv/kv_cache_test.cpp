@@ -1,0 +1,144 @@
+// Tests for the paged KV cache: growth, truncation, fork with copy-on-write, exhaustion.
+#include "kv/kv_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+namespace hearth::kv {
+namespace {
+
+KvLayout small_layout() {
+  KvLayout l;
+  l.n_layers = 2;
+  l.k_row_elems = 8;
+  l.v_row_elems = 4;
+  l.block_tokens = 4;
+  l.type = DType::kF32;
+  return l;
+}
+
+void write_token(KvCache& kv, int32_t seq, int32_t pos, float value) {
+  for (int32_t layer = 0; layer < 2; ++layer) {
+    float k[8], v[4];
+    for (float& x : k) x = value + static_cast<float>(layer);
+    for (float& x : v) x = -value - static_cast<float>(layer);
+    std::memcpy(kv.k_row(layer, seq, pos), k, sizeof k);
+    std::memcpy(kv.v_row(layer, seq, pos), v, sizeof v);
+  }
+}
+
+float read_k(KvCache& kv, int32_t seq, int32_t pos, int32_t layer) {
+  float x;
+  std::memcpy(&x, kv.k_row(layer, seq, pos), sizeof x);
+  return x;
+}
+float read_v(KvCache& kv, int32_t seq, int32_t pos, int32_t layer) {
+  float x;
+  std::memcpy(&x, kv.v_row(layer, seq, pos) + 3 * sizeof(float), sizeof x);
+  return x;
+}
+
+TEST(KvCache, AppendAllocatesBlocksAndRowsRoundTrip) {
+  auto kv = KvCache::create(small_layout(), 8);
+  ASSERT_TRUE(kv.ok());
+  int32_t s = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(s, 6).ok());
+  EXPECT_EQ(kv->seq_length(s), 6);
+  EXPECT_EQ(kv->block_table(s).size(), 2u);
+  EXPECT_EQ(kv->pool().n_used(), 2);
+  for (int32_t p = 0; p < 6; ++p) write_token(*kv, s, p, static_cast<float>(p));
+  for (int32_t p = 0; p < 6; ++p) {
+    EXPECT_EQ(read_k(*kv, s, p, 1), static_cast<float>(p) + 1);
+    EXPECT_EQ(read_v(*kv, s, p, 0), -static_cast<float>(p));
+  }
+}
+
+TEST(KvCache, TruncateReturnsBlocks) {
+  auto kv = KvCache::create(small_layout(), 8);
+  ASSERT_TRUE(kv.ok());
+  int32_t s = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(s, 9).ok());
+  EXPECT_EQ(kv->pool().n_used(), 3);
+  ASSERT_TRUE(kv->seq_truncate(s, 4).ok());
+  EXPECT_EQ(kv->pool().n_used(), 1);
+  EXPECT_FALSE(kv->seq_truncate(s, 5).ok());
+  kv->seq_free(s);
+  EXPECT_EQ(kv->pool().n_used(), 0);
+}
+
+TEST(KvCache, ForkSharesPrefixAndCopiesOnWrite) {
+  auto kv = KvCache::create(small_layout(), 8);
+  ASSERT_TRUE(kv.ok());
+  int32_t a = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(a, 6).ok());
+  for (int32_t p = 0; p < 6; ++p) write_token(*kv, a, p, static_cast<float>(p));
+  auto b = kv->seq_fork(a);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(kv->pool().n_used(), 2);  // shared
+  EXPECT_EQ(kv->pool().kv_block_refcount(kv->block_table(a)[1]), 2);
+  // b appends into the shared, half-full second block: it must get its own copy.
+  ASSERT_TRUE(kv->seq_append(*b, 1).ok());
+  write_token(*kv, *b, 6, 100.0f);
+  EXPECT_EQ(kv->block_table(a)[0], kv->block_table(*b)[0]);
+  EXPECT_NE(kv->block_table(a)[1], kv->block_table(*b)[1]);
+  EXPECT_EQ(kv->pool().n_used(), 3);
+  for (int32_t p = 0; p < 6; ++p) EXPECT_EQ(read_k(*kv, *b, p, 0), static_cast<float>(p));  // copied
+  EXPECT_EQ(read_k(*kv, *b, 6, 0), 100.0f);
+  // a is untouched and can grow on its own.
+  ASSERT_TRUE(kv->seq_append(a, 1).ok());
+  write_token(*kv, a, 6, 7.0f);
+  EXPECT_EQ(read_k(*kv, a, 6, 0), 7.0f);
+  EXPECT_EQ(read_k(*kv, *b, 6, 0), 100.0f);
+  kv->seq_free(a);
+  kv->seq_free(*b);
+  EXPECT_EQ(kv->pool().n_used(), 0);
+}
+
+TEST(KvCache, ForkThenTruncateIntoSharedBlockCopies) {
+  auto kv = KvCache::create(small_layout(), 8);
+  ASSERT_TRUE(kv.ok());
+  int32_t a = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(a, 8).ok());
+  for (int32_t p = 0; p < 8; ++p) write_token(*kv, a, p, static_cast<float>(p));
+  int32_t b = kv->seq_fork(a).value();
+  ASSERT_TRUE(kv->seq_truncate(b, 5).ok());
+  ASSERT_TRUE(kv->seq_append(b, 1).ok());
+  write_token(*kv, b, 5, 50.0f);
+  EXPECT_EQ(read_k(*kv, a, 5, 0), 5.0f);  // a keeps its own value
+  EXPECT_EQ(read_k(*kv, b, 5, 0), 50.0f);
+  EXPECT_EQ(read_k(*kv, b, 4, 0), 4.0f);
+}
+
+TEST(KvCache, ExhaustionIsAnErrorThatChangesNothing) {
+  auto kv = KvCache::create(small_layout(), 2);
+  ASSERT_TRUE(kv.ok());
+  int32_t s = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(s, 7).ok());
+  auto r = kv->seq_append(s, 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kOutOfRange);
+  EXPECT_EQ(kv->seq_length(s), 7);
+  EXPECT_TRUE(kv->seq_append(s, 1).ok());
+}
+
+TEST(KvBlockPool, RowSizesFollowTheType) {
+  KvLayout l = small_layout();
+  l.k_row_elems = 64;
+  l.v_row_elems = 64;
+  l.type = DType::kF16;
+  auto p = KvBlockPool::create(l, 4);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->k_row_bytes(), 128u);
+  l.type = DType::kQ8_0;
+  auto q = KvBlockPool::create(l, 4);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->k_row_bytes(), 68u);
+  l.type = DType::kQ4_K;
+  EXPECT_FALSE(KvBlockPool::create(l, 4).ok());
+  l.type = DType::kF16;
+  EXPECT_FALSE(KvBlockPool::create(l, 0).ok());
+}
+
+}  // namespace
+}  // namespace hearth::kv
