@@ -66,6 +66,11 @@ class Value {
   Storage v_;
 };
 
+// Deep equality: same type and same contents (arrays compared element by element, not by
+// pointer). Floats compare with ==, so a NaN is unequal to itself.
+bool operator==(const Array& a, const Array& b);
+bool operator==(const Value& a, const Value& b);
+
 // The variant index of Value::Storage equals the GGUF type id; keep them in step.
 static_assert(std::variant_size_v<Value::Storage> == 13);
 

@@ -23,9 +23,12 @@ class Writer {
   // not match type and shape.
   Status add_tensor(std::string_view name, DType type, std::vector<int64_t> shape, std::string_view bytes);
 
-  // The whole file in memory.
+  // The whole file in memory. Each tensor's data is padded with zeros to the alignment; a file
+  // with no tensors ends right after its metadata. "general.alignment" is written only when the
+  // caller set it (serialize() writes it as given, so tests can build bad files).
   std::string serialize() const;
-  // Atomic write (temporary file + rename).
+  // Atomic write (temporary file + rename). Errors when the writer's alignment is not a power of
+  // two or a "general.alignment" the caller set is not a uint32 equal to it.
   Status write(const std::string& path) const;
 
  private:
