@@ -1,0 +1,170 @@
+// Matrix x vector (1 token) and matrix x matrix (64 tokens) throughput of kernels::matmul on a
+// 2048x2048 random weight matrix of each main type, for the scalar reference and every SIMD
+// variant this CPU supports, with a memcpy of the F32 matrix size measured in the same run as
+// the baseline. Reports GB/s of weight bytes read (once per call), prints each case's ratio
+// to memcpy and to the scalar variant, and writes JSON (bench_kernels_matmul.json unless
+// --benchmark_out is given). Threads: HEARTH_BENCH_THREADS (default 1, so that numbers are
+// per core); rates use CPU time, which stays meaningful on a shared machine.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu_features.h"
+#include "kernels/ops.h"
+#include "tensor/quantize.h"
+
+namespace {
+
+using hearth::DType;
+using hearth::kernels::CpuVariant;
+
+constexpr int64_t kDim = 2048;
+
+const std::vector<float>& random_floats(size_t n, uint32_t seed, float sigma) {
+  static std::map<std::pair<size_t, uint32_t>, std::vector<float>> cache;
+  auto& v = cache[{n, seed}];
+  if (v.empty()) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> dist(0.0f, sigma);
+    v.resize(n);
+    for (auto& x : v) x = dist(rng);
+  }
+  return v;
+}
+
+hearth::ThreadPool& pool() {
+  static hearth::ThreadPool p([] {
+    const char* env = std::getenv("HEARTH_BENCH_THREADS");
+    return env != nullptr ? std::atoi(env) : 1;
+  }());
+  return p;
+}
+
+struct Matrix {
+  std::vector<uint8_t> bytes;
+  hearth::kernels::WeightView view;
+};
+
+const Matrix& matrix_of(DType type) {
+  static std::map<DType, std::unique_ptr<Matrix>> cache;
+  auto& m = cache[type];
+  if (!m) {
+    m = std::make_unique<Matrix>();
+    const size_t row_bytes = *hearth::dtype_row_bytes(type, kDim);
+    m->bytes.resize(row_bytes * kDim);
+    const auto& w = random_floats(static_cast<size_t>(kDim * kDim), 1, 0.02f);
+    for (int64_t r = 0; r < kDim; ++r) {
+      (void)hearth::quantize_row(type, w.data() + r * kDim, m->bytes.data() + r * row_bytes, kDim);
+    }
+    m->view = {type, m->bytes.data(), kDim, kDim, row_bytes};
+  }
+  return *m;
+}
+
+void set_rate(benchmark::State& state, double bytes) {
+  state.counters["GB/s"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_MemcpyBaseline(benchmark::State& state) {
+  const auto& src = random_floats(static_cast<size_t>(kDim * kDim), 1, 0.02f);
+  std::vector<float> dst(src.size());
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), src.size() * sizeof(float));
+    benchmark::DoNotOptimize(dst.data());
+    benchmark::ClobberMemory();
+  }
+  set_rate(state, static_cast<double>(src.size() * sizeof(float)));
+}
+
+void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t n_tokens) {
+  if (auto s = hearth::kernels::set_cpu_variant_for_testing(variant); !s.ok()) {
+    state.SkipWithError(s.error().message.c_str());
+    return;
+  }
+  const Matrix& m = matrix_of(type);
+  const auto& x = random_floats(static_cast<size_t>(kDim * n_tokens), 2, 1.0f);
+  std::vector<float> y(static_cast<size_t>(kDim * n_tokens));
+  hearth::kernels::MatmulScratch scratch;
+  for (auto _ : state) {
+    auto s = hearth::kernels::matmul(m.view, x.data(), n_tokens, y.data(), pool(), scratch);
+    benchmark::DoNotOptimize(s);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_rate(state, static_cast<double>(m.bytes.size()));
+  state.counters["tokens/s"] =
+      benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// Console output as usual, plus a closing table of rates relative to memcpy and to scalar.
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs) {
+      auto it = r.counters.find("GB/s");
+      if (it == r.counters.end() || r.error_occurred) continue;
+      std::string name = r.benchmark_name();
+      if (auto pos = name.find("/min_time"); pos != std::string::npos) name.erase(pos);
+      rate_[name] = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    auto base = rate_.find("MemcpyBaseline");
+    if (base == rate_.end() || base->second <= 0) return;
+    std::printf("\nweight GB/s relative to memcpy (%.2f GB/s) and to the scalar variant, this run:\n", base->second);
+    for (const auto& [name, rate] : rate_) {
+      if (name == base->first) continue;
+      std::string scalar_name = name.substr(0, name.rfind('/')) + "/scalar";
+      auto sc = rate_.find(scalar_name);
+      const double vs_scalar = sc != rate_.end() && sc->second > 0 ? rate / sc->second : 0.0;
+      std::printf("  %-26s %8.2f GB/s  %6.3fx memcpy  %7.2fx scalar\n", name.c_str(), rate, rate / base->second,
+                  vs_scalar);
+    }
+  }
+
+ private:
+  std::map<std::string, double> rate_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::RegisterBenchmark("MemcpyBaseline", BM_MemcpyBaseline);
+  const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
+                         DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+  for (int64_t tokens : {int64_t{1}, int64_t{64}}) {
+    for (DType t : types) {
+      for (CpuVariant v : hearth::kernels::supported_cpu_variants()) {
+        const std::string name = std::string(tokens == 1 ? "Matvec/" : "Matmul64/") +
+                                 std::string(hearth::dtype_name(t)) + "/" +
+                                 std::string(hearth::kernels::cpu_variant_name(v));
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, v, tokens)->MinTime(0.2);
+      }
+    }
+  }
+  std::vector<char*> args(argv, argv + argc);
+  bool has_out = false;
+  for (int i = 1; i < argc; ++i) has_out |= std::strncmp(argv[i], "--benchmark_out=", 16) == 0;
+  std::string out_flag = "--benchmark_out=bench_kernels_matmul.json";
+  std::string format_flag = "--benchmark_out_format=json";
+  if (!has_out) {
+    args.push_back(out_flag.data());
+    args.push_back(format_flag.data());
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}

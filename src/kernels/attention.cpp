@@ -1,0 +1,130 @@
+// Attention of one query token over a paged KV span, and the conversions of KV rows to and
+// from the cache's storage type. The F16 path mimics the ecosystem's CPU arithmetic: Q rounded
+// to F16, Q.K products summed in F32, scale and softcap in F32, softmax in F32 (sum in
+// double), probabilities rounded to F16 before they weight the F16 V rows.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "tensor/fp16.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace hearth::kernels {
+namespace {
+
+size_t kv_elem_offset_bytes(DType type, int64_t elem) {
+  switch (type) {
+    case DType::kF16: return static_cast<size_t>(elem) * 2;
+    case DType::kF32: return static_cast<size_t>(elem) * 4;
+    default: return static_cast<size_t>(elem / kQK) * sizeof(BlockQ8_0);  // Q8_0: elem % 32 == 0
+  }
+}
+
+const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
+  return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
+}
+
+}  // namespace
+
+void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
+               std::vector<float>& scratch) {
+  const int dk = p.head_dim_k;
+  const int dv = p.head_dim_v;
+  std::fill(out, out + static_cast<int64_t>(p.n_head) * dv, 0.0f);
+  if (n_kv <= 0 || p.n_head <= 0 || p.n_head_kv <= 0) return;
+  const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
+  const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  if (hi < lo) return;
+  const KernelTable& k = active_kernels();
+  const int group = std::max(1, p.n_head / p.n_head_kv);
+  const bool f16 = kv.type == DType::kF16;
+  const bool q8 = kv.type == DType::kQ8_0;
+  const float inv_softcap = p.softcap != 0.0f ? 1.0f / p.softcap : 0.0f;  // scale, tanh, scale
+  // scores, then (for Q8_0 caches) one dequantized K or V head
+  scratch.resize(static_cast<size_t>(n_kv) + static_cast<size_t>(std::max(dk, dv)));
+  float* scores = scratch.data();
+  float* deq = scratch.data() + n_kv;
+  thread_local std::vector<uint16_t> q16;
+  q16.resize(static_cast<size_t>(dk));
+
+  for (int h = 0; h < p.n_head; ++h) {
+    const int kvh = std::min(h / group, p.n_head_kv - 1);
+    const float* qh = q + static_cast<int64_t>(h) * dk;
+    if (f16) fp32_to_fp16_row(qh, q16.data(), dk);
+    const size_t k_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dk);
+    const size_t v_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dv);
+    float max = -INFINITY;
+    for (int32_t j = lo; j <= hi; ++j) {
+      const uint8_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, j) + k_off;
+      float s;
+      if (f16) {
+        s = k.dot_f16(dk, q16.data(), reinterpret_cast<const uint16_t*>(krow));
+      } else if (q8) {
+        dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(krow), deq, dk);
+        s = k.vec_dot[static_cast<int>(DType::kF32)](dk, deq, qh);
+      } else {
+        s = k.vec_dot[static_cast<int>(DType::kF32)](dk, krow, qh);
+      }
+      s *= p.scale;
+      if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
+      scores[j] = s;
+      max = std::max(max, s);
+    }
+    double sum = 0.0;
+    for (int32_t j = lo; j <= hi; ++j) {
+      const float e = std::exp(scores[j] - max);
+      scores[j] = e;
+      sum += static_cast<double>(e);
+    }
+    const float inv = static_cast<float>(1.0 / sum);
+    float* oh = out + static_cast<int64_t>(h) * dv;
+    for (int32_t j = lo; j <= hi; ++j) {
+      const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
+      const float prob = scores[j] * inv;
+      if (f16) {
+        k.axpy_f16(dv, fp16_to_fp32(fp32_to_fp16(prob)), reinterpret_cast<const uint16_t*>(vrow), oh);
+      } else if (q8) {
+        dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(vrow), deq, dv);
+        k.axpy_f32(dv, prob, deq, oh);
+      } else {
+        k.axpy_f32(dv, prob, reinterpret_cast<const float*>(vrow), oh);
+      }
+    }
+  }
+}
+
+Status kv_store_row(DType type, const float* x, void* dst, int64_t n) {
+  if (n < 0) return make_error(ErrorKind::kInvalidArgument, "kv_store_row: negative length");
+  switch (type) {
+    case DType::kF32:
+      std::memcpy(dst, x, static_cast<size_t>(n) * sizeof(float));
+      return ok_status();
+    case DType::kF16:
+      fp32_to_fp16_row(x, static_cast<uint16_t*>(dst), n);
+      return ok_status();
+    case DType::kQ8_0:
+      if (n % kQK != 0) {
+        return make_error(ErrorKind::kInvalidArgument,
+                          "kv_store_row: Q8_0 row length " + std::to_string(n) + " is not a multiple of 32");
+      }
+      active_kernels().quantize_act[static_cast<int>(DType::kQ8_0)](x, dst, n);
+      return ok_status();
+    default:
+      return make_error(ErrorKind::kUnsupported,
+                        "KV cache type " + std::string(dtype_name(type)) + " is not supported (F16, F32 or Q8_0)");
+  }
+}
+
+Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {
+  if (type != DType::kF32 && type != DType::kF16 && type != DType::kQ8_0) {
+    return make_error(ErrorKind::kUnsupported,
+                      "KV cache type " + std::string(dtype_name(type)) + " is not supported (F16, F32 or Q8_0)");
+  }
+  return dequantize_row(type, src, dst, n);
+}
+
+}  // namespace hearth::kernels

@@ -1,0 +1,57 @@
+// The dispatch table: one set of function pointers per CPU variant, filled once by the
+// reference/, avx2/ and avx512/ files. Each ISA file overrides only the entries it speeds up;
+// the rest keep the scalar reference. Ops look the table up once per call, never per element.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/cpu_features.h"
+#include "tensor/dtype.h"
+
+namespace hearth::kernels {
+
+// Dot product of one weight row (n elements of the weight type) with one activation row (n
+// elements of the activation type that weight type pairs with, see activation_type).
+using VecDotFn = float (*)(int64_t n, const void* weight_row, const void* activation_row);
+// Dot products of one weight row with 4 activation rows (activation_row + k * activation_stride
+// bytes, k < 4), written to out[k]. Each result is bit-identical to vec_dot's for that row, so
+// a batch gives the same numbers as single tokens; the weight block is decoded once for all 4.
+using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* activation_rows, size_t activation_stride,
+                           float* out);
+// Converts n floats into an activation row (F16, BF16, Q8_0, Q8_1 or Q8_K).
+using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
+
+inline constexpr int kDTypeSlots = 32;  // DType ids are < 32
+
+struct KernelTable {
+  CpuVariant variant = CpuVariant::kScalar;
+  VecDotFn vec_dot[kDTypeSlots] = {};          // indexed by the weight DType id
+  VecDot4Fn vec_dot_x4[kDTypeSlots] = {};      // optional (null: matmul calls vec_dot per token)
+  QuantizeActFn quantize_act[kDTypeSlots] = {};  // indexed by the activation DType id
+  // sum of x[i]*x[i] (each product in F32, summed in double), for rms_norm
+  double (*sum_squares)(const float* x, int64_t n) = nullptr;
+  // sum of a[i]*b[i] over F16 vectors, products and sum in F32 (attention Q.K)
+  float (*dot_f16)(int64_t n, const uint16_t* a, const uint16_t* b) = nullptr;
+  // y[i] += fp16(v[i]) * a, multiply then add in F32 (attention P.V)
+  void (*axpy_f16)(int64_t n, float a, const uint16_t* v, float* y) = nullptr;
+  // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
+  void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
+};
+
+// The activation type that weights of type w are multiplied with; kF32 for F32 weights and
+// for types without a vec_dot.
+DType activation_type(DType w);
+
+// The table of the active variant (selected on first use, see cpu_features.h).
+const KernelTable& active_kernels();
+// The table of a given variant (entries of unsupported ISAs must not be called).
+const KernelTable& kernels_for(CpuVariant v);
+
+// Filled by the per-variant files.
+void fill_reference_kernels(KernelTable& t);
+void fill_avx2_kernels(KernelTable& t);
+void fill_avx2_more_kernels(KernelTable& t);  // called by fill_avx2_kernels
+void fill_avx512_kernels(KernelTable& t);
+
+}  // namespace hearth::kernels

@@ -1,0 +1,117 @@
+// The compute kernels the model's forward pass is written in. Each op has a scalar reference
+// implementation; the hot ones also have AVX2 and AVX-512 variants, chosen once at start-up
+// (cpu_features.h) and checked against the reference by tests. Ops take plain float buffers
+// and weight views into the mmapped GGUF; none allocates per call except through the
+// caller-provided scratch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tensor/dtype.h"
+#include "util/result.h"
+#include "util/thread_pool.h"
+
+namespace hearth::kernels {
+
+// A 2-D weight matrix as stored in GGUF: `rows` rows of `cols` elements (cols = ne[0], the
+// contiguous dimension), each row_bytes long.
+struct WeightView {
+  DType type = DType::kF32;
+  const uint8_t* data = nullptr;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  size_t row_bytes = 0;
+};
+
+// Reusable buffers for matmul (quantized activations). Grows on demand, never shrinks, so a
+// forward pass allocates only on its first call.
+struct MatmulScratch {
+  std::vector<uint8_t> activations;
+};
+
+// y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens, r < rows. x is n_tokens rows of cols
+// floats (row stride cols); y is n_tokens rows of `rows` floats (row stride rows).
+// The activation rows are converted the way the ecosystem does for each weight type so that
+// results match it: F32 weights use F32; F16 -> activations rounded to F16; BF16 -> BF16;
+// Q4_0/Q5_0/Q8_0 -> Q8_0; Q4_1/Q5_1 -> Q8_1; Q2_K..Q6_K -> Q8_K; then integer dot products.
+// Work is split over the pool's threads by output rows.
+Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+              MatmulScratch& scratch);
+
+// Row `row` of an embedding table, dequantized into out (w.cols floats).
+Status get_row(const WeightView& w, int64_t row, float* out);
+
+// y = x / sqrt(mean(x^2) + eps) * weight   (weight may be null: no scaling)
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps);
+// y = (x - mean) / sqrt(var + eps) * weight + bias   (weight/bias may be null)
+void layer_norm(const float* x, const float* weight, const float* bias, float* y, int64_t n, float eps);
+
+enum class RopeStyle {
+  kNormal,  // rotates adjacent pairs (2i, 2i+1)
+  kNeox,    // rotates (i, i + rope_dims/2)
+};
+
+struct RopeParams {
+  RopeStyle style = RopeStyle::kNormal;
+  int32_t rope_dims = 0;     // leading dimensions of each head that rotate
+  float freq_base = 10000.0f;
+  float freq_scale = 1.0f;   // 1 / linear scaling factor
+  // YaRN (rope scaling type "yarn"): ext_factor > 0 enables it.
+  float ext_factor = 0.0f;
+  float attn_factor = 1.0f;
+  float beta_fast = 32.0f;
+  float beta_slow = 1.0f;
+  int32_t n_ctx_orig = 0;
+  const float* freq_factors = nullptr;  // optional per-dimension divisors (rope_dims/2 floats)
+};
+
+// Rotates n_heads heads of head_dim floats (stored contiguously) at position pos.
+void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p);
+
+void softmax(float* x, int64_t n);
+void silu(float* x, int64_t n);
+// GELU, tanh approximation, evaluated as the ecosystem's CPU backend does (via F16 rounding).
+void gelu(float* x, int64_t n);
+void add(float* y, const float* x, int64_t n);          // y += x
+void mul(float* y, const float* x, int64_t n);          // y *= x
+void scale(float* y, float s, int64_t n);               // y *= s
+void softcap(float* y, float cap, int64_t n);           // y = cap * tanh(y / cap)
+
+// Keys and values of one sequence in one layer, as the paged KV cache stores them: block b
+// holds positions [b*block_tokens, (b+1)*block_tokens); inside a block, token rows are
+// contiguous, each k_row_bytes (v_row_bytes) long, holding all KV heads.
+struct KvSpan {
+  const uint8_t* const* k_blocks = nullptr;
+  const uint8_t* const* v_blocks = nullptr;
+  int32_t block_tokens = 0;
+  size_t k_row_bytes = 0;
+  size_t v_row_bytes = 0;
+  DType type = DType::kF16;
+};
+
+struct AttentionParams {
+  int32_t n_head = 0;
+  int32_t n_head_kv = 0;     // query head h uses KV head h / (n_head / n_head_kv)
+  int32_t head_dim_k = 0;
+  int32_t head_dim_v = 0;
+  float scale = 1.0f;        // applied to Q.K before softcap and mask
+  float softcap = 0.0f;      // 0: off; else s = softcap * tanh(s / softcap)
+  int32_t window = 0;        // 0: off; else the query at p sees keys p-window+1 .. p
+  bool causal = true;        // causal: keys 0..q_pos; otherwise all n_kv keys
+};
+
+// Attention of one query token (all heads: n_head * head_dim_k floats at q) at position
+// q_pos over the first n_kv positions of kv; writes n_head * head_dim_v floats to out.
+// Arithmetic follows the ecosystem's CPU path for an F16 cache: Q rounded to F16, Q.K
+// accumulated in F32, softmax in F32, probabilities rounded to F16 for the V product.
+// scratch grows to n_kv floats.
+void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
+               std::vector<float>& scratch);
+
+// Converts n floats to the KV cache's storage type (F16, F32 or Q8_0) and back.
+Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
+Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
+
+}  // namespace hearth::kernels
