@@ -1,0 +1,52 @@
+// The forward pass: runs one batch of tokens (from one or several sequences, each at its own
+// positions) through the model, writing K/V into the paged cache and producing logits for the
+// tokens that ask for them (decoders) or hidden states for every token (encoders). Scratch
+// buffers are owned here and reused, so steady-state decoding does not allocate.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "util/result.h"
+#include "util/thread_pool.h"
+
+namespace hearth::model {
+
+struct BatchToken {
+  int32_t token = 0;
+  int32_t seq = 0;
+  int32_t pos = 0;      // must continue the sequence: its first token here is at seq_length(seq)
+  bool output = false;  // produce logits for this token
+};
+
+class ForwardPass {
+ public:
+  ForwardPass(const Model& model, ThreadPool& pool) : model_(model), pool_(pool) {}
+
+  // Decoders: logits of the output tokens, in batch order, n_vocab floats each.
+  // Encoders: `hidden` gets every token's final hidden state (n_embd floats each).
+  // On error nothing is appended to the cache.
+  Status run(std::span<const BatchToken> batch, kv::KvCache& kv, std::vector<float>* logits,
+             std::vector<float>* hidden = nullptr);
+
+ private:
+  Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
+  void embed(std::span<const BatchToken> batch);
+  void attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  void ffn_block(int32_t il, int64_t n);
+  void bert_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+
+  const Model& model_;
+  ThreadPool& pool_;
+  kernels::MatmulScratch mm_scratch_;
+  std::vector<float> x_, xn_, q_, k_, v_, qkv_, attn_, tmp_, gate_, up_, out_rows_;
+  std::vector<std::vector<float>> attn_scratch_;  // per thread
+  Status status_;                                 // first error inside a block
+};
+
+}  // namespace hearth::model

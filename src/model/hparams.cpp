@@ -1,0 +1,124 @@
+// Reading hyper-parameters from GGUF metadata (see hparams.h).
+#include "model/hparams.h"
+
+#include <cmath>
+
+namespace hearth::model {
+namespace {
+
+struct ArchName {
+  Arch arch;
+  const char* name;
+};
+constexpr ArchName kArchNames[] = {
+    {Arch::kLlama, "llama"}, {Arch::kQwen2, "qwen2"}, {Arch::kQwen3, "qwen3"},
+    {Arch::kGemma2, "gemma2"}, {Arch::kPhi3, "phi3"}, {Arch::kBert, "bert"},
+};
+
+template <typename T>
+Result<T> required(const gguf::File& f, const std::string& key) {
+  auto r = f.get<T>(key);
+  if (!r.ok()) return r.error().with_context("model metadata");
+  return r;
+}
+
+}  // namespace
+
+Result<Arch> arch_from_name(const std::string& name) {
+  for (const auto& a : kArchNames) {
+    if (name == a.name) return a.arch;
+  }
+  std::string known;
+  for (const auto& a : kArchNames) known += std::string(known.empty() ? "" : ", ") + a.name;
+  return make_error(ErrorKind::kUnsupported,
+                    "architecture '" + name + "' is not supported (supported: " + known + ")");
+}
+
+const char* arch_name(Arch arch) {
+  for (const auto& a : kArchNames) {
+    if (a.arch == arch) return a.name;
+  }
+  return "?";
+}
+
+Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
+  ModelHparams h;
+  HEARTH_ASSIGN(h.arch_name, required<std::string>(f, "general.architecture"));
+  HEARTH_ASSIGN(h.arch, arch_from_name(h.arch_name));
+  const std::string p = h.arch_name + ".";
+  h.n_vocab = n_vocab;
+  HEARTH_ASSIGN(h.n_embd, required<int32_t>(f, p + "embedding_length"));
+  HEARTH_ASSIGN(h.n_layer, required<int32_t>(f, p + "block_count"));
+  HEARTH_ASSIGN(h.n_head, required<int32_t>(f, p + "attention.head_count"));
+  h.n_head_kv = f.get_or<int32_t>(p + "attention.head_count_kv", h.n_head);
+  HEARTH_ASSIGN(h.n_ff, required<int32_t>(f, p + "feed_forward_length"));
+  h.n_ctx_train = f.get_or<int32_t>(p + "context_length", 2048);
+  if (h.n_embd <= 0 || h.n_layer <= 0 || h.n_head <= 0 || h.n_head_kv <= 0 || h.n_ff <= 0 || h.n_ctx_train <= 0) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: sizes must be positive");
+  }
+  if (h.n_layer > 4096 || h.n_head > 4096 || h.n_embd > (1 << 20)) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: implausible sizes");
+  }
+  if (h.n_head % h.n_head_kv != 0) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: head_count " + std::to_string(h.n_head) +
+                                               " is not a multiple of head_count_kv " + std::to_string(h.n_head_kv));
+  }
+  const int32_t default_head_dim = h.n_embd / h.n_head;
+  h.head_dim_k = f.get_or<int32_t>(p + "attention.key_length", default_head_dim);
+  h.head_dim_v = f.get_or<int32_t>(p + "attention.value_length", default_head_dim);
+  if (h.head_dim_k <= 0 || h.head_dim_v <= 0 || h.head_dim_k > 4096 || h.head_dim_v > 4096) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: bad attention key/value length");
+  }
+
+  if (h.arch == Arch::kBert) {
+    HEARTH_ASSIGN(h.norm_eps, required<float>(f, p + "attention.layer_norm_epsilon"));
+  } else {
+    HEARTH_ASSIGN(h.norm_eps, required<float>(f, p + "attention.layer_norm_rms_epsilon"));
+  }
+
+  // RoPE.
+  h.rope.rope_dims = f.get_or<int32_t>(p + "rope.dimension_count", h.head_dim_k);
+  h.rope.freq_base = f.get_or<float>(p + "rope.freq_base", 10000.0f);
+  h.rope.style = (h.arch == Arch::kLlama) ? kernels::RopeStyle::kNormal : kernels::RopeStyle::kNeox;
+  if (h.rope.rope_dims <= 0 || h.rope.rope_dims > h.head_dim_k || h.rope.rope_dims % 2 != 0) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: rope.dimension_count must be even and at most the head size");
+  }
+  const std::string scaling = f.get_or<std::string>(p + "rope.scaling.type", "none");
+  float factor = f.get_or<float>(p + "rope.scaling.factor", 0.0f);
+  if (f.has(p + "rope.scale_linear")) factor = f.get_or<float>(p + "rope.scale_linear", 1.0f);
+  if (scaling == "linear" || (scaling == "none" && factor > 0.0f)) {
+    if (factor > 0.0f) h.rope.freq_scale = 1.0f / factor;
+  } else if (scaling == "yarn") {
+    if (factor <= 0.0f) return make_error(ErrorKind::kCorrupt, "model metadata: yarn scaling needs rope.scaling.factor");
+    h.rope.freq_scale = 1.0f / factor;
+    h.rope.ext_factor = 1.0f;
+    h.rope.n_ctx_orig = f.get_or<int32_t>(p + "rope.scaling.original_context_length", h.n_ctx_train);
+    h.rope.attn_factor = f.get_or<float>(p + "rope.scaling.attn_factor", 1.0f);
+    h.rope.beta_fast = f.get_or<float>(p + "rope.scaling.yarn_beta_fast", 32.0f);
+    h.rope.beta_slow = f.get_or<float>(p + "rope.scaling.yarn_beta_slow", 1.0f);
+  } else if (scaling != "none") {
+    return make_error(ErrorKind::kUnsupported, "rope scaling type '" + scaling + "' is not supported");
+  }
+  if (h.rope.n_ctx_orig == 0) h.rope.n_ctx_orig = h.n_ctx_train;
+
+  switch (h.arch) {
+    case Arch::kGemma2:
+      h.attn_softcap = f.get_or<float>(p + "attn_logit_softcapping", 50.0f);
+      h.final_softcap = f.get_or<float>(p + "final_logit_softcapping", 30.0f);
+      h.sliding_window = f.get_or<int32_t>(p + "attention.sliding_window", 4096);
+      h.swa_period = 2;
+      h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+      break;
+    case Arch::kBert:
+      h.use_rope = false;
+      h.causal = f.get_or<bool>(p + "attention.causal", false);
+      h.pooling = static_cast<PoolingType>(f.get_or<uint32_t>(p + "pooling_type", 1));
+      if (static_cast<uint32_t>(h.pooling) > 3) return make_error(ErrorKind::kUnsupported, "unknown bert pooling type");
+      break;
+    default:
+      break;
+  }
+  return h;
+}
+
+}  // namespace hearth::model

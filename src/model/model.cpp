@@ -1,0 +1,43 @@
+// Loading a model from GGUF (see model.h).
+#include "model/model.h"
+
+#include <chrono>
+
+namespace hearth::model {
+
+Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+  auto start = std::chrono::steady_clock::now();
+  auto file = gguf::File::open(path);
+  if (!file.ok()) return file.error();
+  auto model = from_file(std::move(file).value());
+  if (!model.ok()) return model.error().with_context(path);
+  (*model)->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return model;
+}
+
+Result<std::unique_ptr<Model>> Model::from_file(gguf::File file) {
+  std::unique_ptr<Model> m(new Model());
+  m->file_ = std::move(file);
+  const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
+  if (embd == nullptr) return make_error(ErrorKind::kNotFound, "model is missing tensor 'token_embd.weight'");
+  if (embd->shape.size() < 2 || embd->shape[1] <= 0 || embd->shape[1] > (1 << 24)) {
+    return make_error(ErrorKind::kCorrupt, "tensor 'token_embd.weight' has an implausible vocabulary dimension");
+  }
+  HEARTH_ASSIGN(m->hparams_, load_hparams(m->file_, static_cast<int32_t>(embd->shape[1])));
+  WeightBinder binder(m->file_);
+  HEARTH_TRY(bind_weights(m->hparams_, binder, m->weights_));
+  m->owned_ = binder.take_owned();
+  return m;
+}
+
+kv::KvLayout Model::kv_layout(DType type, int32_t block_tokens) const {
+  kv::KvLayout l;
+  l.n_layers = hparams_.n_layer;
+  l.k_row_elems = hparams_.n_head_kv * hparams_.head_dim_k;
+  l.v_row_elems = hparams_.n_head_kv * hparams_.head_dim_v;
+  l.block_tokens = block_tokens;
+  l.type = type;
+  return l;
+}
+
+}  // namespace hearth::model

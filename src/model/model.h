@@ -1,0 +1,41 @@
+// A loaded model: the mmapped GGUF file, its hyper-parameters and bound weights. Immutable
+// after load and shared by every request; request state lives in the KV cache and engine.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kv/kv_block_pool.h"
+#include "model/hparams.h"
+#include "model/weights.h"
+#include "util/result.h"
+
+namespace hearth::model {
+
+class Model {
+ public:
+  // mmaps the file, reads hyper-parameters and binds every weight; errors name the file.
+  static Result<std::unique_ptr<Model>> load(const std::string& path);
+  static Result<std::unique_ptr<Model>> from_file(gguf::File file);
+
+  const ModelHparams& hparams() const { return hparams_; }
+  const ModelWeights& weights() const { return weights_; }
+  const gguf::File& file() const { return file_; }
+  double load_ms() const { return load_ms_; }
+  bool is_encoder() const { return hparams_.arch == Arch::kBert; }
+
+  // The KV cache layout for this model with the given cache element type.
+  kv::KvLayout kv_layout(DType type = DType::kF16, int32_t block_tokens = 16) const;
+
+ private:
+  Model() = default;
+  gguf::File file_;
+  ModelHparams hparams_;
+  ModelWeights weights_;
+  std::vector<std::unique_ptr<std::vector<float>>> owned_;
+  double load_ms_ = 0.0;
+};
+
+}  // namespace hearth::model

@@ -1,0 +1,68 @@
+// Tensor lookup with shape checks (see weights.h).
+#include "model/weights.h"
+
+#include "tensor/quantize.h"
+
+namespace hearth::model {
+namespace {
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+}  // namespace
+
+std::string layer_tensor(int32_t il, const char* suffix) { return "blk." + std::to_string(il) + "." + suffix; }
+
+Result<kernels::WeightView> WeightBinder::matrix(const std::string& name, int64_t cols, int64_t rows) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (t == nullptr) return make_error(ErrorKind::kNotFound, "model is missing tensor '" + name + "'");
+  std::vector<int64_t> shape = t->shape;
+  while (shape.size() > 2 && shape.back() == 1) shape.pop_back();
+  if (shape.size() == 1) shape.push_back(1);
+  if (shape.size() != 2 || shape[0] != cols || shape[1] != rows) {
+    return make_error(ErrorKind::kCorrupt, "tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected [" +
+                                               std::to_string(cols) + ", " + std::to_string(rows) + "]");
+  }
+  if (!dtype_convertible(t->type)) {
+    return make_error(ErrorKind::kUnsupported,
+                      "tensor '" + name + "' has type " + std::string(dtype_name(t->type)) + ", which Hearth cannot compute with");
+  }
+  kernels::WeightView w;
+  w.type = t->type;
+  w.data = t->data;
+  w.cols = cols;
+  w.rows = rows;
+  HEARTH_ASSIGN(w.row_bytes, dtype_row_bytes(t->type, static_cast<uint64_t>(cols)));
+  return w;
+}
+
+Result<kernels::WeightView> WeightBinder::optional_matrix(const std::string& name, int64_t cols, int64_t rows) {
+  if (!has(name)) return kernels::WeightView{};
+  return matrix(name, cols, rows);
+}
+
+Result<const float*> WeightBinder::vector(const std::string& name, int64_t n) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (t == nullptr) return make_error(ErrorKind::kNotFound, "model is missing tensor '" + name + "'");
+  if (t->element_count() != n) {
+    return make_error(ErrorKind::kCorrupt, "tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " +
+                                               std::to_string(n) + " elements");
+  }
+  if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
+    return reinterpret_cast<const float*>(t->data);
+  }
+  auto buf = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
+  auto st = dequantize_tensor(t->type, t->data, t->size_bytes, buf->data(), n);
+  if (!st.ok()) return st.error().with_context("tensor '" + name + "'");
+  const float* p = buf->data();
+  owned_.push_back(std::move(buf));
+  return p;
+}
+
+Result<const float*> WeightBinder::optional_vector(const std::string& name, int64_t n) {
+  if (!has(name)) return static_cast<const float*>(nullptr);
+  return vector(name, n);
+}
+
+}  // namespace hearth::model

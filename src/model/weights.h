@@ -1,0 +1,79 @@
+// The model's weights bound by tensor name, with shapes checked against the hyper-parameters.
+// Matrices are views into the mmapped file; 1-D tensors (norms, biases) are float pointers,
+// into the file when stored as F32 and into owned buffers otherwise. A missing or mis-shaped
+// tensor is an error that names it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf_file.h"
+#include "kernels/ops.h"
+#include "model/hparams.h"
+#include "util/result.h"
+
+namespace hearth::model {
+
+struct LayerWeights {
+  const float* attn_norm = nullptr;
+  const float* attn_norm_b = nullptr;
+  kernels::WeightView wq, wk, wv, wqkv, wo;  // wqkv: fused (phi3); wq/wk/wv empty then
+  const float* bq = nullptr;
+  const float* bk = nullptr;
+  const float* bv = nullptr;
+  const float* bo = nullptr;
+  const float* q_norm = nullptr;  // per-head RMSNorm of Q and K (qwen3)
+  const float* k_norm = nullptr;
+  const float* post_attn_norm = nullptr;  // gemma2
+  const float* attn_out_norm = nullptr;   // bert post-LN after attention
+  const float* attn_out_norm_b = nullptr;
+  const float* ffn_norm = nullptr;
+  kernels::WeightView ffn_gate, ffn_up, ffn_down;  // ffn_gate empty: no gate, or fused in up (phi3)
+  const float* ffn_up_b = nullptr;
+  const float* ffn_down_b = nullptr;
+  const float* post_ffw_norm = nullptr;  // gemma2
+  const float* out_norm = nullptr;       // bert post-LN after the FFN
+  const float* out_norm_b = nullptr;
+};
+
+struct ModelWeights {
+  kernels::WeightView token_embd;
+  kernels::WeightView position_embd;  // bert
+  kernels::WeightView token_types;    // bert
+  const float* embd_norm = nullptr;   // bert
+  const float* embd_norm_b = nullptr;
+  const float* output_norm = nullptr;
+  const float* output_norm_b = nullptr;
+  kernels::WeightView output;  // equals token_embd when tied
+  bool fused_gate_up = false;  // phi3: ffn_up holds gate rows then up rows
+  std::vector<LayerWeights> layers;
+};
+
+// Looks tensors up by name and checks their shapes; owns dequantized copies of 1-D tensors
+// that are not stored as F32.
+class WeightBinder {
+ public:
+  explicit WeightBinder(const gguf::File& file) : file_(file) {}
+
+  // A matrix with `cols` elements per row and `rows` rows (GGUF shape [cols, rows]).
+  Result<kernels::WeightView> matrix(const std::string& name, int64_t cols, int64_t rows);
+  Result<kernels::WeightView> optional_matrix(const std::string& name, int64_t cols, int64_t rows);
+  // A 1-D tensor of n elements as floats.
+  Result<const float*> vector(const std::string& name, int64_t n);
+  Result<const float*> optional_vector(const std::string& name, int64_t n);
+  bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
+
+  std::vector<std::unique_ptr<std::vector<float>>> take_owned() { return std::move(owned_); }
+
+ private:
+  const gguf::File& file_;
+  std::vector<std::unique_ptr<std::vector<float>>> owned_;
+};
+
+// Binds every tensor the architecture needs (dispatches to arch/<arch>.cpp).
+Status bind_weights(const ModelHparams& h, WeightBinder& binder, ModelWeights& out);
+
+std::string layer_tensor(int32_t il, const char* suffix);  // "blk.3.attn_q.weight"
+
+}  // namespace hearth::model
