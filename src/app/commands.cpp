@@ -8,6 +8,9 @@ const std::vector<Command>& all_commands() {
       {"inspect", "show a GGUF file's metadata and tensors", run_inspect},
       {"tokenize", "turn text into token ids with a model's vocabulary", run_tokenize},
       {"render-template", "render a chat template for an OpenAI-style chat body", run_render_template},
+      {"generate", "continue a prompt with a model and print the text", run_generate},
+      {"embed", "print the embedding of each text", run_embed},
+      {"perplexity", "measure a model's perplexity on a text file", run_perplexity},
   };
   return kCommands;
 }

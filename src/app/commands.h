@@ -20,5 +20,8 @@ const std::vector<Command>& all_commands();
 int run_inspect(const CommandArgs& args);
 int run_tokenize(const CommandArgs& args);
 int run_render_template(const CommandArgs& args);
+int run_generate(const CommandArgs& args);
+int run_embed(const CommandArgs& args);
+int run_perplexity(const CommandArgs& args);
 
 }  // namespace hearth::app

@@ -1,0 +1,62 @@
+// Shared model/sampling flags (see sampling_flags.h).
+#include "app/sampling_flags.h"
+
+namespace hearth::app {
+
+std::vector<SettingSpec> model_run_settings() {
+  return {
+      {"model", 'm', SettingType::kString, "", "GGUF model file", "HEARTH_MODEL"},
+      {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE"},
+      {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "HEARTH_THREADS"},
+      {"kv_type", 0, SettingType::kString, "f16", "KV cache type: f16, f32 or q8_0", "HEARTH_KV_TYPE"},
+  };
+}
+
+std::vector<SettingSpec> sampling_settings() {
+  return {
+      {"temp", 0, SettingType::kFloat, "0.8", "temperature (0: greedy)", ""},
+      {"top_k", 0, SettingType::kInt, "40", "top-k (0: off)", ""},
+      {"top_p", 0, SettingType::kFloat, "0.9", "top-p (1: off)", ""},
+      {"min_p", 0, SettingType::kFloat, "0.0", "min-p (0: off)", ""},
+      {"typical_p", 0, SettingType::kFloat, "1.0", "locally typical sampling (1: off)", ""},
+      {"repeat_penalty", 0, SettingType::kFloat, "1.0", "repeat penalty (1: off)", ""},
+      {"repeat_last_n", 0, SettingType::kInt, "64", "tokens the penalties look back over (-1: all)", ""},
+      {"presence_penalty", 0, SettingType::kFloat, "0.0", "presence penalty", ""},
+      {"frequency_penalty", 0, SettingType::kFloat, "0.0", "frequency penalty", ""},
+      {"mirostat", 0, SettingType::kInt, "0", "mirostat version (0: off, 1, 2)", ""},
+      {"seed", 's', SettingType::kInt, "-1", "random seed (-1: random)", ""},
+  };
+}
+
+Result<engine::ContextOptions> context_options_from(const Settings& s) {
+  engine::ContextOptions o;
+  o.n_ctx = static_cast<int32_t>(s.get_int("ctx_size"));
+  o.n_threads = static_cast<int32_t>(s.get_int("threads"));
+  if (o.n_ctx < 0 || o.n_threads < 0) return make_error(ErrorKind::kInvalidArgument, "--ctx-size and --threads must not be negative");
+  auto type = dtype_from_name(s.get_string("kv_type"));
+  if (!type || (*type != DType::kF16 && *type != DType::kF32 && *type != DType::kQ8_0)) {
+    return make_error(ErrorKind::kInvalidArgument, "--kv-type must be f16, f32 or q8_0");
+  }
+  o.kv_type = *type;
+  return o;
+}
+
+Result<sampler::SamplerParams> sampler_params_from(const Settings& s) {
+  sampler::SamplerParams p;
+  p.temperature = static_cast<float>(s.get_float("temp"));
+  p.top_k = static_cast<int32_t>(s.get_int("top_k"));
+  p.top_p = static_cast<float>(s.get_float("top_p"));
+  p.min_p = static_cast<float>(s.get_float("min_p"));
+  p.typical_p = static_cast<float>(s.get_float("typical_p"));
+  p.repeat_penalty = static_cast<float>(s.get_float("repeat_penalty"));
+  p.repeat_last_n = static_cast<int32_t>(s.get_int("repeat_last_n"));
+  p.presence_penalty = static_cast<float>(s.get_float("presence_penalty"));
+  p.frequency_penalty = static_cast<float>(s.get_float("frequency_penalty"));
+  p.mirostat = static_cast<int32_t>(s.get_int("mirostat"));
+  int64_t seed = s.get_int("seed");
+  p.seed = seed < 0 ? 0xFFFFFFFFu : static_cast<uint64_t>(seed);
+  HEARTH_TRY(sampler::validate_sampler_params(p));
+  return p;
+}
+
+}  // namespace hearth::app

@@ -1,0 +1,193 @@
+// Generation loop and perplexity (see generation.h).
+#include "engine/generation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "sampler/sampler_chain.h"
+
+namespace hearth::engine {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Bytes at the end of `text` that could still grow into one of the stop strings.
+size_t held_for_stop(std::string_view text, const std::vector<std::string>& stops) {
+  size_t held = 0;
+  for (const auto& s : stops) {
+    for (size_t len = std::min(s.size() - 1, text.size()); len > held; --len) {
+      if (text.substr(text.size() - len) == std::string_view(s).substr(0, len)) {
+        held = len;
+        break;
+      }
+    }
+  }
+  return held;
+}
+
+Status run_prompt(InferenceContext& ctx, int32_t seq, const std::vector<int32_t>& tokens, int32_t n_batch,
+                  std::vector<float>& logits) {
+  const int32_t step = std::max<int32_t>(1, n_batch);
+  std::vector<model::BatchToken> batch;
+  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(step)) {
+    const size_t end = std::min(tokens.size(), start + static_cast<size_t>(step));
+    batch.clear();
+    for (size_t i = start; i < end; ++i) {
+      batch.push_back({tokens[i], seq, static_cast<int32_t>(i), i + 1 == tokens.size()});
+    }
+    HEARTH_TRY(ctx.decode(batch, logits));
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+size_t utf8_complete_prefix(std::string_view text) {
+  // Walk back over at most 3 continuation bytes to the last lead byte.
+  size_t n = text.size();
+  for (size_t back = 1; back <= 4 && back <= n; ++back) {
+    unsigned char c = static_cast<unsigned char>(text[n - back]);
+    if ((c & 0xC0) == 0x80) continue;  // continuation byte
+    size_t need = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    return back >= need ? n : n - back;
+  }
+  return n;
+}
+
+Result<GenerateResult> generate(InferenceContext& ctx, std::string_view prompt, const GenerateOptions& o,
+                                const PieceCallback& on_piece) {
+  std::vector<int32_t> tokens = ctx.tokenizer().encode(prompt, o.add_special, o.parse_special);
+  return generate_from_tokens(ctx, std::move(tokens), o, on_piece);
+}
+
+Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<int32_t> prompt_tokens,
+                                            const GenerateOptions& o, const PieceCallback& on_piece) {
+  GenerateResult r;
+  r.prompt_tokens = std::move(prompt_tokens);
+  if (r.prompt_tokens.empty()) return make_error(ErrorKind::kInvalidArgument, "the prompt is empty");
+  if (static_cast<int32_t>(r.prompt_tokens.size()) >= ctx.n_ctx()) {
+    return make_error(ErrorKind::kOutOfRange, "the prompt has " + std::to_string(r.prompt_tokens.size()) +
+                                                  " tokens, more than the context of " + std::to_string(ctx.n_ctx()) +
+                                                  " allows (raise --ctx-size)");
+  }
+  HEARTH_ASSIGN(auto chain, sampler::SamplerChain::create(o.sampling, static_cast<size_t>(ctx.n_vocab()),
+                                                          static_cast<size_t>(ctx.n_ctx())));
+  for (int32_t t : r.prompt_tokens) chain.accept(t);
+
+  const int32_t seq = ctx.seq_create();
+  std::vector<float> logits;
+  auto t0 = std::chrono::steady_clock::now();
+  Status st = run_prompt(ctx, seq, r.prompt_tokens, o.n_batch, logits);
+  r.prompt_ms = ms_since(t0);
+  if (!st.ok()) {
+    ctx.seq_free(seq);
+    return st.error();
+  }
+
+  auto t1 = std::chrono::steady_clock::now();
+  std::string pending;  // bytes produced but not yet emitted
+  r.stop_reason = "length";
+  int32_t pos = static_cast<int32_t>(r.prompt_tokens.size());
+  for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
+    if (pos >= ctx.n_ctx()) {
+      r.stop_reason = "context";
+      break;
+    }
+    int32_t token = chain.sample(logits.data()).token;
+    r.tokens.push_back(token);
+    if (o.stop_at_eog && ctx.tokenizer().is_eog(token)) {
+      r.stop_reason = "eog";
+      break;
+    }
+    pending += ctx.tokenizer().token_to_piece(token, false);
+    // A complete stop string ends generation; the text stops before it.
+    size_t cut = std::string::npos;
+    for (const auto& s : o.stop) {
+      if (s.empty()) continue;
+      size_t at = (r.text + pending).find(s);
+      if (at != std::string::npos) cut = std::min(cut, at);
+    }
+    if (cut != std::string::npos) {
+      std::string all = r.text + pending;
+      std::string emit = all.substr(r.text.size(), cut > r.text.size() ? cut - r.text.size() : 0);
+      if (on_piece && !emit.empty()) on_piece(emit);
+      r.text = all.substr(0, cut);
+      pending.clear();
+      r.stop_reason = "stop";
+      break;
+    }
+    size_t safe = utf8_complete_prefix(pending);
+    safe = std::min(safe, pending.size() - std::min(pending.size(), held_for_stop(r.text + pending, o.stop)));
+    if (safe > 0) {
+      std::string emit = pending.substr(0, safe);
+      pending.erase(0, safe);
+      r.text += emit;
+      if (on_piece && !on_piece(emit)) {
+        r.stop_reason = "cancelled";
+        break;
+      }
+    }
+    model::BatchToken next{token, seq, pos, true};
+    st = ctx.decode(std::span<const model::BatchToken>(&next, 1), logits);
+    if (!st.ok()) break;
+    ++pos;
+  }
+  if (!pending.empty() && r.stop_reason != "stop") {
+    r.text += pending;
+    if (on_piece) on_piece(pending);
+  }
+  r.generation_ms = ms_since(t1);
+  ctx.seq_free(seq);
+  if (!st.ok()) return st.error();
+  return r;
+}
+
+Result<PerplexityResult> perplexity(InferenceContext& ctx, const std::vector<int32_t>& tokens, int32_t n_chunk) {
+  if (n_chunk < 4) return make_error(ErrorKind::kInvalidArgument, "perplexity needs a context of at least 4 tokens");
+  if (n_chunk > ctx.n_ctx()) {
+    return make_error(ErrorKind::kInvalidArgument, "chunk size " + std::to_string(n_chunk) + " exceeds the context " +
+                                                       std::to_string(ctx.n_ctx()));
+  }
+  const int32_t n_chunks = static_cast<int32_t>(tokens.size()) / n_chunk;
+  if (n_chunks == 0) {
+    return make_error(ErrorKind::kInvalidArgument, "the text has " + std::to_string(tokens.size()) +
+                                                       " tokens, fewer than one chunk of " + std::to_string(n_chunk));
+  }
+  const int32_t bos = ctx.tokenizer().bos_id();
+  const int32_t first = n_chunk / 2;
+  const size_t n_vocab = static_cast<size_t>(ctx.n_vocab());
+  PerplexityResult r;
+  double nll = 0.0;
+  std::vector<float> logits;
+  std::vector<model::BatchToken> batch;
+  for (int32_t c = 0; c < n_chunks; ++c) {
+    const int32_t seq = ctx.seq_create();
+    batch.clear();
+    for (int32_t i = 0; i < n_chunk; ++i) {
+      int32_t tok = tokens[static_cast<size_t>(c * n_chunk + i)];
+      if (i == 0 && bos >= 0) tok = bos;
+      batch.push_back({tok, seq, i, i >= first && i < n_chunk - 1});
+    }
+    Status st = ctx.decode(batch, logits);
+    ctx.seq_free(seq);
+    HEARTH_TRY(st);
+    for (int32_t i = first; i < n_chunk - 1; ++i) {
+      const float* row = logits.data() + static_cast<size_t>(i - first) * n_vocab;
+      double max_l = *std::max_element(row, row + n_vocab);
+      double sum = 0.0;
+      for (size_t v = 0; v < n_vocab; ++v) sum += std::exp(static_cast<double>(row[v]) - max_l);
+      const int32_t target = tokens[static_cast<size_t>(c * n_chunk + i + 1)];
+      nll -= static_cast<double>(row[target]) - max_l - std::log(sum);
+      ++r.n_scored;
+    }
+    r.running_ppl.push_back(std::exp(nll / r.n_scored));
+  }
+  r.n_chunks = n_chunks;
+  r.ppl = std::exp(nll / r.n_scored);
+  return r;
+}
+
+}  // namespace hearth::engine

@@ -1,0 +1,83 @@
+// Loading and running a model without HTTP (see inference_context.h).
+#include "engine/inference_context.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "kernels/cpu_features.h"
+
+namespace hearth::engine {
+
+Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::string& path, const ContextOptions& o) {
+  auto start = std::chrono::steady_clock::now();
+  HEARTH_TRY(kernels::init_cpu_variant());
+  std::unique_ptr<InferenceContext> c(new InferenceContext());
+  HEARTH_ASSIGN(c->model_, model::Model::load(path));
+  auto tok = Tokenizer::from_gguf(c->model_->file());
+  if (!tok.ok()) return tok.error().with_context(path);
+  c->tokenizer_ = std::move(tok).value();
+  if (c->tokenizer_.n_vocab() > c->model_->hparams().n_vocab) {
+    return make_error(ErrorKind::kCorrupt, path + ": the vocabulary has more tokens than the embedding matrix has rows");
+  }
+  const auto& h = c->model_->hparams();
+  c->n_ctx_ = o.n_ctx > 0 ? o.n_ctx : std::min(h.n_ctx_train, 4096);
+  if (o.block_tokens <= 0) return make_error(ErrorKind::kInvalidArgument, "block_tokens must be positive");
+  const int32_t n_blocks = (c->n_ctx_ + o.block_tokens - 1) / o.block_tokens;
+  HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks));
+  c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
+  c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
+  c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_);
+  c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return c;
+}
+
+Status InferenceContext::decode(std::span<const model::BatchToken> batch, std::vector<float>& logits) {
+  if (model_->is_encoder()) {
+    return make_error(ErrorKind::kUnsupported, "this is an embedding model (" + model_->hparams().arch_name +
+                                                   "); it cannot generate text");
+  }
+  return forward_->run(batch, *kv_, &logits);
+}
+
+Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& tokens, bool normalize) {
+  if (tokens.empty()) return make_error(ErrorKind::kInvalidArgument, "cannot embed an empty input");
+  const auto& h = model_->hparams();
+  int32_t seq = kv_->seq_create();
+  std::vector<model::BatchToken> batch;
+  for (size_t i = 0; i < tokens.size(); ++i) batch.push_back({tokens[i], seq, static_cast<int32_t>(i), false});
+  std::vector<float> hidden;
+  Status st = forward_->run(batch, *kv_, nullptr, &hidden);
+  kv_->seq_free(seq);
+  HEARTH_TRY(st);
+  const size_t d = static_cast<size_t>(h.n_embd);
+  const size_t n = tokens.size();
+  if (!model_->is_encoder()) {
+    for (size_t t = 0; t < n; ++t) {
+      kernels::rms_norm(hidden.data() + t * d, model_->weights().output_norm, hidden.data() + t * d,
+                        static_cast<int64_t>(d), h.norm_eps);
+    }
+  }
+  std::vector<double> acc(d, 0.0);
+  switch (model_->is_encoder() ? h.pooling : model::PoolingType::kMean) {
+    case model::PoolingType::kCls:
+      for (size_t i = 0; i < d; ++i) acc[i] = hidden[i];
+      break;
+    case model::PoolingType::kLast:
+      for (size_t i = 0; i < d; ++i) acc[i] = hidden[(n - 1) * d + i];
+      break;
+    default:
+      for (size_t t = 0; t < n; ++t) {
+        for (size_t i = 0; i < d; ++i) acc[i] += hidden[t * d + i];
+      }
+      for (double& x : acc) x /= static_cast<double>(n);
+  }
+  double norm = 0.0;
+  for (double x : acc) norm += x * x;
+  const double inv = (normalize && norm > 0) ? 1.0 / std::sqrt(norm) : 1.0;
+  std::vector<float> out(d);
+  for (size_t i = 0; i < d; ++i) out[i] = static_cast<float>(acc[i] * inv);
+  return out;
+}
+
+}  // namespace hearth::engine

@@ -1,0 +1,66 @@
+// One loaded model ready to run: the model, its tokenizer, a paged KV cache, a thread pool
+// and the forward pass. This is the engine's entry point for programs that do not need HTTP
+// (the CLI's generate/embed/perplexity, tests, benchmarks); the server's engine thread drives
+// the same object.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "tokenizer/tokenizer.h"
+#include "util/result.h"
+#include "util/thread_pool.h"
+
+namespace hearth::engine {
+
+struct ContextOptions {
+  int32_t n_threads = 0;        // 0: physical cores
+  int32_t n_ctx = 0;            // tokens of KV cache in all; 0: min(context_length, 4096)
+  DType kv_type = DType::kF16;  // F16, F32 or Q8_0
+  int32_t block_tokens = 16;
+};
+
+class InferenceContext {
+ public:
+  // mmaps and binds the model, builds its tokenizer, reserves the KV cache. Errors name the file.
+  static Result<std::unique_ptr<InferenceContext>> load(const std::string& path, const ContextOptions& options = {});
+
+  const model::Model& model() const { return *model_; }
+  const Tokenizer& tokenizer() const { return tokenizer_; }
+  int32_t n_ctx() const { return n_ctx_; }
+  int32_t n_vocab() const { return model_->hparams().n_vocab; }
+  double load_ms() const { return load_ms_; }
+  ThreadPool& pool() { return *pool_; }
+  kv::KvCache& kv() { return *kv_; }
+
+  int32_t seq_create() { return kv_->seq_create(); }
+  Result<int32_t> seq_fork(int32_t seq) { return kv_->seq_fork(seq); }
+  void seq_free(int32_t seq) { kv_->seq_free(seq); }
+  Status seq_truncate(int32_t seq, int32_t n_tokens) { return kv_->seq_truncate(seq, n_tokens); }
+  int32_t seq_length(int32_t seq) const { return kv_->seq_length(seq); }
+
+  // Runs one batch (tokens of one or several sequences, see model::BatchToken); logits of the
+  // output tokens in batch order, n_vocab floats each.
+  Status decode(std::span<const model::BatchToken> batch, std::vector<float>& logits);
+
+  // Pooled embedding of a token sequence (the model's pooling; mean for decoders), optionally
+  // L2-normalised. Uses a temporary sequence.
+  Result<std::vector<float>> embed(const std::vector<int32_t>& tokens, bool normalize);
+
+ private:
+  InferenceContext() = default;
+  std::unique_ptr<model::Model> model_;
+  Tokenizer tokenizer_;
+  std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<kv::KvCache> kv_;
+  std::unique_ptr<model::ForwardPass> forward_;
+  int32_t n_ctx_ = 0;
+  double load_ms_ = 0.0;
+};
+
+}  // namespace hearth::engine

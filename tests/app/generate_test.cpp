@@ -1,0 +1,81 @@
+// `hearth generate`, `hearth perplexity` and `hearth embed` as a user runs them: the JSON form
+// of generate (which outside checks read) against llama.cpp's greedy golden, streaming text
+// with speeds, perplexity against the reference, and clear errors for bad input.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/hearth_process.h"
+#include "common/test_paths.h"
+
+namespace hearth::test {
+namespace {
+
+std::string stories() { return models_dir() + "/stories260K-llama-f32.gguf"; }
+
+TEST(GenerateCommand, JsonGreedyMatchesGolden) {
+  const std::string ref_path = reference_dir() + "/llama-F32/once-upon-a-time.json";
+  const std::string model = models_dir() + "/random/llama-F32.gguf";
+  HEARTH_REQUIRE_FILE(model);
+  HEARTH_REQUIRE_FILE(ref_path);
+  std::ifstream in(ref_path);
+  auto ref = nlohmann::json::parse(in);
+  auto r = run_hearth("generate -m " + shell_quote(model) + " -p " + shell_quote(ref["prompt"].get<std::string>()) +
+                      " -n 32 --temp 0 --ignore-eos --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  EXPECT_EQ(out["prompt_tokens"], ref["tokens"]);
+  auto tokens = out["tokens"].get<std::vector<int32_t>>();
+  auto want = ref["greedy"]["tokens"].get<std::vector<int32_t>>();
+  ASSERT_EQ(tokens.size(), 32u);
+  EXPECT_EQ(tokens, want);
+  EXPECT_TRUE(out["timings"]["predicted_per_second"].get<double>() > 0);
+  EXPECT_TRUE(out.contains("text"));
+}
+
+TEST(GenerateCommand, StreamsTextAndSpeeds) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto r = run_hearth("generate -m " + shell_quote(stories()) + " -p 'Once upon a time' -n 20 --temp 0");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl named Lily.", 0), 0u) << r.out;
+  EXPECT_NE(r.err.find("tokens/s"), std::string::npos) << r.err;
+}
+
+TEST(GenerateCommand, BadInputSaysWhatToDo) {
+  auto missing = run_hearth("generate -p hi");
+  EXPECT_EQ(missing.status, 2);
+  EXPECT_NE(missing.err.find("-m FILE.gguf"), std::string::npos);
+  auto nofile = run_hearth("generate -m /nonexistent/x.gguf -p hi");
+  EXPECT_EQ(nofile.status, 1);
+  EXPECT_NE(nofile.err.find("/nonexistent/x.gguf"), std::string::npos);
+  auto badtemp = run_hearth("generate -m x.gguf --temp warm");
+  EXPECT_EQ(badtemp.status, 2);
+  EXPECT_NE(badtemp.err.find("--temp"), std::string::npos);
+}
+
+TEST(PerplexityCommand, MatchesReference) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto r = run_hearth("perplexity -m " + shell_quote(stories()) + " -f " +
+                      shell_quote(reference_dir() + "/stories-eval.txt") + " -c 128 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(out["ppl"].get<double>(), 5.5520, 0.01);
+  EXPECT_EQ(out["n_chunks"], 18);
+}
+
+TEST(EmbedCommand, PrintsNormalisedVectors) {
+  const std::string bert = models_dir() + "/random/bert-Q8_0.gguf";
+  HEARTH_REQUIRE_FILE(bert);
+  auto r = run_hearth("embed -m " + shell_quote(bert) + " --json hello 'good morning'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto out = nlohmann::json::parse(r.out);
+  ASSERT_EQ(out["embeddings"].size(), 2u);
+  double norm = 0;
+  for (double x : out["embeddings"][1]) norm += x * x;
+  EXPECT_NEAR(norm, 1.0, 1e-4);
+  EXPECT_EQ(out["embeddings"][0].size(), 256u);
+}
+
+}  // namespace
+}  // namespace hearth::test
