@@ -8,7 +8,7 @@
 namespace hearth::sampler {
 
 void apply_dry(Candidates& c, std::span<const int32_t> history, float multiplier, float base, int32_t allowed_length,
-               std::span<const int32_t> breakers) {
+               std::span<const int32_t> breakers, std::vector<DryHit>& hits) {
   const size_t n = history.size();
   if (multiplier <= 0.0f || n < 2) return;
   auto is_breaker = [&](int32_t t) { return std::find(breakers.begin(), breakers.end(), t) != breakers.end(); };
@@ -19,12 +19,8 @@ void apply_dry(Candidates& c, std::span<const int32_t> history, float multiplier
 
   // For each earlier position j (whose follower history[j+1] is the token a repeat would
   // produce), measure how far back history[..j] matches the current suffix.
-  // best[token] = longest match; kept in a small list since few tokens qualify.
-  struct Hit {
-    int32_t token;
-    size_t length;
-  };
-  std::vector<Hit> hits;
+  // The longest match per token, kept in a small list since few tokens qualify.
+  hits.clear();
   for (size_t j = 0; j + 1 < n; ++j) {
     size_t len = 0;
     while (len < max_suffix && len <= j && history[j - len] == history[n - 1 - len] && !is_breaker(history[j - len])) {
@@ -33,7 +29,7 @@ void apply_dry(Candidates& c, std::span<const int32_t> history, float multiplier
     if (len == 0) continue;
     int32_t next = history[j + 1];
     if (is_breaker(next)) continue;
-    auto it = std::find_if(hits.begin(), hits.end(), [&](const Hit& h) { return h.token == next; });
+    auto it = std::find_if(hits.begin(), hits.end(), [&](const DryHit& h) { return h.token == next; });
     if (it == hits.end()) {
       hits.push_back({next, len});
     } else {

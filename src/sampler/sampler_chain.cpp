@@ -33,6 +33,7 @@ SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t h
   history_.reserve(2 * history_capacity_);
   top_.resize(static_cast<size_t>(params.n_probs));
   logprob_scratch_.resize(params.n_probs > 0 ? n_vocab : 0);
+  dry_hits_.reserve(64);
 }
 
 std::span<const int32_t> SamplerChain::history() const {
@@ -67,7 +68,8 @@ void SamplerChain::apply_stage(SamplerKind kind) {
     }
     case SamplerKind::kDry: {
       size_t n = p.dry_last_n < 0 ? hist.size() : std::min(hist.size(), static_cast<size_t>(p.dry_last_n));
-      apply_dry(c, hist.subspan(hist.size() - n), p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_breakers);
+      apply_dry(c, hist.subspan(hist.size() - n), p.dry_multiplier, p.dry_base, p.dry_allowed_length, p.dry_breakers,
+                dry_hits_);
       break;
     }
     case SamplerKind::kTopNSigma: apply_top_n_sigma(c, p.top_n_sigma); break;

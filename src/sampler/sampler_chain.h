@@ -11,6 +11,7 @@
 
 #include "sampler/candidates.h"
 #include "sampler/sampler_params.h"
+#include "sampler/samplers.h"
 #include "util/result.h"
 
 namespace hearth::sampler {
@@ -59,6 +60,7 @@ class SamplerChain {
   float mirostat_mu_;
   std::vector<TokenLogprob> top_;  // n_probs
   std::vector<TokenLogprob> logprob_scratch_;
+  std::vector<DryHit> dry_hits_;
 };
 
 }  // namespace hearth::sampler

@@ -17,10 +17,17 @@ namespace hearth::sampler {
 void apply_penalties(Candidates& c, std::span<const int32_t> recent, float repeat_penalty, float presence_penalty,
                      float frequency_penalty, std::vector<uint32_t>& counts);
 
+// One token that would continue a repeat, with the repeat's length (DRY's working set).
+struct DryHit {
+  int32_t token;
+  size_t length;
+};
+
 // DRY: a token that would extend a repetition of length L >= allowed_length of an earlier
 // part of `history` loses multiplier * base^(L - allowed_length). `breakers` end a match.
+// `hits` is caller-owned scratch (reused so sampling does not allocate once it has grown).
 void apply_dry(Candidates& c, std::span<const int32_t> history, float multiplier, float base, int32_t allowed_length,
-               std::span<const int32_t> breakers);
+               std::span<const int32_t> breakers, std::vector<DryHit>& hits);
 
 void apply_top_k(Candidates& c, int32_t k, size_t min_keep);
 void apply_top_p(Candidates& c, float p, size_t min_keep);

@@ -109,13 +109,14 @@ TEST(Samplers, DryPenalisesTheTokenThatContinuesARepeat) {
   // History: 5 6 7 8 | 5 6 7  -> the next token 8 would repeat "5 6 7 8" (match length 3).
   auto c = make({0, 0, 0, 0, 0, 0, 0, 0, 0});
   std::vector<int32_t> history = {5, 6, 7, 8, 5, 6, 7};
-  apply_dry(c, history, 1.0f, 2.0f, 2, {});
+  std::vector<DryHit> hits;
+  apply_dry(c, history, 1.0f, 2.0f, 2, {}, hits);
   EXPECT_FLOAT_EQ(c.items[8].logit, -1.0f * std::pow(2.0f, 1.0f));
   for (int i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(c.items[i].logit, 0.0f) << i;
   // A breaker inside the suffix stops the match.
   auto d = make({0, 0, 0, 0, 0, 0, 0, 0, 0});
   std::vector<int32_t> breakers = {6};
-  apply_dry(d, history, 1.0f, 2.0f, 2, breakers);
+  apply_dry(d, history, 1.0f, 2.0f, 2, breakers, hits);
   EXPECT_FLOAT_EQ(d.items[8].logit, 0.0f);
 }
 
