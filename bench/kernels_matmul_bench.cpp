@@ -7,6 +7,8 @@
 // per core); rates use CPU time, which stays meaningful on a shared machine.
 #include <benchmark/benchmark.h>
 
+#include "bench_ratio_reporter.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -102,36 +104,19 @@ void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t 
       benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Console output as usual, plus a closing table of rates relative to memcpy and to scalar.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Weight rates relative to memcpy and to the scalar variant, after the usual console table.
+class RatioReporter : public hearth::bench::RatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) {
-      auto it = r.counters.find("GB/s");
-      if (it == r.counters.end() || r.error_occurred) continue;
-      std::string name = r.benchmark_name();
-      if (auto pos = name.find("/min_time"); pos != std::string::npos) name.erase(pos);
-      rate_[name] = it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto base = rate_.find("MemcpyBaseline");
-    if (base == rate_.end() || base->second <= 0) return;
-    std::printf("\nweight GB/s relative to memcpy (%.2f GB/s) and to the scalar variant, this run:\n", base->second);
-    for (const auto& [name, rate] : rate_) {
-      if (name == base->first) continue;
-      std::string scalar_name = name.substr(0, name.rfind('/')) + "/scalar";
-      auto sc = rate_.find(scalar_name);
-      const double vs_scalar = sc != rate_.end() && sc->second > 0 ? rate / sc->second : 0.0;
-      std::printf("  %-26s %8.2f GB/s  %6.3fx memcpy  %7.2fx scalar\n", name.c_str(), rate, rate / base->second,
-                  vs_scalar);
-    }
-  }
+  RatioReporter() : hearth::bench::RatioReporter("GB/s", "weight GB/s relative to memcpy (%.2f GB/s) and to scalar, this run:") {}
 
- private:
-  std::map<std::string, double> rate_;
+ protected:
+  std::string extra_column(const std::string& name, double rate) const override {
+    auto sc = rates().find(name.substr(0, name.rfind('/')) + "/scalar");
+    if (sc == rates().end() || sc->second <= 0) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "  %7.2fx scalar", rate / sc->second);
+    return buf;
+  }
 };
 
 }  // namespace

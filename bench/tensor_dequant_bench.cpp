@@ -5,6 +5,8 @@
 // --benchmark_out is given).
 #include <benchmark/benchmark.h>
 
+#include "bench_ratio_reporter.h"
+
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -68,31 +70,10 @@ void BM_Dequantize(benchmark::State& state, hearth::DType type) {
   set_rates(state, static_cast<double>(*bytes), kElements * sizeof(float));
 }
 
-// Console output as usual, plus a closing table of each type's output rate / memcpy's.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Output rates relative to memcpy, printed after the usual console table.
+class RatioReporter : public hearth::bench::RatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) {
-      auto it = r.counters.find("out_GB/s");
-      if (it == r.counters.end() || r.error_occurred) continue;
-      std::string name = r.benchmark_name();
-      if (auto pos = name.find("/real_time"); pos != std::string::npos) name.erase(pos);
-      out_rate_[name] = it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto base = out_rate_.find("MemcpyBaseline");
-    if (base == out_rate_.end() || base->second <= 0) return;
-    std::printf("\noutput GB/s relative to memcpy (%.2f GB/s) in this run:\n", base->second);
-    for (const auto& [name, rate] : out_rate_) {
-      if (name != base->first) std::printf("  %-24s %8.2f GB/s  %6.3fx memcpy\n", name.c_str(), rate, rate / base->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> out_rate_;
+  RatioReporter() : hearth::bench::RatioReporter("out_GB/s", "output GB/s relative to memcpy (%.2f GB/s) in this run:") {}
 };
 
 }  // namespace

@@ -6,6 +6,8 @@
 // ../shared beside the checkout.
 #include <benchmark/benchmark.h>
 
+#include "bench_ratio_reporter.h"
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -152,32 +154,10 @@ void BM_Decode(benchmark::State& state, const std::string& vocab) {
   set_rate(state, static_cast<double>(text.size()));
 }
 
-// Console output as usual, plus each benchmark's MB/s relative to memcpy in this run.
-class RatioReporter : public benchmark::ConsoleReporter {
+// Input rates relative to memcpy, printed after the usual console table.
+class RatioReporter : public hearth::bench::RatioReporter {
  public:
-  void ReportRuns(const std::vector<Run>& runs) override {
-    for (const auto& r : runs) {
-      auto it = r.counters.find("MB/s");
-      if (it == r.counters.end() || r.error_occurred) continue;
-      std::string name = r.benchmark_name();
-      if (auto pos = name.find("/real_time"); pos != std::string::npos) name.erase(pos);
-      rate_[name] = it->second.value;
-    }
-    ConsoleReporter::ReportRuns(runs);
-  }
-  void Finalize() override {
-    ConsoleReporter::Finalize();
-    auto base = rate_.find("MemcpyBaseline");
-    if (base == rate_.end() || base->second <= 0) return;
-    std::printf("\ninput MB/s on %.2f MB of mixed text, relative to memcpy (%.0f MB/s) in this run:\n",
-                mixed_text().size() / 1e6, base->second);
-    for (const auto& [name, rate] : rate_) {
-      if (name != base->first) std::printf("  %-36s %9.2f MB/s  %8.5fx memcpy\n", name.c_str(), rate, rate / base->second);
-    }
-  }
-
- private:
-  std::map<std::string, double> rate_;
+  RatioReporter() : hearth::bench::RatioReporter("MB/s", "input MB/s on mixed text, relative to memcpy (%.2f MB/s) in this run:") {}
 };
 
 }  // namespace

@@ -10,38 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/hearth_process.h"
 #include "common/test_paths.h"
 #include "util/file_io.h"
 
 namespace {
 
-struct RunResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-RunResult run_hearth(const std::string& args) {
-  const std::string err_path = hearth::test::make_temp_dir() + "/stderr.txt";
-  const std::string cmd = shell_quote(HEARTH_EXE) + " " + args + " 2>" + shell_quote(err_path);
-  RunResult r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  auto err = hearth::read_file(err_path);
-  if (err.ok()) r.err = *err;
-  return r;
-}
+using RunResult = hearth::test::HearthRun;
+using hearth::test::run_hearth;
+using hearth::test::shell_quote;
 
 nlohmann::json inspect_json(const std::string& path) {
   RunResult r = run_hearth("inspect --json " + shell_quote(path));

@@ -1,0 +1,61 @@
+// A Google Benchmark reporter shared by Hearth's benchmarks: console output as usual, then a
+// closing table of each benchmark's rate relative to the memcpy baseline measured in the same
+// run (style rule: every benchmark prints ratios against a same-run baseline).
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace hearth::bench {
+
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  // counter: the user counter holding each benchmark's rate ("GB/s", "MB/s", ...);
+  // title: printf format with one %.2f for the baseline's rate.
+  RatioReporter(std::string counter, std::string title)
+      : counter_(std::move(counter)), title_(std::move(title)) {}
+
+  void ReportRuns(const std::vector<Run>& runs) override {
+    for (const auto& r : runs) {
+      auto it = r.counters.find(counter_);
+      if (it == r.counters.end() || r.error_occurred) continue;
+      std::string name = r.benchmark_name();
+      for (const char* suffix : {"/real_time", "/min_time"}) {
+        if (auto pos = name.find(suffix); pos != std::string::npos) name.erase(pos);
+      }
+      rates_[name] = it->second.value;
+    }
+    ConsoleReporter::ReportRuns(runs);
+  }
+
+  void Finalize() override {
+    ConsoleReporter::Finalize();
+    auto base = rates_.find("MemcpyBaseline");
+    if (base == rates_.end() || base->second <= 0) return;
+    std::printf("\n");
+    std::printf(title_.c_str(), base->second);
+    std::printf("\n");
+    for (const auto& [name, rate] : rates_) {
+      if (name == base->first) continue;
+      std::printf("  %-36s %9.2f %s  %8.4fx memcpy%s\n", name.c_str(), rate, counter_.c_str(), rate / base->second,
+                  extra_column(name, rate).c_str());
+    }
+  }
+
+ protected:
+  // Text appended to a benchmark's row (e.g. a ratio to another variant); empty by default.
+  virtual std::string extra_column(const std::string& name, double rate) const { return ""; }
+  const std::map<std::string, double>& rates() const { return rates_; }
+
+ private:
+  std::string counter_;
+  std::string title_;
+  std::map<std::string, double> rates_;
+};
+
+}  // namespace hearth::bench
