@@ -18,9 +18,11 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)" --timeout 900 2>&1 | tee "$log"
 ctest_rc=${PIPESTATUS[0]}
 set -e
-passed=$(grep -Eo '[0-9]+ tests? passed' "$log" | head -1 | grep -Eo '^[0-9]+' || echo 0)
-failed=$(grep -Eo 'tests passed, [0-9]+ tests? failed' "$log" | grep -Eo '[0-9]+ tests? failed' | grep -Eo '^[0-9]+' || echo 0)
-total=$(grep -Eo 'out of [0-9]+' "$log" | grep -Eo '[0-9]+' | tail -1 || echo 0)
+total=$(grep -Eo 'tests? failed out of [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1 || true)
+failed=$(grep -Eo '[0-9]+ tests? failed out of' "$log" | grep -Eo '^[0-9]+' | tail -1 || true)
+total=${total:-0}
+failed=${failed:-0}
+passed=$((total - failed))
 skipped=$(grep -c '(Skipped)' "$log" || true)
 if [ "$skipped" -gt 0 ]; then
   echo "test.sh: $skipped test(s) were skipped (missing test data?); that counts as a failure" >&2
