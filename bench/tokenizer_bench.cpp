@@ -8,6 +8,10 @@
 
 #include "bench_ratio_reporter.h"
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -154,6 +158,37 @@ void BM_Decode(benchmark::State& state, const std::string& vocab) {
   set_rate(state, static_cast<double>(text.size()));
 }
 
+// llama.cpp's llama-tokenize on the same text and vocabulary, when HEARTH_LLAMA_CPP_BIN names a
+// llama.cpp build's bin/ folder. One iteration is one process run on the text file minus a run
+// on a one-byte file (process start and vocabulary load), so the rate is tokenizing alone.
+double run_seconds(const std::string& command) {
+  auto start = std::chrono::steady_clock::now();
+  int rc = std::system(command.c_str());
+  double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rc == 0 ? s : -1.0;
+}
+
+void BM_LlamaTokenize(benchmark::State& state, const std::string& vocab, const std::string& bin) {
+  const std::string dir = std::filesystem::temp_directory_path().string();
+  const std::string text_path = dir + "/hearth-bench-mixed.txt";
+  const std::string tiny_path = dir + "/hearth-bench-tiny.txt";
+  {
+    std::ofstream(text_path, std::ios::binary) << mixed_text();
+    std::ofstream(tiny_path, std::ios::binary) << "a";
+  }
+  const std::string base = bin + "/llama-tokenize -m " + shared_dir() + "/vocab/" + vocab + " --ids --log-disable -f ";
+  for (auto _ : state) {
+    double full = run_seconds(base + text_path + " >/dev/null 2>&1");
+    double load = run_seconds(base + tiny_path + " >/dev/null 2>&1");
+    if (full < 0 || load < 0) {
+      state.SkipWithError("llama-tokenize failed");
+      return;
+    }
+    state.SetIterationTime(std::max(full - load, 1e-6));
+  }
+  set_rate(state, static_cast<double>(mixed_text().size()));
+}
+
 // Input rates relative to memcpy, printed after the usual console table.
 class RatioReporter : public hearth::bench::RatioReporter {
  public:
@@ -171,6 +206,15 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("EncodeNoSpaces256K/" + label).c_str(), BM_EncodeNoSpaces, vocab)
         ->UseRealTime()
         ->Unit(benchmark::kMillisecond);
+  }
+  if (const char* bin = std::getenv("HEARTH_LLAMA_CPP_BIN"); bin != nullptr && *bin != '\0') {
+    for (const auto& [label, vocab] : std::vector<std::pair<std::string, std::string>>{
+             {"spm-llama-32k", "ggml-vocab-llama-spm.gguf"}, {"bpe-gpt2-50k", "ggml-vocab-gpt-2.gguf"}}) {
+      benchmark::RegisterBenchmark(("LlamaCppEncode/" + label).c_str(), BM_LlamaTokenize, vocab, std::string(bin))
+          ->UseManualTime()
+          ->Iterations(3)
+          ->Unit(benchmark::kMillisecond);
+    }
   }
   std::vector<char*> args(argv, argv + argc);
   bool has_out = false;
