@@ -25,7 +25,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
       auto it = r.counters.find(counter_);
       if (it == r.counters.end() || r.error_occurred) continue;
       std::string name = r.benchmark_name();
-      for (const char* suffix : {"/real_time", "/min_time"}) {
+      for (const char* suffix : {"/real_time", "/min_time", "/iterations:"}) {
         if (auto pos = name.find(suffix); pos != std::string::npos) name.erase(pos);
       }
       rates_[name] = it->second.value;

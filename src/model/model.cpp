@@ -27,6 +27,7 @@ Result<std::unique_ptr<Model>> Model::from_file(gguf::File file) {
   WeightBinder binder(m->file_);
   HEARTH_TRY(bind_weights(m->hparams_, binder, m->weights_));
   m->owned_ = binder.take_owned();
+  m->hparams_.rope.freq_factors = m->weights_.rope_freqs;
   return m;
 }
 

@@ -47,6 +47,7 @@ struct ModelWeights {
   const float* output_norm_b = nullptr;
   kernels::WeightView output;  // equals token_embd when tied
   bool fused_gate_up = false;  // phi3: ffn_up holds gate rows then up rows
+  const float* rope_freqs = nullptr;  // per-dimension RoPE divisors (Llama 3.1+), rope_dims/2 floats
   std::vector<LayerWeights> layers;
 };
 

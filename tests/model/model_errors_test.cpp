@@ -17,7 +17,7 @@ namespace {
 // A tiny llama: 1 layer, n_embd 32, 2 heads, vocab 8. `skip` omits a tensor, `bad` gets a wrong
 // shape.
 std::string tiny_llama(const std::string& arch, const std::string& skip = "", const std::string& bad = "",
-                       bool with_hparams = true) {
+                       bool with_hparams = true, int64_t rope_freqs_len = 0) {
   gguf::Writer w;
   w.set("general.architecture", gguf::Value(arch));
   if (with_hparams) {
@@ -38,6 +38,12 @@ std::string tiny_llama(const std::string& arch, const std::string& skip = "", co
                            std::string_view(reinterpret_cast<const char*>(data.data()), data.size() * 4));
     EXPECT_TRUE(st.ok());
   };
+  if (rope_freqs_len > 0) {
+    std::vector<float> f(static_cast<size_t>(rope_freqs_len), 4.0f);
+    EXPECT_TRUE(w.add_tensor("rope_freqs.weight", DType::kF32, {rope_freqs_len},
+                             std::string_view(reinterpret_cast<const char*>(f.data()), f.size() * 4))
+                    .ok());
+  }
   add("token_embd.weight", {32, 8});
   add("output_norm.weight", {32});
   add("blk.0.attn_norm.weight", {32});
@@ -86,6 +92,18 @@ TEST(ModelErrors, TinyValidModelLoadsAndRuns) {
   std::vector<BatchToken> bad_seq = {{1, 7, 0, true}};
   EXPECT_FALSE(fwd.run(bad_seq, *kv, &logits).ok());
   EXPECT_EQ(kv->seq_length(seq), 2);
+}
+
+// Llama 3.1+ files carry per-dimension RoPE divisors; they must reach the rope kernel, and a
+// wrongly sized one is named.
+TEST(ModelErrors, RopeFreqsAreBoundAndChecked) {
+  auto plain = load_bytes(tiny_llama("llama"));
+  auto scaled = load_bytes(tiny_llama("llama", "", "", true, 8));  // head_dim 16: 8 divisors
+  ASSERT_TRUE(plain.ok() && scaled.ok());
+  EXPECT_EQ((*plain)->hparams().rope.freq_factors, nullptr);
+  ASSERT_NE((*scaled)->hparams().rope.freq_factors, nullptr);
+  EXPECT_EQ((*scaled)->hparams().rope.freq_factors[0], 4.0f);
+  expect_error(load_bytes(tiny_llama("llama", "", "", true, 5)), ErrorKind::kCorrupt, "rope_freqs.weight");
 }
 
 TEST(ModelErrors, UnknownArchitectureIsNamed) {
