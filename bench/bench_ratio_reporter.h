@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -57,5 +58,25 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::string title_;
   std::map<std::string, double> rates_;
 };
+
+// Runs the registered benchmarks with `reporter`, writing JSON to default_json unless the
+// command line names its own --benchmark_out. Returns the process exit status.
+inline int run_benchmarks(int argc, char** argv, const std::string& default_json, RatioReporter& reporter) {
+  std::vector<char*> args(argv, argv + argc);
+  bool has_out = false;
+  for (int i = 1; i < argc; ++i) has_out |= std::strncmp(argv[i], "--benchmark_out=", 16) == 0;
+  std::string out_flag = "--benchmark_out=" + default_json;
+  std::string format_flag = "--benchmark_out_format=json";
+  if (!has_out) {
+    args.push_back(out_flag.data());
+    args.push_back(format_flag.data());
+  }
+  int n = static_cast<int>(args.size());
+  benchmark::Initialize(&n, args.data());
+  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
 
 }  // namespace hearth::bench

@@ -86,20 +86,6 @@ int main(int argc, char** argv) {
                   DType::kQ6_K, DType::kQ8_K}) {
     benchmark::RegisterBenchmark(("Dequantize/" + std::string(hearth::dtype_name(t))).c_str(), BM_Dequantize, t)->UseRealTime();
   }
-  std::vector<char*> args(argv, argv + argc);
-  bool has_out = false;
-  for (int i = 1; i < argc; ++i) has_out |= std::strncmp(argv[i], "--benchmark_out=", 16) == 0;
-  std::string out_flag = "--benchmark_out=bench_tensor_dequant.json";
-  std::string format_flag = "--benchmark_out_format=json";
-  if (!has_out) {
-    args.push_back(out_flag.data());
-    args.push_back(format_flag.data());
-  }
-  int n = static_cast<int>(args.size());
-  benchmark::Initialize(&n, args.data());
-  if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   RatioReporter reporter;
-  benchmark::RunSpecifiedBenchmarks(&reporter);
-  benchmark::Shutdown();
-  return 0;
+  return hearth::bench::run_benchmarks(argc, argv, "bench_tensor_dequant.json", reporter);
 }
