@@ -103,24 +103,22 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
       break;
     }
     pending += ctx.tokenizer().token_to_piece(token, false);
-    // A complete stop string ends generation; the text stops before it.
+    // Bytes that could begin a stop string are never emitted (held_for_stop), so every match
+    // lies inside `pending`: search there only, not the whole text. A complete stop string
+    // ends generation; the text stops before it.
     size_t cut = std::string::npos;
     for (const auto& s : o.stop) {
-      if (s.empty()) continue;
-      size_t at = (r.text + pending).find(s);
-      if (at != std::string::npos) cut = std::min(cut, at);
+      if (!s.empty()) cut = std::min(cut, pending.find(s));
     }
     if (cut != std::string::npos) {
-      std::string all = r.text + pending;
-      std::string emit = all.substr(r.text.size(), cut > r.text.size() ? cut - r.text.size() : 0);
+      std::string emit = pending.substr(0, cut);
       if (on_piece && !emit.empty()) on_piece(emit);
-      r.text = all.substr(0, cut);
+      r.text += emit;
       pending.clear();
       r.stop_reason = "stop";
       break;
     }
-    size_t safe = utf8_complete_prefix(pending);
-    safe = std::min(safe, pending.size() - std::min(pending.size(), held_for_stop(r.text + pending, o.stop)));
+    size_t safe = std::min(utf8_complete_prefix(pending), pending.size() - held_for_stop(pending, o.stop));
     if (safe > 0) {
       std::string emit = pending.substr(0, safe);
       pending.erase(0, safe);
