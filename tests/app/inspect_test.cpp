@@ -2,7 +2,6 @@
 // would, and checks its text and JSON output against the facts in the models' READMEs and
 // manifest.json, and its error message and exit status on a bad file.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <fstream>

@@ -7,28 +7,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "app/hearth_process.h"
 #include "common/test_paths.h"
 
 namespace hearth {
 namespace {
 
-struct RunResult {
-  int status = -1;
-  std::string out;
-};
-
-// Runs `command` through the shell and returns its exit status and stdout.
-RunResult run_shell(const std::string& command) {
-  RunResult r;
-  FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), pipe)) > 0) r.out.append(buf, n);
-  int status = pclose(pipe);
-  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using test::HearthRun;
+using test::run_hearth;
+using test::shell_quote;
 
 std::string write_temp(const std::string& name, const std::string& text) {
   std::string path = test::make_temp_dir() + "/" + name;
@@ -36,8 +23,11 @@ std::string write_temp(const std::string& name, const std::string& text) {
   return path;
 }
 
-std::string render_command(const std::string& tmpl, const std::string& stdin_path, const std::string& extra = "") {
-  return std::string(HEARTH_EXE) + " render-template -t '" + tmpl + "' " + extra + " < '" + stdin_path + "'";
+// Runs render-template with the request file's text on stdin.
+HearthRun render(const std::string& tmpl, const std::string& stdin_path, const std::string& extra = "") {
+  std::ifstream in(stdin_path, std::ios::binary);
+  const std::string request((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return run_hearth("render-template -t " + shell_quote(tmpl) + " " + extra, &request);
 }
 
 void expect_golden_case(const std::string& name, const std::string& case_name) {
@@ -46,7 +36,7 @@ void expect_golden_case(const std::string& name, const std::string& case_name) {
   auto golden = nlohmann::ordered_json::parse(golden_file);
   const auto& c = golden.at(case_name);
   std::string request = write_temp("request.json", c.at("request").dump());
-  RunResult r = run_shell(render_command(base + ".jinja", request, "--date 2026-11-21 --bos '<s>' --eos '</s>'") + " 2>/dev/null");
+  HearthRun r = render(base + ".jinja", request, "--date 2026-11-21 --bos '<s>' --eos '</s>'");
   if (c.contains("error")) {
     EXPECT_EQ(r.status, 1) << name << " " << case_name;
     EXPECT_TRUE(r.out.empty());
@@ -67,31 +57,31 @@ TEST(RenderTemplateCommand, MatchesGoldenPrompts) {
 TEST(RenderTemplateCommand, TemplateErrorNamesFileAndLine) {
   std::string tmpl = write_temp("bad.jinja", "line one\n{{ raise_exception('no way') }}\n");
   std::string request = write_temp("request.json", R"({"messages":[{"role":"user","content":"hi"}]})");
-  RunResult r = run_shell(render_command(tmpl, request) + " 2>&1");
+  HearthRun r = render(tmpl, request);
   EXPECT_EQ(r.status, 1);
-  EXPECT_EQ(r.out, "hearth render-template: " + tmpl + ":2: no way\n");
+  EXPECT_EQ(r.err, "hearth render-template: " + tmpl + ":2: no way\n");
 }
 
 TEST(RenderTemplateCommand, SyntaxErrorIsReported) {
   std::string tmpl = write_temp("bad.jinja", "ok\n\n{% if %}\n");
   std::string request = write_temp("request.json", R"({"messages":[]})");
-  RunResult r = run_shell(render_command(tmpl, request) + " 2>&1");
+  HearthRun r = render(tmpl, request);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find(tmpl + ":3: "), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find(tmpl + ":3: "), std::string::npos) << r.err;
 }
 
 TEST(RenderTemplateCommand, BadJsonOnStdinIsAnError) {
   std::string tmpl = write_temp("t.jinja", "{{ messages[0].content }}");
   std::string request = write_temp("request.json", "{not json");
-  RunResult r = run_shell(render_command(tmpl, request) + " 2>&1");
+  HearthRun r = render(tmpl, request);
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("not valid JSON"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
 }
 
 TEST(RenderTemplateCommand, PrintsNoExtraNewlineAndUsesDefaults) {
   std::string tmpl = write_temp("t.jinja", "{{ bos_token }}[{{ messages[0].content }}]{{ eos_token }}|{{ strftime_now('%Y') | length }}");
   std::string request = write_temp("request.json", R"({"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}]})");
-  RunResult r = run_shell(render_command(tmpl, request));
+  HearthRun r = render(tmpl, request);
   EXPECT_EQ(r.status, 0);
   // The leading bos_token is dropped (the tokenizer adds it); the default eos is "</s>".
   EXPECT_EQ(r.out, "[ab]</s>|4");
@@ -100,7 +90,7 @@ TEST(RenderTemplateCommand, PrintsNoExtraNewlineAndUsesDefaults) {
 TEST(RenderTemplateCommand, RejectsBadDate) {
   std::string tmpl = write_temp("t.jinja", "x");
   std::string request = write_temp("request.json", R"({"messages":[]})");
-  RunResult r = run_shell(render_command(tmpl, request, "--date 2026-02-30") + " 2>&1");
+  HearthRun r = render(tmpl, request, "--date 2026-02-30");
   EXPECT_EQ(r.status, 2);
 }
 
