@@ -1,7 +1,9 @@
 // matmul and get_row: weight rows straight from the mmapped file, activations converted once
-// per call into the scratch buffer (to F16/BF16/Q8_0/Q8_1/Q8_K as the weight type asks), then
-// one vec_dot per (row, token) through the active dispatch table (vec_dot_x4 for groups of 4
-// tokens where the variant has one), split over the pool by rows.
+// per call into the scratch buffer. Where the active variant has a whole-matrix kernel for the
+// weight type (GemmKernel), it runs over 16-row panels split across the pool; otherwise the
+// activations become F16/BF16/Q8_0/Q8_1/Q8_K as the weight type asks and one vec_dot runs per
+// (row, token) through the dispatch table (vec_dot_x4 for groups of 4 tokens where the variant
+// has one), split over the pool by rows.
 #include <algorithm>
 #include <string>
 
@@ -32,6 +34,41 @@ Status check_weight(const WeightView& w) {
 // weight rows while a weight row stays in L1 across tokens.
 constexpr int64_t kRowTile = 16;
 
+Status gemm_matmul(const GemmKernel& g, const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
+                   MatmulScratch& scratch) {
+  const size_t stride = g.act_row_bytes(w.cols);
+  const size_t need = stride * static_cast<size_t>(n_tokens) + 64;
+  if (scratch.activations.size() < need) scratch.activations.resize(need);
+  uint8_t* act = scratch.activations.data();
+  act += (64 - reinterpret_cast<uintptr_t>(act) % 64) % 64;
+  const int64_t cols = w.cols;
+  if (n_tokens == 1) {
+    g.prepare_act(x, act, cols);
+  } else {
+    pool.parallel_for(static_cast<size_t>(n_tokens), [&](size_t begin, size_t end, int) {
+      for (size_t t = begin; t < end; ++t) g.prepare_act(x + t * cols, act + t * stride, cols);
+    });
+  }
+  GemmArgs a;
+  a.w = w.data;
+  a.w_row_bytes = w.row_bytes;
+  a.cols = w.cols;
+  a.rows = w.rows;
+  a.act = act;
+  a.act_stride = stride;
+  a.n_tokens = n_tokens;
+  a.y = y;
+  a.y_stride = w.rows;
+  const int64_t panels = (w.rows + kGemmPanelRows - 1) / kGemmPanelRows;
+  pool.parallel_for(static_cast<size_t>(panels), [&](size_t begin, size_t end, int) {
+    GemmArgs part = a;
+    part.panel_begin = static_cast<int64_t>(begin);
+    part.panel_end = static_cast<int64_t>(end);
+    g.run(part);
+  });
+  return ok_status();
+}
+
 }  // namespace
 
 Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
@@ -47,6 +84,9 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   }
   if (n_tokens == 0 || w.rows == 0) return ok_status();
   if (x == nullptr || y == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul: null input or output");
+  if (const GemmKernel& g = k.gemm[static_cast<int>(w.type)]; g.run != nullptr) {
+    return gemm_matmul(g, w, x, n_tokens, y, pool, scratch);
+  }
   const DType act_type = activation_type(w.type);
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t act_row_bytes = static_cast<size_t>(w.cols) * sizeof(float);
