@@ -50,6 +50,7 @@ struct GemmKernel {
   size_t (*act_row_bytes)(int64_t cols) = nullptr;  // a multiple of 64
   void (*prepare_act)(const float* x, void* dst, int64_t cols) = nullptr;
   void (*run)(const GemmArgs& args) = nullptr;
+  int64_t cols_multiple = 1;  // the kernel handles rows whose length is a multiple of this
 };
 inline constexpr int64_t kGemmPanelRows = 16;
 
@@ -85,5 +86,7 @@ void fill_avx2_more_kernels(KernelTable& t);  // called by fill_avx2_kernels
 void fill_avx512_kernels(KernelTable& t);
 // Called by fill_avx512_kernels: whole-matrix kernels for Q4_0/Q5_0/Q8_0, Q4_K/Q6_K and F16.
 void fill_avx512_gemm_q8_kernels(KernelTable& t);
+void fill_avx512_gemm_kquant_kernels(KernelTable& t);
+void fill_avx512_gemm_f16_kernels(KernelTable& t);
 
 }  // namespace hearth::kernels

@@ -84,7 +84,7 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   }
   if (n_tokens == 0 || w.rows == 0) return ok_status();
   if (x == nullptr || y == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul: null input or output");
-  if (const GemmKernel& g = k.gemm[static_cast<int>(w.type)]; g.run != nullptr) {
+  if (const GemmKernel& g = k.gemm[static_cast<int>(w.type)]; g.run != nullptr && w.cols % g.cols_multiple == 0) {
     return gemm_matmul(g, w, x, n_tokens, y, pool, scratch);
   }
   const DType act_type = activation_type(w.type);

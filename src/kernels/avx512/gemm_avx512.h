@@ -107,7 +107,8 @@ inline constexpr int64_t kMaxTokenChunk = 256;
 
 // Kernel requirements (see the kernel files):
 //   kBlockCols: elements per weight block; kPackedBlockBytes: one packed block of 16 rows;
-//   kRunBlocks: blocks packed at a time (the packed run stays in L1);
+//   kRunBlocks: blocks packed at a time (the packed run stays in L1); kTile: tokens per
+//   micro-kernel call (at most 8; fewer where the micro-kernel needs more registers per token);
 //   static void pack(const PanelRows&, int64_t first_block, int n_blocks, uint8_t* out);
 //   template <int T> static void micro(const uint8_t* packed, int n_blocks, int64_t first_block,
 //       const uint8_t* act, size_t act_stride, int64_t cols, float* sums, bool first_run);
@@ -131,14 +132,16 @@ void gemm_drive(const GemmArgs& a) {
         Kernel::pack(rows, b0, nb, packed);
         const bool first = b0 == 0;
         int64_t t = 0;
-        for (; t + 8 <= nt; t += 8) {
-          Kernel::template micro<8>(packed, nb, b0, act + t * a.act_stride, a.act_stride, a.cols, sums + 16 * t, first);
+        constexpr int kTile = Kernel::kTile;
+        for (; t + kTile <= nt; t += kTile) {
+          Kernel::template micro<kTile>(packed, nb, b0, act + t * a.act_stride, a.act_stride, a.cols, sums + 16 * t,
+                                        first);
         }
         const uint8_t* at = act + t * a.act_stride;
         float* st = sums + 16 * t;
         switch (nt - t) {
-          case 7: Kernel::template micro<7>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
-          case 6: Kernel::template micro<6>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 7: if constexpr (kTile > 7) Kernel::template micro<7>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 6: if constexpr (kTile > 6) Kernel::template micro<6>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
           case 5: Kernel::template micro<5>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
           case 4: Kernel::template micro<4>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
           case 3: Kernel::template micro<3>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;

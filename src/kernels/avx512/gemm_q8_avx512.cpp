@@ -111,6 +111,7 @@ struct Q8_0Kernel {
   static constexpr int kBlockCols = kQK;
   static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
   static constexpr int kRunBlocks = 16;
+  static constexpr int kTile = 8;
   static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
     for (int b = 0; b < n_blocks; ++b) {
@@ -135,6 +136,7 @@ struct Q4_0Kernel {
   static constexpr int kBlockCols = kQK;
   static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
   static constexpr int kRunBlocks = 16;
+  static constexpr int kTile = 8;
   static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < n_blocks; ++b) {
@@ -161,6 +163,7 @@ struct Q5_0Kernel {
   static constexpr int kBlockCols = kQK;
   static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
   static constexpr int kRunBlocks = 16;
+  static constexpr int kTile = 8;
   static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i nib = _mm512_set1_epi32(0xF);

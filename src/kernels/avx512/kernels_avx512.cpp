@@ -219,6 +219,8 @@ void fill_avx512_kernels(KernelTable& t) {
   t.sum_squares = sum_squares;
   t.dot_f16 = dot_f16_impl;
   fill_avx512_gemm_q8_kernels(t);
+  fill_avx512_gemm_kquant_kernels(t);
+  fill_avx512_gemm_f16_kernels(t);
 }
 
 }  // namespace hearth::kernels
