@@ -127,8 +127,19 @@ void gemm_drive(const GemmArgs& a) {
     const uint8_t* act = a.act + static_cast<size_t>(t0) * a.act_stride;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const PanelRows rows(a, p);
+      // The next panel's rows follow this panel's in memory: prefetch them a slice per run so
+      // memory keeps streaming while this panel is packed and multiplied.
+      const int64_t n_runs = (n_blocks + Kernel::kRunBlocks - 1) / Kernel::kRunBlocks;
+      const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
+      const size_t slice = (panel_bytes / static_cast<size_t>(n_runs) + 63) / 64 * 64;
+      const uint8_t* next = rows.base + panel_bytes;
+      const uint8_t* next_end = p + 1 < a.panel_end ? next + panel_bytes : next;
       for (int64_t b0 = 0; b0 < n_blocks; b0 += Kernel::kRunBlocks) {
         const int nb = static_cast<int>(std::min<int64_t>(Kernel::kRunBlocks, n_blocks - b0));
+        for (size_t off = 0; off < slice && next + off < next_end; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
+        }
+        next += slice;
         Kernel::pack(rows, b0, nb, packed);
         const bool first = b0 == 0;
         int64_t t = 0;
