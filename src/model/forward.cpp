@@ -176,10 +176,17 @@ void ForwardPass::ffn_block(int32_t il, int64_t n) {
       std::copy(g, g + ff, gate_.data() + t * ff);
     }
   } else if (L.ffn_gate.data != nullptr) {
-    if (auto st = matmul(L.ffn_gate, xn_.data(), n, gate_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.ffn_up, xn_.data(), n, up_.data()); !st.ok()) status_ = st;
-    gelu_act ? kernels::gelu(gate_.data(), n * ff) : kernels::silu(gate_.data(), n * ff);
-    kernels::mul(gate_.data(), up_.data(), n * ff);
+    const kernels::MatmulJob jobs[] = {{&L.ffn_gate, gate_.data()}, {&L.ffn_up, up_.data()}};
+    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
+    // act(gate) * up, split over the pool by tokens (by columns for a single token)
+    const int64_t total = n * ff;
+    const size_t pieces = n > 1 ? static_cast<size_t>(n) : static_cast<size_t>(pool_.size());
+    pool_.parallel_for(pieces, [&](size_t begin, size_t end, int) {
+      const int64_t lo = total * static_cast<int64_t>(begin) / static_cast<int64_t>(pieces);
+      const int64_t hi = total * static_cast<int64_t>(end) / static_cast<int64_t>(pieces);
+      gelu_act ? kernels::gelu(gate_.data() + lo, hi - lo) : kernels::silu(gate_.data() + lo, hi - lo);
+      kernels::mul(gate_.data() + lo, up_.data() + lo, hi - lo);
+    });
   } else {
     if (auto st = matmul(L.ffn_up, xn_.data(), n, gate_.data()); !st.ok()) status_ = st;
     add_bias_rows(gate_.data(), L.ffn_up_b, n, ff);
@@ -228,22 +235,32 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
   }
 
   embed(batch);
+  // Per-token steps between the matmuls, split over the pool when the batch has several tokens.
+  auto each_token = [&](auto&& fn) {
+    if (n == 1) {
+      fn(int64_t{0});
+      return;
+    }
+    pool_.parallel_for(static_cast<size_t>(n), [&](size_t begin, size_t end, int) {
+      for (size_t t = begin; t < end; ++t) fn(static_cast<int64_t>(t));
+    });
+  };
   for (int32_t il = 0; il < h.n_layer && status_.ok(); ++il) {
     const LayerWeights& L = w.layers[static_cast<size_t>(il)];
-    for (int64_t t = 0; t < n; ++t) kernels::rms_norm(x_.data() + t * d, L.attn_norm, xn_.data() + t * d, d, h.norm_eps);
+    each_token([&](int64_t t) { kernels::rms_norm(x_.data() + t * d, L.attn_norm, xn_.data() + t * d, d, h.norm_eps); });
     attention_block(il, batch, kv);
-    for (int64_t t = 0; t < n; ++t) {
+    each_token([&](int64_t t) {
       float* a = tmp_.data() + t * d;
       if (L.post_attn_norm != nullptr) kernels::rms_norm(a, L.post_attn_norm, a, d, h.norm_eps);
       kernels::add(x_.data() + t * d, a, d);
       kernels::rms_norm(x_.data() + t * d, L.ffn_norm, xn_.data() + t * d, d, h.norm_eps);
-    }
+    });
     ffn_block(il, n);
-    for (int64_t t = 0; t < n; ++t) {
+    each_token([&](int64_t t) {
       float* f = tmp_.data() + t * d;
       if (L.post_ffw_norm != nullptr) kernels::rms_norm(f, L.post_ffw_norm, f, d, h.norm_eps);
       kernels::add(x_.data() + t * d, f, d);
-    }
+    });
   }
   if (!status_.ok()) return status_;
   if (hidden != nullptr) hidden->assign(x_.begin(), x_.begin() + n * d);
