@@ -90,10 +90,95 @@ struct Q4_KKernel {
   static constexpr int kPackedBlockBytes = Q4KLayout::kBytes;
   static constexpr int kRunBlocks = 2;
   static constexpr int kTile = 8;
+  static constexpr int kDirectTokens = 2;
+
+  // The 8 group scales (int32) and the group minimums as int16 pairs (m[2p], m[2p+1]) of the
+  // super-block at byte offset `at` of each row.
+  static void load_scales(const PanelRows& rows, size_t at, __m512i sc[8], __m512i mins[4]) {
+    const __m512i six = _mm512_set1_epi32(63);
+    const __m512i s[3] = {rows.gather_i32(at + 4), rows.gather_i32(at + 8), rows.gather_i32(at + 12)};
+    __m512i m[8];
+    for (int g = 0; g < 4; ++g) {
+      sc[g] = _mm512_and_si512(scale_byte(s, g), six);
+      m[g] = _mm512_and_si512(scale_byte(s, g + 4), six);
+    }
+    for (int g = 4; g < 8; ++g) {
+      const __m512i hi = scale_byte(s, g + 4);
+      sc[g] = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0xF)),
+                              _mm512_slli_epi32(_mm512_srli_epi32(scale_byte(s, g - 4), 6), 4));
+      m[g] = _mm512_or_si512(_mm512_srli_epi32(hi, 4), _mm512_slli_epi32(_mm512_srli_epi32(scale_byte(s, g), 6), 4));
+    }
+    for (int p = 0; p < 4; ++p) mins[p] = _mm512_or_si512(m[2 * p], _mm512_slli_epi32(m[2 * p + 1], 16));
+  }
+
+  // 1..2 tokens: each 32-byte slice of the 16 rows is transposed and multiplied right away (the
+  // packed path's operations without the round trip through memory).
+  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
+                     int64_t cols, int n_tokens, float* sums, bool first_run) {
+    if (n_tokens == 1) {
+      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+    } else {
+      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+    }
+  }
+
+  template <int T>
+  static void direct_tokens(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act,
+                            size_t stride, int64_t cols, float* sums, bool first_run) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
+    for (int b = 0; b < n_blocks; ++b) {
+      const int64_t sb = first_block + b;
+      const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ4_K);
+      const int8_t* qs[T];
+      const uint8_t* rec[T];
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* a = act + static_cast<size_t>(t) * stride;
+        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
+        rec[t] = Q8KAct::record(a, cols, sb);
+      }
+      __m512i sc[8], mins[4];
+      load_scales(rows, at, sc, mins);
+      __m512i sumi[T];
+      for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+      for (int j = 0; j < 4; ++j) {
+        __m256i in[16];
+        for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 16 + 32 * j);
+        __m512i q[8];
+        transpose_16x8_epi32(in, q);
+        for (int t = 0; t < T; ++t) {
+          __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
+          for (int c = 0; c < 8; ++c) {
+            lo = _mm512_dpbusd_epi32(lo, _mm512_and_si512(q[c], low4),
+                                     _mm512_set1_epi32(load_i32(qs[t] + 32 * (2 * j) + 4 * c)));
+            hi = _mm512_dpbusd_epi32(hi, _mm512_and_si512(_mm512_srli_epi16(q[c], 4), low4),
+                                     _mm512_set1_epi32(load_i32(qs[t] + 32 * (2 * j + 1) + 4 * c)));
+          }
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(lo, sc[2 * j]));
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(hi, sc[2 * j + 1]));
+        }
+      }
+      const __m512i dd = rows.gather_i32(at);
+      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+      const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+      for (int t = 0; t < T; ++t) {
+        __m512i msum = _mm512_setzero_si512();
+        for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, mins[p], _mm512_set1_epi32(load_i32(rec[t] + 48 + 4 * p)));
+        float da;
+        std::memcpy(&da, rec[t], sizeof da);
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(da));
+        const __m512 dmin = _mm512_mul_ps(dmw, _mm512_set1_ps(da));
+        const __m512 v = _mm512_sub_ps(_mm512_mul_ps(d, _mm512_cvtepi32_ps(sumi[t])),
+                                       _mm512_mul_ps(dmin, _mm512_cvtepi32_ps(msum)));
+        acc[t] = _mm512_add_ps(acc[t], v);
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
 
   static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i six = _mm512_set1_epi32(63);
     for (int b = 0; b < n_blocks; ++b) {
       const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ4_K);
       uint8_t* dst = out + b * kPackedBlockBytes;
@@ -107,22 +192,10 @@ struct Q4_KKernel {
           _mm512_store_si512(dst + 64 * (8 * (2 * j + 1) + c), _mm512_and_si512(_mm512_srli_epi16(q[c], 4), low4));
         }
       }
-      const __m512i s[3] = {rows.gather_i32(at + 4), rows.gather_i32(at + 8), rows.gather_i32(at + 12)};
-      __m512i sc[8], m[8];
-      for (int g = 0; g < 4; ++g) {
-        sc[g] = _mm512_and_si512(scale_byte(s, g), six);
-        m[g] = _mm512_and_si512(scale_byte(s, g + 4), six);
-      }
-      for (int g = 4; g < 8; ++g) {
-        const __m512i hi = scale_byte(s, g + 4);
-        sc[g] = _mm512_or_si512(_mm512_and_si512(hi, _mm512_set1_epi32(0xF)),
-                                _mm512_slli_epi32(_mm512_srli_epi32(scale_byte(s, g - 4), 6), 4));
-        m[g] = _mm512_or_si512(_mm512_srli_epi32(hi, 4), _mm512_slli_epi32(_mm512_srli_epi32(scale_byte(s, g), 6), 4));
-      }
+      __m512i sc[8], mins[4];
+      load_scales(rows, at, sc, mins);
       for (int g = 0; g < 8; ++g) _mm512_store_si512(dst + Q4KLayout::kScales + 64 * g, sc[g]);
-      for (int p = 0; p < 4; ++p) {
-        _mm512_store_si512(dst + Q4KLayout::kMins + 64 * p, _mm512_or_si512(m[2 * p], _mm512_slli_epi32(m[2 * p + 1], 16)));
-      }
+      for (int p = 0; p < 4; ++p) _mm512_store_si512(dst + Q4KLayout::kMins + 64 * p, mins[p]);
       const __m512i dd = rows.gather_i32(at);  // d (low half), dmin (high half)
       _mm512_store_ps(dst + Q4KLayout::kD, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd)));
       _mm512_store_ps(dst + Q4KLayout::kDmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))));
@@ -194,6 +267,77 @@ struct Q6_KKernel {
   static constexpr int kPackedBlockBytes = Q6KLayout::kBytes;
   static constexpr int kRunBlocks = 2;
   static constexpr int kTile = 8;
+  static constexpr int kDirectTokens = 4;
+
+  // Up to 4 tokens straight from the stored rows: each row's super-block becomes 4 registers of
+  // 64 quants in element order (the group scales broadcast over each group's 4 lanes), one
+  // register of scaled partial sums per row, and reduce_rows_16 turns the 16 of them into one
+  // lane per row. The integer sums are the packed path's, so results are identical.
+  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
+                     int64_t cols, int n_tokens, float* sums, bool first_run) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low2 = _mm512_set1_epi8(0x03);
+    // qh bytes feed two 32-element halves with different shifts: 0 | 2 and 4 | 6 (per 16-bit lane)
+    const __m512i shift_a = _mm512_inserti64x4(_mm512_setzero_si512(), _mm256_set1_epi16(2), 1);
+    const __m512i shift_b = _mm512_inserti64x4(_mm512_set1_epi16(4), _mm256_set1_epi16(6), 1);
+    __m512i group_idx[4];
+    for (int k = 0; k < 4; ++k) {
+      alignas(64) int32_t idx[16];
+      for (int l = 0; l < 16; ++l) idx[l] = 4 * k + l / 4;
+      group_idx[k] = _mm512_load_si512(idx);
+    }
+    for (int t = 0; t < n_tokens; ++t) {
+      if (first_run) _mm512_store_ps(sums + 16 * t, _mm512_setzero_ps());
+    }
+    alignas(64) int32_t part[4][16][16];
+    for (int b = 0; b < n_blocks; ++b) {
+      const int64_t sb = first_block + b;
+      const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ6_K);
+      for (int r = 0; r < 16; ++r) {
+        const uint8_t* p = rows.row[r] + at;
+        const __m512i ql0 = _mm512_loadu_si512(p);
+        const __m512i ql1 = _mm512_loadu_si512(p + 64);
+        const __m512i qh0 = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 128)));
+        const __m512i qh1 = _mm512_broadcast_i64x4(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 160)));
+        auto high = [&](__m512i qh, __m512i shift) {
+          return _mm512_slli_epi16(_mm512_and_si512(_mm512_srlv_epi16(qh, shift), low2), 4);
+        };
+        const __m512i q[4] = {
+            _mm512_or_si512(_mm512_and_si512(ql0, low4), high(qh0, shift_a)),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql0, 4), low4), high(qh0, shift_b)),
+            _mm512_or_si512(_mm512_and_si512(ql1, low4), high(qh1, shift_a)),
+            _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql1, 4), low4), high(qh1, shift_b)),
+        };
+        const __m512i sc = _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 192)));
+        __m512i scg[4];
+        for (int k = 0; k < 4; ++k) scg[k] = _mm512_permutexvar_epi32(group_idx[k], sc);
+        for (int t = 0; t < n_tokens; ++t) {
+          const uint8_t* a = act + static_cast<size_t>(t) * stride;
+          const uint8_t* x = a + sb * kQK_K;
+          const __m512i bsums = _mm512_cvtepi16_epi32(
+              _mm256_loadu_si256(reinterpret_cast<const __m256i*>(Q8KAct::record(a, cols, sb) + 16)));
+          __m512i s = _mm512_slli_epi32(_mm512_mullo_epi32(sc, bsums), 5);  // the -32 offset, negated below
+          s = _mm512_sub_epi32(_mm512_setzero_si512(), s);
+          for (int k = 0; k < 4; ++k) {
+            const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q[k], _mm512_loadu_si512(x + 64 * k));
+            s = _mm512_add_epi32(s, _mm512_mullo_epi32(dot, scg[k]));
+          }
+          _mm512_store_si512(part[t][r], s);
+        }
+      }
+      const __m512i dword_d = rows.gather_i32(at + 206);
+      const __m512 dwv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dword_d, 16)));
+      for (int t = 0; t < n_tokens; ++t) {
+        __m512i parts[16];
+        for (int r = 0; r < 16; ++r) parts[r] = _mm512_load_si512(part[t][r]);
+        const __m512i isum = reduce_rows_16(parts);
+        float da;
+        std::memcpy(&da, Q8KAct::record(act + static_cast<size_t>(t) * stride, cols, sb), sizeof da);
+        const __m512 v = _mm512_mul_ps(_mm512_mul_ps(dwv, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(isum));
+        _mm512_store_ps(sums + 16 * t, _mm512_add_ps(_mm512_load_ps(sums + 16 * t), v));
+      }
+    }
+  }
 
   static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);

@@ -107,95 +107,131 @@ void micro_q8(const uint8_t* packed, int n_blocks, int64_t first_block, const ui
   for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
 }
 
-struct Q8_0Kernel {
-  static constexpr int kBlockCols = kQK;
-  static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
-  static constexpr int kRunBlocks = 16;
-  static constexpr int kTile = 8;
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+// One block of 16 rows as the micro-kernel wants it: 8 registers of unsigned quants and the
+// rows' scales. Each weight type supplies `load(rows, at, q)`, which fills q from the block at
+// byte offset `at` of every row, and the byte offset of its F16 scale in a block.
+
+struct Q8_0Loader {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  static void load(const PanelRows& rows, size_t at, __m512i q[8]) {
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ8_0);
-      __m256i in[16];
-      for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 2);
-      __m512i q[8];
-      transpose_16x8_epi32(in, q);
-      uint8_t* dst = out + b * kPackedBlockBytes;
-      for (int c = 0; c < 8; ++c) _mm512_store_si512(dst + 64 * c, _mm512_xor_si512(q[c], flip));
-      _mm512_store_ps(dst + 8 * 64, rows.gather_f16(at));
-    }
-  }
-  template <int T>
-  static void micro(const uint8_t* packed, int nb, int64_t b0, const uint8_t* act, size_t stride, int64_t cols,
-                    float* sums, bool first) {
-    micro_q8<T>(packed, nb, b0, act, stride, cols, sums, first);
+    __m256i in[16];
+    for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 2);
+    transpose_16x8_epi32(in, q);
+    for (int c = 0; c < 8; ++c) q[c] = _mm512_xor_si512(q[c], flip);  // q + 128
   }
 };
 
-struct Q4_0Kernel {
-  static constexpr int kBlockCols = kQK;
-  static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
-  static constexpr int kRunBlocks = 16;
-  static constexpr int kTile = 8;
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+struct Q4_0Loader {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  static void load(const PanelRows& rows, size_t at, __m512i q[8]) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ4_0);
-      __m512i q[4];
-      transpose_16x4_epi32(rows.row, at + 2, q);
-      uint8_t* dst = out + b * kPackedBlockBytes;
-      for (int j = 0; j < 4; ++j) {
-        // bytes 4j..4j+3 of a row hold elements 4j.. (low nibbles) and 16+4j.. (high nibbles)
-        _mm512_store_si512(dst + 64 * j, _mm512_and_si512(q[j], low4));
-        _mm512_store_si512(dst + 64 * (j + 4), _mm512_and_si512(_mm512_srli_epi16(q[j], 4), low4));
-      }
-      _mm512_store_ps(dst + 8 * 64, rows.gather_f16(at));
+    __m512i bytes[4];
+    transpose_16x4_epi32(rows.row, at + 2, bytes);
+    for (int j = 0; j < 4; ++j) {
+      // bytes 4j..4j+3 of a row hold elements 4j.. (low nibbles) and 16+4j.. (high nibbles)
+      q[j] = _mm512_and_si512(bytes[j], low4);
+      q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes[j], 4), low4);
     }
-  }
-  template <int T>
-  static void micro(const uint8_t* packed, int nb, int64_t b0, const uint8_t* act, size_t stride, int64_t cols,
-                    float* sums, bool first) {
-    micro_q8<T>(packed, nb, b0, act, stride, cols, sums, first);
   }
 };
 
-struct Q5_0Kernel {
-  static constexpr int kBlockCols = kQK;
-  static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
-  static constexpr int kRunBlocks = 16;
-  static constexpr int kTile = 8;
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+struct Q5_0Loader {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ5_0);
+  static void load(const PanelRows& rows, size_t at, __m512i q[8]) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i nib = _mm512_set1_epi32(0xF);
     // 4 high bits -> bit 4 of each of 4 bytes
-    alignas(64) int32_t spread[16];
-    for (int n = 0; n < 16; ++n) {
-      spread[n] = 0;
-      for (int i = 0; i < 4; ++i) spread[n] |= ((n >> i) & 1) << (8 * i + 4);
-    }
-    const __m512i table = _mm512_load_si512(spread);
-    for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ5_0);
-      __m512i q[4];
-      transpose_16x4_epi32(rows.row, at + 6, q);
-      const __m512i qh = rows.gather_i32(at + 2);
-      uint8_t* dst = out + b * kPackedBlockBytes;
-      for (int j = 0; j < 4; ++j) {
-        const __m512i hi_lo = _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * j), nib), table);
-        const __m512i hi_hi = _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 16 + 4 * j), nib), table);
-        _mm512_store_si512(dst + 64 * j, _mm512_or_si512(_mm512_and_si512(q[j], low4), hi_lo));
-        _mm512_store_si512(dst + 64 * (j + 4),
-                           _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(q[j], 4), low4), hi_hi));
-      }
-      _mm512_store_ps(dst + 8 * 64, rows.gather_f16(at));
+    const __m512i spread = _mm512_setr_epi32(0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010,
+                                             0x00101000, 0x00101010, 0x10000000, 0x10000010, 0x10001000, 0x10001010,
+                                             0x10100000, 0x10100010, 0x10101000, 0x10101010);
+    __m512i bytes[4];
+    transpose_16x4_epi32(rows.row, at + 6, bytes);
+    const __m512i qh = rows.gather_i32(at + 2);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i hi_lo = _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 4 * j), nib), spread);
+      const __m512i hi_hi = _mm512_permutexvar_epi32(_mm512_and_si512(_mm512_srli_epi32(qh, 16 + 4 * j), nib), spread);
+      q[j] = _mm512_or_si512(_mm512_and_si512(bytes[j], low4), hi_lo);
+      q[j + 4] = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(bytes[j], 4), low4), hi_hi);
     }
   }
+};
+
+// The GEMM-driver kernel for a legacy type: pack() stores loaded blocks for micro_q8; direct()
+// multiplies loaded blocks with 1..2 tokens right away (the same operations, without the round
+// trip through memory).
+template <class Loader>
+struct LegacyKernel {
+  static constexpr int kBlockCols = kQK;
+  static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
+  static constexpr int kRunBlocks = 16;
+  static constexpr int kTile = 8;
+  static constexpr int kDirectTokens = 2;
+
+  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+    for (int b = 0; b < n_blocks; ++b) {
+      const size_t at = static_cast<size_t>(first_block + b) * Loader::kBlockBytes;
+      __m512i q[8];
+      Loader::load(rows, at, q);
+      uint8_t* dst = out + b * kPackedBlockBytes;
+      for (int c = 0; c < 8; ++c) _mm512_store_si512(dst + 64 * c, q[c]);
+      _mm512_store_ps(dst + 8 * 64, rows.gather_f16(at));  // every legacy block starts with its F16 scale
+    }
+  }
+
   template <int T>
   static void micro(const uint8_t* packed, int nb, int64_t b0, const uint8_t* act, size_t stride, int64_t cols,
                     float* sums, bool first) {
     micro_q8<T>(packed, nb, b0, act, stride, cols, sums, first);
   }
+
+  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
+                     int64_t cols, int n_tokens, float* sums, bool first_run) {
+    if (n_tokens == 1) {
+      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+    } else {
+      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+    }
+  }
+
+  template <int T>
+  static void direct_tokens(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act,
+                            size_t stride, int64_t cols, float* sums, bool first_run) {
+    __m512 acc[T];
+    const int8_t* qs[T];
+    const float* sc[T];
+    const int32_t* corr[T];
+    for (int t = 0; t < T; ++t) {
+      acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
+      const uint8_t* a = act + static_cast<size_t>(t) * stride;
+      qs[t] = reinterpret_cast<const int8_t*>(a) + first_block * kQK;
+      sc[t] = Q8Act::scales(a, cols) + first_block;
+      corr[t] = Q8Act::corrections(a, cols) + first_block;
+    }
+    for (int b = 0; b < n_blocks; ++b) {
+      const size_t at = static_cast<size_t>(first_block + b) * Loader::kBlockBytes;
+      __m512i q[8];
+      Loader::load(rows, at, q);
+      const __m512 dw = rows.gather_f16(at);
+      for (int t = 0; t < T; ++t) {
+        __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
+        for (int c = 0; c < 8; c += 2) {
+          even = _mm512_dpbusd_epi32(even, q[c], _mm512_set1_epi32(load_i32(qs[t] + b * kQK + 4 * c)));
+          odd = _mm512_dpbusd_epi32(odd, q[c + 1], _mm512_set1_epi32(load_i32(qs[t] + b * kQK + 4 * c + 4)));
+        }
+        const __m512i dot = _mm512_add_epi32(even, odd);
+        const __m512 isum = _mm512_cvtepi32_ps(_mm512_sub_epi32(dot, _mm512_set1_epi32(corr[t][b])));
+        const __m512 d = _mm512_mul_ps(dw, _mm512_set1_ps(sc[t][b]));
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(isum, d));
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
 };
+
+using Q8_0Kernel = LegacyKernel<Q8_0Loader>;
+using Q4_0Kernel = LegacyKernel<Q4_0Loader>;
+using Q5_0Kernel = LegacyKernel<Q5_0Loader>;
 
 size_t q8_act_row_bytes(int64_t cols) { return Q8Act::row_bytes(cols); }
 
