@@ -204,17 +204,9 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
   status_ = ok_status();
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t d = h.n_embd;
-  grow(x_, static_cast<size_t>(n * d));
-  grow(xn_, static_cast<size_t>(n * d));
-  grow(tmp_, static_cast<size_t>(n * d));
-  grow(q_, static_cast<size_t>(n * h.n_head * h.head_dim_k));
-  grow(k_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_k));
-  grow(v_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_v));
-  grow(attn_, static_cast<size_t>(n * h.n_head * h.head_dim_v));
-  grow(gate_, static_cast<size_t>(n * h.n_ff));
-  grow(up_, static_cast<size_t>(n * h.n_ff));
 
   if (model_.is_encoder()) {
+    reserve_scratch(n);
     embed(batch);
     const kernels::WeightView& pos = w.position_embd;
     std::vector<float> row(static_cast<size_t>(d));
@@ -234,6 +226,44 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
     return ok_status();
   }
 
+  // Decoders run the batch in micro-batches: the cache already holds room for every token, and a
+  // token only attends to positions up to its own, written by its own or an earlier micro-batch,
+  // so the results are those of one pass while the scratch buffers stay micro-batch sized.
+  int64_t n_out = 0;
+  for (const auto& t : batch) n_out += t.output ? 1 : 0;
+  if (logits != nullptr) logits->resize(static_cast<size_t>(n_out * h.n_vocab));
+  if (hidden != nullptr) hidden->resize(static_cast<size_t>(n * d));
+  int64_t out_done = 0;
+  for (int64_t start = 0; start < n; start += kMicroBatchTokens) {
+    const int64_t len = std::min(kMicroBatchTokens, n - start);
+    const auto sub = batch.subspan(static_cast<size_t>(start), static_cast<size_t>(len));
+    HEARTH_TRY(run_decoder(sub, kv));
+    if (hidden != nullptr) std::copy(x_.begin(), x_.begin() + len * d, hidden->begin() + start * d);
+    if (logits != nullptr) HEARTH_TRY(compute_logits(sub, logits->data() + out_done * h.n_vocab, &out_done));
+  }
+  return ok_status();
+}
+
+void ForwardPass::reserve_scratch(int64_t n) {
+  const auto& h = model_.hparams();
+  const int64_t d = h.n_embd;
+  grow(x_, static_cast<size_t>(n * d));
+  grow(xn_, static_cast<size_t>(n * d));
+  grow(tmp_, static_cast<size_t>(n * d));
+  grow(q_, static_cast<size_t>(n * h.n_head * h.head_dim_k));
+  grow(k_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_k));
+  grow(v_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_v));
+  grow(attn_, static_cast<size_t>(n * h.n_head * h.head_dim_v));
+  grow(gate_, static_cast<size_t>(n * h.n_ff));
+  grow(up_, static_cast<size_t>(n * h.n_ff));
+}
+
+Status ForwardPass::run_decoder(std::span<const BatchToken> batch, kv::KvCache& kv) {
+  const auto& h = model_.hparams();
+  const auto& w = model_.weights();
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t d = h.n_embd;
+  reserve_scratch(n);
   embed(batch);
   // Per-token steps between the matmuls, split over the pool when the batch has several tokens.
   auto each_token = [&](auto&& fn) {
@@ -262,21 +292,25 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
       kernels::add(x_.data() + t * d, f, d);
     });
   }
-  if (!status_.ok()) return status_;
-  if (hidden != nullptr) hidden->assign(x_.begin(), x_.begin() + n * d);
-  if (logits == nullptr) return ok_status();
+  return status_;
+}
 
+Status ForwardPass::compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done) {
+  const auto& h = model_.hparams();
+  const auto& w = model_.weights();
+  const int64_t d = h.n_embd;
   int64_t n_out = 0;
-  grow(out_rows_, static_cast<size_t>(n * d));
-  for (int64_t t = 0; t < n; ++t) {
-    if (!batch[static_cast<size_t>(t)].output) continue;
-    kernels::rms_norm(x_.data() + t * d, w.output_norm, out_rows_.data() + n_out * d, d, h.norm_eps);
+  grow(out_rows_, batch.size() * static_cast<size_t>(d));
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (!batch[t].output) continue;
+    kernels::rms_norm(x_.data() + static_cast<int64_t>(t) * d, w.output_norm, out_rows_.data() + n_out * d, d,
+                      h.norm_eps);
     ++n_out;
   }
-  logits->resize(static_cast<size_t>(n_out * h.n_vocab));
   if (n_out == 0) return ok_status();
-  HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, logits->data()));
-  if (h.final_softcap > 0) kernels::softcap(logits->data(), h.final_softcap, n_out * h.n_vocab);
+  HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, out));
+  if (h.final_softcap > 0) kernels::softcap(out, h.final_softcap, n_out * h.n_vocab);
+  *n_done += n_out;
   return ok_status();
 }
 
