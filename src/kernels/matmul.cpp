@@ -84,7 +84,10 @@ Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok
   for (size_t j = 0; j < jobs.size(); ++j) {
     panel_start[j + 1] = panel_start[j] + (jobs[j].w->rows + kGemmPanelRows - 1) / kGemmPanelRows;
   }
-  pool.parallel_for(static_cast<size_t>(panel_start[jobs.size()]), [&](size_t begin, size_t end, int) {
+  // Panels are handed out in chunks (about 8 per thread) as threads become free.
+  const size_t total_panels = static_cast<size_t>(panel_start[jobs.size()]);
+  const size_t grain = std::max<size_t>(1, total_panels / (8 * static_cast<size_t>(pool.size())));
+  pool.parallel_for_dynamic(total_panels, grain, [&](size_t begin, size_t end, int) {
     for (size_t j = 0; j < jobs.size(); ++j) {
       const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), panel_start[j]);
       const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), panel_start[j + 1]);

@@ -108,6 +108,24 @@ void ThreadPool::parallel_for(size_t n, FunctionRef<void(size_t, size_t, int)> f
   run_on_all(body);
 }
 
+void ThreadPool::parallel_for_dynamic(size_t n, size_t grain, FunctionRef<void(size_t, size_t, int)> fn) {
+  if (n == 0) return;
+  grain = grain > 0 ? grain : 1;
+  if (n_threads_ == 1 || n <= grain) {
+    fn(0, n, 0);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  auto body = [&](int t) {
+    for (;;) {
+      const size_t begin = next.fetch_add(grain, std::memory_order_relaxed);
+      if (begin >= n) return;
+      fn(begin, begin + grain < n ? begin + grain : n, t);
+    }
+  };
+  run_on_all(body);
+}
+
 int physical_core_count() {
   std::ifstream in("/proc/cpuinfo");
   std::set<std::pair<int, int>> cores;

@@ -52,6 +52,11 @@ class ThreadPool {
   // Splits [0, n) into contiguous chunks, one per thread, and calls fn(begin, end, thread_index).
   void parallel_for(size_t n, FunctionRef<void(size_t begin, size_t end, int thread_index)> fn);
 
+  // Like parallel_for, but threads take chunks of `grain` indices from a shared counter until
+  // none are left, so a thread slowed down by another process does not hold up the others.
+  // Chunks are contiguous and ascending per call of fn.
+  void parallel_for_dynamic(size_t n, size_t grain, FunctionRef<void(size_t begin, size_t end, int thread_index)> fn);
+
  private:
   void worker_loop(int index);
 

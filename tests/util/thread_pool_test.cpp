@@ -55,6 +55,22 @@ TEST(ThreadPool, RunsLargeCallablesInPlace) {
   for (int x : c) EXPECT_EQ(x, 9);
 }
 
+TEST(ThreadPool, DynamicParallelForCoversEveryIndexOnce) {
+  ThreadPool pool(3);
+  for (size_t n : {0u, 1u, 5u, 64u, 1001u}) {
+    for (size_t grain : {0u, 1u, 7u, 2000u}) {
+      std::vector<std::atomic<int>> hits(n);
+      pool.parallel_for_dynamic(n, grain, [&](size_t b, size_t e, int t) {
+        EXPECT_LT(b, e);
+        EXPECT_GE(t, 0);
+        EXPECT_LT(t, 3);
+        for (size_t i = b; i < e; ++i) hits[i]++;
+      });
+      for (size_t i = 0; i < n; ++i) EXPECT_EQ(hits[i].load(), 1) << "n=" << n << " grain=" << grain << " i=" << i;
+    }
+  }
+}
+
 TEST(ThreadPool, DefaultUsesPhysicalCores) {
   ThreadPool pool;
   EXPECT_EQ(pool.size(), physical_core_count());
