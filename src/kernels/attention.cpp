@@ -32,6 +32,8 @@ const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t
 
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
                std::vector<float>& scratch) {
+  const KernelTable& k = active_kernels();
+  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, out, scratch)) return;
   const int dk = p.head_dim_k;
   const int dv = p.head_dim_v;
   std::fill(out, out + static_cast<int64_t>(p.n_head) * dv, 0.0f);
@@ -39,7 +41,6 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
   const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
   const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
   if (hi < lo) return;
-  const KernelTable& k = active_kernels();
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
   const bool q8 = kv.type == DType::kQ8_0;

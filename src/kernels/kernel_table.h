@@ -5,11 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "tensor/dtype.h"
 
 namespace hearth::kernels {
+
+struct KvSpan;           // ops.h
+struct AttentionParams;  // ops.h
 
 // Dot product of one weight row (n elements of the weight type) with one activation row (n
 // elements of the activation type that weight type pairs with, see activation_type).
@@ -68,6 +72,10 @@ struct KernelTable {
   void (*axpy_f16)(int64_t n, float a, const uint16_t* v, float* y) = nullptr;
   // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
   void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
+  // Optional whole attention of one query over an F16 cache (same contract as ops.h
+  // attention()); returns false for shapes it does not handle, which then take the generic path.
+  bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv,
+                        const AttentionParams& p, float* out, std::vector<float>& scratch) = nullptr;
 };
 
 // The activation type that weights of type w are multiplied with; kF32 for F32 weights and
@@ -88,5 +96,6 @@ void fill_avx512_kernels(KernelTable& t);
 void fill_avx512_gemm_q8_kernels(KernelTable& t);
 void fill_avx512_gemm_kquant_kernels(KernelTable& t);
 void fill_avx512_gemm_f16_kernels(KernelTable& t);
+void fill_avx512_attention_kernels(KernelTable& t);
 
 }  // namespace hearth::kernels
