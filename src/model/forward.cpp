@@ -89,9 +89,8 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
       std::copy(row + q_dim + k_dim, row + all, v_.data() + t * v_dim);
     }
   } else {
-    if (auto st = matmul(L.wq, xn_.data(), n, q_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.wk, xn_.data(), n, k_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.wv, xn_.data(), n, v_.data()); !st.ok()) status_ = st;
+    const kernels::MatmulJob jobs[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
   }
   add_bias_rows(q_.data(), L.bq, n, q_dim);
   add_bias_rows(k_.data(), L.bk, n, k_dim);
