@@ -30,6 +30,8 @@ struct ModelCard {
   bool embedding_only = false;       // an encoder (bert): embeddings, no generation
   nlohmann::ordered_json model_info = nlohmann::ordered_json::object();  // GGUF scalars, small arrays
   std::string bos_token, eos_token;
+  // Fill-in-the-middle control tokens (-1 when the model has none).
+  int32_t fim_prefix = -1, fim_suffix = -1, fim_middle = -1;
 
   // True when `requested` names this model: empty, the name or an alias, compared without case
   // and with an optional ":latest" tag.
