@@ -218,6 +218,7 @@ void fill_avx512_kernels(KernelTable& t) {
   t.vec_dot_x4[static_cast<int>(DType::kQ8_0)] = vec_dot_q8_0_x4;
   t.sum_squares = sum_squares;
   t.dot_f16 = dot_f16_impl;
+  fill_avx512_pointwise_kernels(t);
 }
 
 }  // namespace hearth::kernels
