@@ -117,8 +117,8 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
       }
     }
     if (h.use_rope) {
-      kernels::rope(qt, h.n_head, h.head_dim_k, batch[static_cast<size_t>(t)].pos, h.rope);
-      kernels::rope(kt, h.n_head_kv, h.head_dim_k, batch[static_cast<size_t>(t)].pos, h.rope);
+      kernels::rope(qt, h.n_head, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
+      kernels::rope(kt, h.n_head_kv, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
     }
     const auto& bt = batch[static_cast<size_t>(t)];
     (void)kernels::kv_store_row(kv_type, kt, kv.k_row(il, bt.seq, bt.pos), k_dim);

@@ -25,7 +25,10 @@ struct BatchToken {
 
 class ForwardPass {
  public:
-  ForwardPass(const Model& model, ThreadPool& pool) : model_(model), pool_(pool) {}
+  // n_ctx_per_seq: the most tokens one sequence may hold in this context (0: the model's
+  // training context); it selects LongRoPE factors (see Model::rope_params).
+  ForwardPass(const Model& model, ThreadPool& pool, int32_t n_ctx_per_seq = 0)
+      : model_(model), pool_(pool), rope_(model.rope_params(n_ctx_per_seq)) {}
 
   // Decoders: logits of the output tokens, in batch order, n_vocab floats each.
   // Encoders: `hidden` gets every token's final hidden state (n_embd floats each).
@@ -43,6 +46,7 @@ class ForwardPass {
 
   const Model& model_;
   ThreadPool& pool_;
+  kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context
   kernels::MatmulScratch mm_scratch_;
   std::vector<float> x_, xn_, q_, k_, v_, qkv_, attn_, tmp_, gate_, up_, out_rows_;
   // Per-thread attention scratch: softmax scores and the block pointers of one sequence's KV
