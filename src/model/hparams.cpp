@@ -122,6 +122,9 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
       h.sliding_window = f.get_or<int32_t>(p + "attention.sliding_window", 4096);
       h.swa_period = 2;
       h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+      // Gemma 2 27B (46 layers) scales queries by 1/sqrt(n_embd / n_head) (its
+      // query_pre_attn_scalar, 144) instead of 1/sqrt(head_dim = 128), as the ecosystem does.
+      if (h.n_layer == 46) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
       break;
     case Arch::kBert:
       h.use_rope = false;

@@ -1,7 +1,7 @@
 // Hyper-parameters read from metadata alone (no tensors): RoPE scaling types and their keys as
 // the ecosystem reads them (a factor without a type is linear scaling, an explicit "none"
 // ignores it, the attention factor and original context apply to every type, the old
-// scale_linear key is a fallback) and LongRoPE's type name.
+// scale_linear key is a fallback), LongRoPE's type name, and the Gemma 2 27B query scale.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,6 +95,25 @@ TEST(Hparams, RopeScalingTypesAndKeys) {
   auto bad_attn = hparams_with("phi3", [](gguf::Writer& w) { w.set("phi3.rope.scaling.attn_factor", gguf::Value(0.0f)); });
   ASSERT_FALSE(bad_attn.ok());
   EXPECT_EQ(bad_attn.error().kind, ErrorKind::kCorrupt);
+}
+
+TEST(Hparams, Gemma2QueryScaleFollowsModelSize) {
+  auto small = hparams_with("gemma2", [](gguf::Writer& w) {
+    w.set("gemma2.attention.key_length", gguf::Value(uint32_t{128}));
+    w.set("gemma2.attention.value_length", gguf::Value(uint32_t{128}));
+  });
+  ASSERT_TRUE(small.ok()) << small.error().to_string();
+  EXPECT_EQ(small->attn_scale, 0.0f);  // the default 1/sqrt(head_dim)
+  // 46 layers is Gemma 2 27B: 1/sqrt(n_embd / n_head) = 1/8 here, not 1/sqrt(128)
+  auto big = hparams_with(
+      "gemma2",
+      [](gguf::Writer& w) {
+        w.set("gemma2.attention.key_length", gguf::Value(uint32_t{128}));
+        w.set("gemma2.attention.value_length", gguf::Value(uint32_t{128}));
+      },
+      46);
+  ASSERT_TRUE(big.ok());
+  EXPECT_FLOAT_EQ(big->attn_scale, 1.0f / 8.0f);
 }
 
 }  // namespace
