@@ -40,8 +40,9 @@ struct KernelTable {
   // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
   void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
 
-  // ---- the pointwise ops of ops.h (same contracts). The reference fills them with the scalar
-  // code (pointwise_ops.cpp, rope.cpp); avx2/pointwise_avx2.cpp and avx512/pointwise_avx512.cpp
+  // ---- the pointwise ops of ops.h, same contracts (softcap, run once per token over the
+  // logits, stays scalar and is not here). The reference fills them with the scalar code
+  // (pointwise_ops.cpp, rope.cpp); avx2/pointwise_avx2.cpp and avx512/pointwise_avx512.cpp
   // override them. rope, gelu, add, mul and scale are bit-identical in every variant; norms
   // differ only in the order of their double sums; softmax and silu use a vector exp (F32).
   void (*rms_norm)(const float* x, const float* weight, float* y, int64_t n, float eps) = nullptr;
