@@ -207,6 +207,7 @@ double sum_squares(const float* x, int64_t n) {
 }  // namespace
 
 void fill_avx512_kernels(KernelTable& t) {
+  fill_avx512_pointwise_kernels(t);
   t.vec_dot[static_cast<int>(DType::kF32)] = vec_dot_f32;
   t.vec_dot[static_cast<int>(DType::kF16)] = vec_dot_f16;
   t.vec_dot[static_cast<int>(DType::kQ4_0)] = vec_dot_q4_0;
@@ -218,7 +219,6 @@ void fill_avx512_kernels(KernelTable& t) {
   t.vec_dot_x4[static_cast<int>(DType::kQ8_0)] = vec_dot_q8_0_x4;
   t.sum_squares = sum_squares;
   t.dot_f16 = dot_f16_impl;
-  fill_avx512_pointwise_kernels(t);
 }
 
 }  // namespace hearth::kernels
