@@ -72,11 +72,13 @@ class ServingEngine::Impl {
   std::shared_ptr<ResultStream> enqueue(Task task);
   void run();
   std::vector<Task> take_tasks(bool& stop);
+  void take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled);
   void finish_cancelled();
   void admit(std::vector<Task>& tasks);
   void run_embedding(Task& task);
   void step();
   void publish();
+  void publish_and_deliver();
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
   int32_t embed_limit() const;
@@ -92,7 +94,8 @@ class ServingEngine::Impl {
   uint64_t use_stamps_ = 0;
   std::vector<model::BatchToken> batch_;
   std::vector<float> logits_;
-  EngineMetrics m_;  // published into metrics_
+  EngineMetrics m_;     // published into metrics_
+  FinalEvents finals_;  // pushed after the next publish()
 
   // The task queue.
   mutable std::mutex mu_;
@@ -221,12 +224,13 @@ bool ServingEngine::Impl::any_busy() const {
 void ServingEngine::Impl::run() {
   for (;;) {
     finish_cancelled();
+    publish_and_deliver();  // before waiting: the snapshot never lags behind an idle engine
     bool stop = false;
     std::vector<Task> tasks = take_tasks(stop);
     if (stop) break;
     admit(tasks);
     if (any_busy()) step();
-    publish();
+    publish_and_deliver();
   }
   std::deque<Task> left;
   {
@@ -234,7 +238,7 @@ void ServingEngine::Impl::run() {
     left.swap(queue_);
   }
   shut_down(left);
-  publish();
+  publish_and_deliver();
 }
 
 // Waits for work, then takes the queued tasks that idle slots can start now, in arrival order:
@@ -242,6 +246,7 @@ void ServingEngine::Impl::run() {
 // Tasks cancelled while queued end here.
 std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   std::vector<Task> taken;
+  std::vector<Task> cancelled;
   std::unique_lock lock(mu_);
   const bool busy = any_busy();
   cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy; });
@@ -249,6 +254,28 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
     stop = true;
     return taken;
   }
+  take_admissible(taken, cancelled);
+  lock.unlock();
+  for (Task& t : cancelled) {
+    EngineEvent ev;
+    if (t.completion) {
+      ev.kind = EngineEvent::Kind::kDone;
+      ev.stop_reason = StopReason::kCancelled;
+      ev.timings.prompt_n = static_cast<int32_t>(t.completion->request.prompt.size());
+    } else {
+      ev.kind = EngineEvent::Kind::kError;
+      ev.error = make_error(ErrorKind::kInvalidArgument, "the request was cancelled before it ran");
+    }
+    finals_.push_back({std::move(t.stream), std::move(ev)});
+    ++m_.requests_cancelled_total;
+    ++m_.requests_total;
+  }
+  return taken;
+}
+
+// With mu_ held: moves the tasks that can start now into `taken` and those cancelled while
+// queued into `cancelled`.
+void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled) {
   std::vector<bool> free_slot(slots_.size());
   int32_t n_free = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -258,23 +285,15 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   bool took_embedding = false;
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->stream->cancelled()) {
-      EngineEvent ev;
-      if (it->completion) {
-        ev.kind = EngineEvent::Kind::kDone;
-        ev.stop_reason = StopReason::kCancelled;
-        ev.timings.prompt_n = static_cast<int32_t>(it->completion->request.prompt.size());
-      } else {
-        ev.kind = EngineEvent::Kind::kError;
-        ev.error = make_error(ErrorKind::kInvalidArgument, "the request was cancelled before it ran");
-      }
-      it->stream->push(std::move(ev));
-      ++m_.requests_cancelled_total;
-      ++m_.requests_total;
+      cancelled.push_back(std::move(*it));
       it = queue_.erase(it);
       continue;
     }
-    if (n_free == 0) break;
     bool take = false;
+    if (n_free == 0) {
+      ++it;  // keep scanning: cancelled tasks behind it end now, not when a slot frees
+      continue;
+    }
     if (it->embedding) {
       take = !took_embedding;
       took_embedding = took_embedding || take;
@@ -293,7 +312,6 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
     taken.push_back(std::move(*it));
     it = queue_.erase(it);
   }
-  return taken;
 }
 
 void ServingEngine::Impl::finish_cancelled() {
@@ -301,7 +319,7 @@ void ServingEngine::Impl::finish_cancelled() {
   for (ServingSlot& s : slots_) {
     if (!s.busy() || !s.cancelled()) continue;
     log_info("request cancelled", {{"slot", s.id()}, {"task", static_cast<long long>(s.request_id())}});
-    s.finish(StopReason::kCancelled, now, ++use_stamps_);
+    s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
     ++m_.requests_cancelled_total;
     ++m_.requests_total;
   }
@@ -334,7 +352,7 @@ void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
       EngineEvent ev;
       ev.kind = EngineEvent::Kind::kError;
       ev.error = st.error().with_context("slot " + std::to_string(choice.slot));
-      task.stream->push(std::move(ev));
+      finals_.push_back({task.stream, std::move(ev)});
       ++m_.requests_total;
       continue;
     }
@@ -385,7 +403,7 @@ void ServingEngine::Impl::run_embedding(Task& task) {
   log_info("embedding done", {{"task", static_cast<long long>(task.id)},
                               {"n_tokens", static_cast<long long>(req.tokens.size())},
                               {"ok", result.ok()}});
-  task.stream->push(std::move(ev));
+  finals_.push_back({task.stream, std::move(ev)});
   ++m_.requests_total;
 }
 
@@ -426,7 +444,7 @@ void ServingEngine::Impl::step() {
   Status st = ctx_.decode(batch_, logits_);
   if (!st.ok()) {
     // The cache is unchanged after a failed decode; the slots' requests end with the error.
-    for (const SlotShare& share : plan) slots_[static_cast<size_t>(share.slot)].fail(st.error(), ++use_stamps_);
+    for (const SlotShare& share : plan) slots_[static_cast<size_t>(share.slot)].fail(st.error(), ++use_stamps_, finals_);
     m_.requests_total += plan.size();
     return;
   }
@@ -438,7 +456,7 @@ void ServingEngine::Impl::step() {
   const size_t n_vocab = static_cast<size_t>(ctx_.n_vocab());
   for (size_t row = 0; row < output_slots.size(); ++row) {
     ServingSlot& s = slots_[static_cast<size_t>(output_slots[row])];
-    SampleOutcome out = s.on_logits(logits_.data() + row * n_vocab, ctx_.tokenizer(), n_ctx_slot_, now, ++use_stamps_);
+    SampleOutcome out = s.on_logits(logits_.data() + row * n_vocab, ctx_.tokenizer(), n_ctx_slot_, now, ++use_stamps_, finals_);
     if (out.sampled) {
       ++m_.generated_tokens_total;
       (out.first ? m_.ttft : m_.inter_token).observe(out.since_previous_s);
@@ -457,7 +475,7 @@ void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
   const auto now = EngineClock::now();
   for (ServingSlot& s : slots_) {
     if (!s.busy()) continue;
-    s.finish(StopReason::kCancelled, now, ++use_stamps_);
+    s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
     ++m_.requests_cancelled_total;
     ++m_.requests_total;
   }
@@ -470,7 +488,7 @@ void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
       ev.kind = EngineEvent::Kind::kError;
       ev.error = make_error(ErrorKind::kUnsupported, "the engine shut down before the request ran");
     }
-    task.stream->push(std::move(ev));
+    finals_.push_back({task.stream, std::move(ev)});
     ++m_.requests_cancelled_total;
     ++m_.requests_total;
   }
@@ -488,6 +506,12 @@ void ServingEngine::Impl::publish() {
   std::lock_guard lock(stats_mu_);
   metrics_ = m_;
   slot_infos_ = std::move(infos);
+}
+
+void ServingEngine::Impl::publish_and_deliver() {
+  publish();
+  for (FinalEvent& f : finals_) f.stream->push(std::move(f.event));
+  finals_.clear();
 }
 
 EngineMetrics ServingEngine::Impl::metrics() const {

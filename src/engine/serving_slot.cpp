@@ -52,7 +52,7 @@ void ServingSlot::on_decoded(int32_t n_prompt, bool decoded_pending) {
 }
 
 SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
-                                     EngineClock::time_point now, uint64_t use_stamp) {
+                                     EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
   const CompletionRequest& req = a.prep.request;
   SampleOutcome out;
@@ -60,13 +60,13 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
   if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {
     // n_predict 0: the prompt is evaluated (and cached), nothing is generated.
     if (a.n_generated == 0) a.timings.prompt_ms = ms_between(a.started, now);
-    finish_with_text(StopReason::kLength, a.streamer.flush(), now, use_stamp);
+    finish_with_text(StopReason::kLength, a.streamer.flush(), now, use_stamp, finals);
     out.finished = true;
     out.reason = StopReason::kLength;
     return out;
   }
   if (in_cache >= n_ctx_slot) {
-    finish_with_text(StopReason::kContext, a.streamer.flush(), now, use_stamp);
+    finish_with_text(StopReason::kContext, a.streamer.flush(), now, use_stamp, finals);
     out.finished = true;
     out.reason = StopReason::kContext;
     return out;
@@ -111,7 +111,7 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
     if (reason != StopReason::kNone && reason != StopReason::kStopString) text += a.streamer.flush();
   }
   if (reason != StopReason::kNone) {
-    finish_with_text(reason, std::move(text), now, use_stamp);
+    finish_with_text(reason, std::move(text), now, use_stamp, finals);
     out.finished = true;
     out.reason = reason;
     return out;
@@ -129,12 +129,12 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
   return out;
 }
 
-void ServingSlot::finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp) {
-  finish_with_text(reason, active_->streamer.flush(), now, use_stamp);
+void ServingSlot::finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
+  finish_with_text(reason, active_->streamer.flush(), now, use_stamp, finals);
 }
 
 void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineClock::time_point now,
-                                   uint64_t use_stamp) {
+                                   uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
   a.timings.predicted_n = a.n_generated;
   if (a.n_generated > 0) a.timings.predicted_ms = ms_between(a.first_token, a.last_token);
@@ -156,19 +156,19 @@ void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineCl
                             {"predicted_ms", a.timings.predicted_ms},
                             {"total_ms", ms_between(a.submitted, now)},
                             {"tag", a.prep.request.tag}});
-  a.stream->push(std::move(ev));
+  finals.push_back({std::move(a.stream), std::move(ev)});
   last_used_ = use_stamp;
   active_.reset();
 }
 
-void ServingSlot::fail(const Error& error, uint64_t use_stamp) {
+void ServingSlot::fail(const Error& error, uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
   log_error("request failed", {{"slot", id_}, {"task", static_cast<long long>(a.id)}, {"error", error.to_string()}});
   EngineEvent ev;
   ev.kind = EngineEvent::Kind::kError;
   ev.error = error;
   ev.slot = id_;
-  a.stream->push(std::move(ev));
+  finals.push_back({std::move(a.stream), std::move(ev)});
   last_used_ = use_stamp;
   active_.reset();
 }

@@ -28,6 +28,15 @@ struct PreparedCompletion {
   int32_t truncated_n = 0;
 };
 
+// A request's final event, handed back to the engine instead of being pushed at once: the
+// engine publishes its metrics and slot snapshot first, so a consumer that has its final event
+// finds them up to date.
+struct FinalEvent {
+  std::shared_ptr<ResultStream> stream;
+  EngineEvent event;
+};
+using FinalEvents = std::vector<FinalEvent>;
+
 // What sampling one token did, for the engine's metrics.
 struct SampleOutcome {
   bool sampled = false;        // a token was drawn
@@ -69,13 +78,14 @@ class ServingSlot {
   // now sit in the sequence.
   void on_decoded(int32_t n_prompt, bool decoded_pending);
   // The logits of the slot's output token: samples (unless the request is done), pushes the
-  // text that became safe and finishes the request when a stop condition holds.
+  // text that became safe and finishes the request when a stop condition holds (its kDone
+  // goes to `finals`).
   SampleOutcome on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
-                          EngineClock::time_point now, uint64_t use_stamp);
+                          EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
   // Ends the request with kDone and `reason` (cancellation, shutdown), frees the slot.
-  void finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp);
+  void finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
   // Ends the request with kError (a failed decode), frees the slot.
-  void fail(const Error& error, uint64_t use_stamp);
+  void fail(const Error& error, uint64_t use_stamp, FinalEvents& finals);
 
   SlotInfo info(int32_t n_ctx_slot) const;
 
@@ -94,7 +104,8 @@ class ServingSlot {
     Timings timings;
     EngineClock::time_point submitted, started, first_token, last_token;
   };
-  void finish_with_text(StopReason reason, std::string text, EngineClock::time_point now, uint64_t use_stamp);
+  void finish_with_text(StopReason reason, std::string text, EngineClock::time_point now, uint64_t use_stamp,
+                        FinalEvents& finals);
 
   int32_t id_;
   int32_t seq_;
