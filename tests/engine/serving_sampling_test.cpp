@@ -113,6 +113,7 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   ASSERT_NE(engine, nullptr);
   Collected solo = collect(*engine->submit(req));
   EXPECT_EQ(solo.tokens, alone->tokens);
+  EXPECT_EQ(solo.final.seed, 1234u);
   std::vector<std::shared_ptr<ResultStream>> streams;
   for (uint64_t seed : {7u, 8u, 9u}) {
     CompletionRequest other = req;
@@ -126,6 +127,13 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   std::vector<std::vector<int32_t>> others;
   for (auto& s : streams) others.push_back(collect(*s).tokens);
   EXPECT_NE(others[0], others[1]);  // different seeds, different draws
+  // An unset seed is drawn at submission and reported; passing it back replays the tokens.
+  CompletionRequest unseeded = req;
+  unseeded.sampling.seed = 0xFFFFFFFFu;
+  Collected drawn = collect(*engine->submit(unseeded));
+  CompletionRequest replay = req;
+  replay.sampling.seed = drawn.final.seed;
+  EXPECT_EQ(collect(*engine->submit(replay)).tokens, drawn.tokens);
 }
 
 // logprob = log-softmax of the raw logits (before bias, penalties, temperature, truncation);
