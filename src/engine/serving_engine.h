@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,11 +54,33 @@ class ResultStream {
   std::atomic<bool> cancelled_{false};
 };
 
+// What one engine step put into its batch (for tests and debugging; see
+// ServingOptions::step_observer).
+struct StepRecord {
+  struct Share {
+    int32_t slot = 0;
+    int64_t request_id = -1;
+    int32_t n_decode = 0;  // 0 or 1: the slot's last sampled token fed back
+    int32_t n_prompt = 0;  // prompt tokens of this slot evaluated in this step
+  };
+  uint64_t step = 0;       // 1, 2, ... (EngineMetrics::steps_total after this step)
+  int32_t n_tokens = 0;    // batch size: decode tokens + prompt tokens
+  std::vector<Share> shares;
+};
+
 struct ServingOptions {
   int32_t n_slots = 4;             // --parallel
-  int32_t n_ctx_slot = 0;          // context per slot; 0: the context's n_ctx / n_slots
-  int32_t step_token_budget = 512; // tokens in one batch (decode tokens + prefill chunks)
+  int32_t n_ctx_slot = 0;          // context per slot; 0: the context's n_ctx / n_slots (rounded
+                                   //   down to whole KV blocks when the pool needs it)
+  int32_t step_token_budget = 512; // tokens in one batch (decode tokens + prefill chunks); at
+                                   //   least n_slots, so every generating slot fits in every step
   int32_t max_queue = 512;         // waiting requests beyond this are refused (kOutOfRange)
+  // A slot's cached tokens are preferred for a new prompt when their common prefix covers at
+  // least this fraction of the prompt; otherwise the least recently used idle slot is taken.
+  float slot_similarity = 0.5f;
+  // Called on the engine thread after every decoded batch. Must be quick and must not call
+  // back into the engine. Empty: nothing is called.
+  std::function<void(const StepRecord&)> step_observer;
 };
 
 // A histogram with fixed upper bounds (seconds), Prometheus-style cumulative buckets.
@@ -111,6 +134,9 @@ class ServingEngine {
   EngineMetrics metrics() const;
   std::vector<SlotInfo> slots() const;
   int32_t n_ctx_slot() const;
+  // The longest input an embedding request may have (longer ones need truncate=true): a slot's
+  // context for decoders, the whole context (at most the model's positions) for encoders.
+  int32_t max_embedding_tokens() const;
   const InferenceContext& context() const;
 
   class Impl;

@@ -68,7 +68,7 @@ struct Timings {
   double prompt_ms = 0.0;     // slot taken -> first token sampled (prefill)
   int32_t predicted_n = 0;    // generated tokens
   double predicted_ms = 0.0;  // first token -> last token
-  double ttft_ms = 0.0;       // submit -> first generated text
+  double ttft_ms = 0.0;       // submit -> first generated token sampled
 };
 
 // What a ResultStream delivers. A completion yields zero or more kText events, then exactly
@@ -85,6 +85,7 @@ struct EngineEvent {
   std::string stop_word;     // the stop string that matched (kStopString)
   Timings timings;
   int32_t slot = -1;
+  uint64_t seed = 0;         // the sampler's seed (drawn at submission when the request left it unset)
   // kError
   Error error;
   // kEmbedding
