@@ -176,7 +176,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) { return before_route(s, req, res); });
   s.http.set_error_handler(httplib::Server::HandlerWithResponse(
       [&s](const httplib::Request& req, httplib::Response& res) { return on_error_status(s, req, res); }));
-  s.http.set_exception_handler([&s](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+  s.http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
     std::string what = "unknown exception";
     try {
       if (ep) std::rethrow_exception(ep);
