@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct PromptSource {
   // ollama's `context`: ids of an earlier exchange placed before the prompt.
   std::vector<int32_t> prefix_tokens;
   bool add_special = true;  // the tokenizer's BOS/EOS rules (kText, kChat)
+  // kChat from ollama's /api/generate: the text to continue instead when the model has no chat
+  // template of its own (ollama's default template is the bare prompt; a ChatML wrapper would
+  // turn a base model's continuation into a chat it was never trained on).
+  std::optional<std::string> untemplated_text;
 };
 
 // One text-generation request as a dialect asked for it.

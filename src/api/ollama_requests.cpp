@@ -161,6 +161,7 @@ Result<CompletionJob> parse_ollama_generate(const Json& body) {
     if (system && !system->empty()) messages.push_back(Json{{"role", "system"}, {"content", *system}});
     messages.push_back(Json{{"role", "user"}, {"content", *prompt}});
     p.chat = Json{{"messages", std::move(messages)}, {"add_generation_prompt", true}};
+    p.untemplated_text = system && !system->empty() ? *system + "\n\n" + *prompt : *prompt;
   }
   job.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));

@@ -39,6 +39,12 @@ Result<BuiltPrompt> build_prompt(const ModelBackend& model, const api::PromptSou
   HEARTH_TRY(check_token_ids(model, out.tokens, "'context'"));
   switch (source.kind) {
     case api::PromptSource::Kind::kChat: {
+      if (source.untemplated_text && model.card().chat_template_builtin) {
+        out.text = *source.untemplated_text;
+        auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/false);
+        out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());
+        break;
+      }
       HEARTH_ASSIGN(out.text, model.chat_template().render(source.chat));
       auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
       out.tokens.insert(out.tokens.end(), ids.begin(), ids.end());

@@ -48,6 +48,15 @@ TEST(ServeCommand, GreedyOverHttpEqualsGenerateAndTheGolden) {
   std::vector<int32_t> generated(context.begin() + static_cast<long>(prompt_ids.size()), context.end());
   EXPECT_EQ(generated, ref["greedy"]["tokens"].get<std::vector<int32_t>>());
 
+  // Without raw, a model with no chat template continues the bare prompt (ollama's default
+  // template is the prompt itself), not a ChatML wrapper around it.
+  Json templated = post_json(server.port(), "/api/generate",
+                             {{"model", "llama-F32"}, {"prompt", prompt}, {"stream", false},
+                              {"options", {{"temperature", 0}, {"num_predict", 32}, {"repeat_penalty", 1.0}, {"ignore_eos", true}}}});
+  ASSERT_TRUE(templated.is_object()) << templated.dump();
+  EXPECT_EQ(templated["context"], gen["context"]);
+  EXPECT_EQ(templated["response"], gen["response"]);
+
   // OpenAI completions text equals `hearth generate` text.
   Json cmpl = post_json(server.port(), "/v1/completions",
                         {{"prompt", prompt}, {"temperature", 0}, {"max_tokens", 32}, {"ignore_eos", true}});

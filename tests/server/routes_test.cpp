@@ -76,9 +76,17 @@ TEST_F(Routes, OllamaGenerateBody) {
   EXPECT_EQ(req.n_predict, 3);
   EXPECT_EQ(j["context"].size(), req.prompt.size() + 3);
   EXPECT_EQ(j["prompt_eval_count"], req.prompt.size());
-  // The chat template wrapped the prompt.
+  // The scripted model has no chat template of its own: generate continues the bare prompt
+  // (ollama's default template), while chat uses the ChatML fallback.
   std::string prompt = backend_->tokenizer().decode(req.prompt, true);
-  EXPECT_NE(prompt.find("<|im_start|>user\nHi<|im_end|>"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("<|im_start|>"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.substr(prompt.size() - 2), "Hi") << prompt;
+
+  auto c = post("/api/chat", R"({"model":"scripted","messages":[{"role":"user","content":"Hi"}],"stream":false,"options":{"num_predict":1}})");
+  ASSERT_EQ(c.status, 200) << c.body;
+  ASSERT_TRUE(backend_->wait_for_records(2, std::chrono::seconds(1)));
+  std::string chat_prompt = backend_->tokenizer().decode(backend_->records()[1]->request.prompt, true);
+  EXPECT_NE(chat_prompt.find("<|im_start|>user\nHi<|im_end|>"), std::string::npos) << chat_prompt;
 }
 
 TEST_F(Routes, OllamaChatStreamsNdjson) {
