@@ -202,10 +202,10 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::enqueue(Task task) {
   {
     std::lock_guard lock(mu_);
     if (stop_) {
-      return error_stream(task.id, make_error(ErrorKind::kUnsupported, "the engine is shutting down"));
+      return error_stream(task.id, make_error(ErrorKind::kUnavailable, "the engine is shutting down"));
     }
     if (static_cast<int32_t>(queue_.size()) >= opts_.max_queue) {
-      return error_stream(task.id, make_error(ErrorKind::kOutOfRange,
+      return error_stream(task.id, make_error(ErrorKind::kUnavailable,
                                               "the queue is full (" + std::to_string(queue_.size()) +
                                                   " requests waiting); try again later"));
     }

@@ -16,6 +16,7 @@ HttpError http_error_from(const Error& error) {
     case ErrorKind::kOutOfRange:
     case ErrorKind::kTypeMismatch: return {400, error.message};
     case ErrorKind::kNotFound: return {404, error.message};
+    case ErrorKind::kUnavailable: return {503, error.message};
     case ErrorKind::kIo:
     case ErrorKind::kInternal: break;
   }

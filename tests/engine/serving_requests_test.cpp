@@ -77,7 +77,7 @@ TEST_F(ServingEngineTest, QueuedRequestsCanBeCancelledAndAFullQueueRefuses) {
   auto refused = engine->submit(greedy(encode(*ctx, "The dog"), 4));
   Collected r = collect(*refused);
   ASSERT_EQ(r.final.kind, EngineEvent::Kind::kError);
-  EXPECT_EQ(r.final.error.kind, ErrorKind::kOutOfRange);
+  EXPECT_EQ(r.final.error.kind, ErrorKind::kUnavailable);
   EXPECT_NE(r.final.error.message.find("queue is full"), std::string::npos) << r.final.error.message;
   EXPECT_EQ(engine->metrics().requests_waiting, 1);
 
