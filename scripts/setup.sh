@@ -8,6 +8,7 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+  libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
 )
 
 missing=()
