@@ -1,0 +1,162 @@
+// Continuous batching seen from outside: (1) 8 concurrent greedy streams on one model each
+// produce exactly the tokens they produce alone, and they really shared engine steps (the
+// engine's step counter grows far less than for the 8 run one after another); (2) a long
+// prompt arriving while 4 streams generate is prefilled in chunks over several steps, and the
+// 4 streams get a token on (nearly) every one of those steps instead of pausing. The checks
+// count engine steps (/metrics hearth_engine_steps_total) rather than trusting wall-clock
+// time, so they hold on a loaded 2-core CI machine running ASan binaries; the inter-token gaps
+// are measured too, with a generous bound.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { MODELS, modelPath } from './lib/paths.mjs';
+import { metricValues, startServer } from './lib/server.mjs';
+import { openStream, openaiStreamText, tokenArrivals } from './lib/stream.mjs';
+
+const stories = modelPath(MODELS.stories);
+
+const PROMPTS = [
+  'Once upon a time',
+  'The little dog',
+  'Lily and Ben went to the park',
+  'One day, a big bear',
+  'Tom had a red ball',
+  'The sun was hot and',
+  'There was a tiny bird who',
+  'Mom said to Sue',
+];
+
+async function steps(server) {
+  return (await metricValues(server)).hearth_engine_steps_total;
+}
+
+function completionBody(prompt, maxTokens, extra = {}) {
+  return { prompt, max_tokens: maxTokens, temperature: 0, stream: true, ...extra };
+}
+
+async function runAlone(server, prompt, maxTokens) {
+  const h = openStream(server, '/v1/completions', { body: completionBody(prompt, maxTokens) });
+  await h.done;
+  assert.equal(h.status, 200, h.text());
+  return openaiStreamText(h.text());
+}
+
+describe('continuous batching: 8 concurrent streams', { skip: !stories && 'stories model missing' }, () => {
+  let server;
+  before(async () => {
+    server = await startServer({ model: stories, args: ['--parallel', '8', '--ctx-size', '4096'] });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('each of 8 concurrent greedy streams equals its output alone, in far fewer engine steps', async () => {
+    const maxTokens = 48;
+    const s0 = await steps(server);
+    const alone = [];
+    for (const p of PROMPTS) alone.push(await runAlone(server, p, maxTokens));
+    const s1 = await steps(server);
+    assert.equal(new Set(alone).size, PROMPTS.length, 'the prompts must give different texts');
+
+    const handles = PROMPTS.map((p) => openStream(server, '/v1/completions', { body: completionBody(p, maxTokens) }));
+    await Promise.all(handles.map((h) => h.done));
+    const s2 = await steps(server);
+    handles.forEach((h, i) => {
+      assert.equal(h.status, 200);
+      assert.equal(openaiStreamText(h.text()), alone[i], `stream ${i} ('${PROMPTS[i]}') differs from its output alone`);
+    });
+    const sequentialSteps = s1 - s0;
+    const concurrentSteps = s2 - s1;
+    // Alone: ~maxTokens steps per request. Together: the requests share steps, so the count
+    // stays near one request's (plus a few steps while requests arrive and drain).
+    assert.ok(sequentialSteps >= PROMPTS.length * (maxTokens - 1), `sequential steps ${sequentialSteps}`);
+    assert.ok(
+      concurrentSteps <= sequentialSteps / 3,
+      `8 concurrent streams took ${concurrentSteps} engine steps; one after another took ${sequentialSteps}: they were not batched`,
+    );
+    server.checkHealthy();
+  });
+});
+
+describe('continuous batching: a long prompt does not pause active streams', { skip: !stories && 'stories model missing' }, () => {
+  let server;
+  const budget = 64; // tokens per engine step: decode tokens first, prompt chunks fill the rest
+  before(async () => {
+    server = await startServer({ model: stories, args: ['--parallel', '5', '--ctx-size', '8192', '--batch-size', String(budget)] });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('the 4 streams decode on every step while the long prompt is prefilled in chunks', async () => {
+    const props = await server.getJson('/props');
+    const nCtx = props.default_generation_settings.n_ctx;
+    // A long prompt of real words, well inside one slot's context.
+    const sentence = 'The cat sat on the mat and looked at the big red sun. ';
+    let longPrompt = '';
+    const tok = async (text) => (await server.postJson('/tokenize', { content: text })).tokens.length;
+    const perSentence = await tok(sentence);
+    const wantTokens = Math.min(1200, Math.floor(nCtx * 0.7));
+    longPrompt = sentence.repeat(Math.floor(wantTokens / perSentence));
+    const longTokens = await tok(longPrompt);
+    const minPrefillSteps = Math.ceil(longTokens / budget);
+    assert.ok(minPrefillSteps >= 8, `long prompt of ${longTokens} tokens needs only ${minPrefillSteps} steps`);
+
+    const streamTokens = Math.min(nCtx - 64, 1500);
+    const streams = PROMPTS.slice(0, 4).map((p) =>
+      openStream(server, '/v1/completions', { body: completionBody(p, streamTokens, { ignore_eos: true }) }),
+    );
+    // Wait until every stream is generating.
+    await Promise.all(streams.map((h) => h.waitFor((x) => tokenArrivals(x).length >= 8)));
+
+    const before = await steps(server);
+    const countsBefore = streams.map((h) => tokenArrivals(h).length);
+    const tSubmit = performance.now();
+    const long = openStream(server, '/v1/completions', { body: completionBody(longPrompt, 4) });
+    await long.waitFor((x) => tokenArrivals(x).length >= 1);
+    const tFirst = performance.now();
+    const after = await steps(server);
+    const countsAfter = streams.map((h) => tokenArrivals(h).length);
+
+    const windowSteps = after - before;
+    assert.ok(windowSteps >= minPrefillSteps, `the long prompt took ${windowSteps} steps (at least ${minPrefillSteps} expected with budget ${budget})`);
+    for (let i = 0; i < streams.length; i++) {
+      const got = countsAfter[i] - countsBefore[i];
+      // Every step of the window holds one decode token per active stream; tokens in flight at
+      // either end of the window account for the slack.
+      const slack = Math.max(4, Math.ceil(windowSteps * 0.15));
+      assert.ok(
+        got >= windowSteps - slack,
+        `stream ${i} received ${got} tokens during the ${windowSteps} steps of the long prefill: it was paused`,
+      );
+      // Every stream is still unfinished (the window did not outlast them).
+      assert.ok(countsAfter[i] < streamTokens);
+    }
+
+    // Wall-clock: the largest gap between two tokens of a stream during the prefill, next to
+    // the typical gap before it. Generous on purpose: a stall of the whole prefill would show
+    // as one gap of (prefill steps × step time).
+    const gapsBefore = [];
+    const gapsDuring = [];
+    for (const h of streams) {
+      const t = tokenArrivals(h);
+      for (let k = 1; k < t.length; k++) {
+        const gap = t[k] - t[k - 1];
+        if (t[k] < tSubmit) gapsBefore.push(gap);
+        else if (t[k - 1] >= tSubmit && t[k] <= tFirst) gapsDuring.push(gap);
+      }
+    }
+    gapsBefore.sort((a, b) => a - b);
+    const median = gapsBefore[Math.floor(gapsBefore.length / 2)] ?? 0;
+    const maxDuring = Math.max(0, ...gapsDuring);
+    const prefillMs = tFirst - tSubmit;
+    console.log(`# long prompt ${longTokens} tokens, ${windowSteps} steps, ${prefillMs.toFixed(0)} ms; ` +
+      `stream gap median before ${median.toFixed(2)} ms, max during ${maxDuring.toFixed(2)} ms`);
+    if (prefillMs > 200) {
+      assert.ok(maxDuring < prefillMs * 0.6, `a stream paused ${maxDuring.toFixed(0)} ms of the ${prefillMs.toFixed(0)} ms prefill`);
+    }
+
+    for (const h of streams) h.close();
+    long.close();
+    server.checkHealthy();
+  });
+});
