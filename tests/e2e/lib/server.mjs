@@ -113,7 +113,7 @@ export class HearthServer {
   async stop() {
     if (!this.exit) {
       this.proc.kill('SIGTERM');
-      const timer = sleep(30000 * timeoutScale()).then(() => 'timeout');
+      const timer = sleep(30000 * timeoutScale(), undefined, { ref: false }).then(() => 'timeout');
       const r = await Promise.race([this.exited, timer]);
       if (r === 'timeout') {
         this.proc.kill('SIGKILL');
@@ -172,7 +172,7 @@ export async function startServer({ model, args = [], env = {}, apiKey = null, r
   const r = await Promise.race([
     addressSeen.then(() => 'bound'),
     server.exited.then(() => 'exited'),
-    sleep(readyTimeoutMs * timeoutScale()).then(() => 'timeout'),
+    sleep(readyTimeoutMs * timeoutScale(), undefined, { ref: false }).then(() => 'timeout'),
   ]);
   if (r !== 'bound') throw failed(r === 'exited' ? 'exited before printing its address' : 'printed no address in time');
 
