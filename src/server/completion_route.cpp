@@ -49,10 +49,10 @@ void stream_directly(State& s, httplib::Response& res, std::shared_ptr<Completio
 }
 
 // A non-streaming response: waits for every choice, giving up when the client leaves.
-void answer_whole(const httplib::Request& req, httplib::Response& res, CompletionDriver& driver, api::Dialect dialect) {
+void answer_whole(State& s, httplib::Response& res, CompletionDriver& driver, api::Dialect dialect) {
   std::string body;
   while (driver.pump(body, kPollInterval)) {
-    if (!current_client_connected()) {
+    if (!s.keep_serving()) {
       driver.cancel();
       return;
     }
@@ -85,7 +85,7 @@ void serve_stream_follow(State& s, const httplib::Request& req, httplib::Respons
   res.set_header("X-Stream-Offset", std::to_string(from));
   if (!is_event_stream(stream->content_type())) {
     while (stream->state() == StreamState::kRunning) {
-      if (!current_client_connected()) return;
+      if (!s.keep_serving()) return;
       std::this_thread::sleep_for(kPollInterval);
     }
     std::string body;
@@ -117,7 +117,6 @@ void serve_stream_follow(State& s, const httplib::Request& req, httplib::Respons
       }
     }
   });
-  (void)s;
 }
 
 void serve_completion(State& s, const httplib::Request& req, httplib::Response& res, Result<api::CompletionJob> parsed,
@@ -198,7 +197,7 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
   if (job.stream) {
     stream_directly(s, res, driver);
   } else {
-    answer_whole(req, res, *driver, dialect);
+    answer_whole(s, res, *driver, dialect);
   }
 }
 

@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cmath>
 
-#include "server/http_listener.h"
 #include "server/prompt_builder.h"
 
 namespace hearth::server {
 
-Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job) {
+Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job,
+                                       const std::function<bool()>& keep_going) {
   const auto start = std::chrono::steady_clock::now();
   HEARTH_ASSIGN(auto inputs, prepare_embedding_inputs(model, job));
   EmbeddingResult result;
@@ -28,7 +28,7 @@ Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::Embedding
   for (auto& stream : streams) {
     engine::EngineEvent event;
     while (!stream->next(event, std::chrono::milliseconds(50))) {
-      if (!current_client_connected()) {
+      if (!keep_going()) {
         cancel_all();
         return make_error(ErrorKind::kIo, "the client went away");
       }

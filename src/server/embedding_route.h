@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "api/generation_job.h"
@@ -17,6 +18,8 @@ struct EmbeddingResult {
 };
 
 // Errors: inputs that do not fit (400), the client leaving (the work is cancelled), engine errors.
-Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job);
+// `keep_going` is asked while waiting; false cancels the work (client gone, server stopping).
+Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job,
+                                       const std::function<bool()>& keep_going);
 
 }  // namespace hearth::server

@@ -84,6 +84,8 @@ HttpServer::State::State(ServerOptions o)
       streams(StreamRegistryOptions{options.stream_buffer_bytes, options.stream_keep_seconds, options.max_streams}),
       rng_(std::random_device{}()) {}
 
+bool HttpServer::State::keep_serving() const { return !stopping.load() && current_client_connected(); }
+
 std::shared_ptr<ModelBackend> HttpServer::State::model() const {
   std::lock_guard lock(mu_);
   return model_;
@@ -218,9 +220,13 @@ int HttpServer::port() const { return state_->port; }
 
 void HttpServer::start() {
   thread_ = std::thread([this] { state_->http.listen_after_bind(); });
+  // cpp-httplib's stop() does nothing until the listener runs; wait for it so a quick stop()
+  // cannot leave the accept loop blocked forever.
+  while (!state_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
 }
 
 void HttpServer::stop() {
+  state_->stopping = true;
   if (state_->http.is_running() || thread_.joinable()) state_->http.stop();
   if (thread_.joinable()) thread_.join();
 }

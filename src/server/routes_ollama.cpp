@@ -25,7 +25,7 @@ void embed(State& s, const httplib::Request& req, httplib::Response& res, bool l
     send_error(res, api::Dialect::kOllama, http_unavailable("the server is busy; try again later"));
     return;
   }
-  auto result = run_embeddings(*model, *job);
+  auto result = run_embeddings(*model, *job, [&s] { return s.keep_serving(); });
   if (!result.ok()) {
     send_status_error(res, req, result.error());
     return;

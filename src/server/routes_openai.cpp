@@ -38,7 +38,7 @@ void register_openai_routes(State& s) {
       send_error(res, api::Dialect::kOpenAI, http_unavailable("the server is busy; try again later"));
       return;
     }
-    auto result = run_embeddings(*model, *job);
+    auto result = run_embeddings(*model, *job, [&st] { return st.keep_serving(); });
     if (!result.ok()) {
       send_status_error(res, req, result.error());
       return;

@@ -3,6 +3,7 @@
 // counters for /metrics, and small helpers the route files use.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -28,6 +29,10 @@ struct HttpServer::State {
   AccessPolicy access;
   StreamRegistry streams;
   int port = 0;
+  std::atomic<bool> stopping{false};  // set by stop(): blocking handlers give up
+
+  // False once the client of this thread's request left or the server is stopping.
+  bool keep_serving() const;
 
   // The loaded model, or nullptr while loading.
   std::shared_ptr<ModelBackend> model() const;

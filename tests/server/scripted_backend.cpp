@@ -110,7 +110,7 @@ void ScriptedBackend::run_completion(std::shared_ptr<engine::ResultStream> strea
     ++generated_total_;
     engine::EngineEvent e;
     e.kind = engine::EngineEvent::Kind::kText;
-    if (req.logprobs) e.tokens.push_back(std::move(t));
+    e.tokens.push_back(std::move(t));  // the engine always reports sampled tokens
     size_t stop_at = std::string::npos;
     for (const auto& s : req.stop) {
       size_t p = text.find(s, emitted > hold ? emitted - hold : 0);
