@@ -81,7 +81,7 @@ describe('continuous batching: a long prompt does not pause active streams', { s
   let server;
   const budget = 64; // tokens per engine step: decode tokens first, prompt chunks fill the rest
   before(async () => {
-    server = await startServer({ model: stories, args: ['--parallel', '5', '--ctx-size', '8192', '--batch-size', String(budget)] });
+    server = await startServer({ model: stories, args: ['--parallel', '5', '--ctx-size', '8192', '--batch-tokens', String(budget)] });
   });
   after(async () => {
     await server?.stop();
