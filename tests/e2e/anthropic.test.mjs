@@ -131,8 +131,8 @@ describe('anthropic client', { skip: !stories && 'stories model missing' }, () =
       },
     );
     await assert.rejects(
-      anthropic.messages.create({ model: server.modelName, max_tokens: 4, messages: [{ role: 'user', content: 'x' }], temperature: -1 }),
-      (e) => e instanceof Anthropic.BadRequestError && /temperature/.test(e.message),
+      anthropic.messages.create({ model: server.modelName, max_tokens: 4, messages: [{ role: 'user', content: 'x' }], top_p: 3 }),
+      (e) => e instanceof Anthropic.BadRequestError && /top_p/.test(e.message),
     );
     // max_tokens is required by the Messages API.
     const r = await server.request('POST', '/v1/messages', { model: server.modelName, messages: [{ role: 'user', content: 'x' }] });

@@ -56,7 +56,7 @@ const ROWS = [
   ['generate: prompt is a number', 's', 'POST', '/api/generate', { model: M, prompt: 42 }, 400, 'ollama'],
   ['generate: options is a string', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', options: 'fast' }, 400, 'ollama'],
   ['generate: temperature is a string', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', options: { temperature: 'hot' } }, 400, 'ollama'],
-  ['generate: negative temperature', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', options: { temperature: -1 } }, 400, 'ollama'],
+  ['generate: top_p above 1', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', options: { top_p: 7 } }, 400, 'ollama'],
   ['generate: num_predict is a string', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', options: { num_predict: 'ten' } }, 400, 'ollama'],
   ['generate: stream is a string', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', stream: 'yes' }, 400, 'ollama'],
   ['generate: images on a text model', 's', 'POST', '/api/generate', { model: M, prompt: 'hi', images: ['aGVsbG8='] }, 400, 'ollama'],
@@ -68,7 +68,7 @@ const ROWS = [
   ['chat: content is a number', 's', 'POST', '/api/chat', { model: M, messages: [{ role: 'user', content: 7 }] }, 400, 'ollama'],
   ['chat: unknown model', 's', 'POST', '/api/chat', { model: 'missing:latest', messages: user }, 404, 'ollama'],
   // ---- ollama embeddings (bert)
-  ['embed: input missing', 'b', 'POST', '/api/embed', { model: M }, 400, 'ollama'],
+  ['embed: input is an object', 'b', 'POST', '/api/embed', { model: M, input: { text: 'x' } }, 400, 'ollama'],
   ['embed: input is a number', 'b', 'POST', '/api/embed', { model: M, input: 5 }, 400, 'ollama'],
   ['embed: input array holds a number', 'b', 'POST', '/api/embed', { model: M, input: ['a', 1] }, 400, 'ollama'],
   ['embeddings: prompt is an object', 'b', 'POST', '/api/embeddings', { model: M, prompt: { text: 'x' } }, 400, 'ollama'],

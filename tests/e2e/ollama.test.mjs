@@ -164,12 +164,21 @@ describe('ollama client: text generation', { skip: !stories && 'stories model mi
       (e) => e.name === 'ResponseError' && e.status_code === 400 && /role/.test(e.error),
     );
     await assert.rejects(
-      ollama.generate({ model: server.modelName, prompt: 'x', stream: false, options: { temperature: -1 } }),
-      (e) => e.name === 'ResponseError' && e.status_code === 400 && /temperature/.test(e.error),
+      ollama.generate({ model: server.modelName, prompt: 'x', stream: false, options: { top_p: 7 } }),
+      (e) => e.name === 'ResponseError' && e.status_code === 400 && /top_p/.test(e.error),
     );
     await assert.rejects(
-      ollama.embed({ model: server.modelName, input: 'x' }),
-      (e) => e.name === 'ResponseError' && e.status_code >= 400 && e.status_code < 500,
+      ollama.generate({ model: server.modelName, prompt: 'x', stream: false, images: ['aGVsbG8='] }),
+      (e) => e.name === 'ResponseError' && e.status_code === 400 && /image/.test(e.error),
+    );
+    // A streaming request that fails up front gets the error status too, not a 200 stream.
+    await assert.rejects(
+      (async () => {
+        for await (const part of await ollama.generate({ model: server.modelName, prompt: 'x', stream: true, options: { top_p: 7 } })) {
+          void part;
+        }
+      })(),
+      (e) => e.name === 'ResponseError' && e.status_code === 400,
     );
     server.checkHealthy();
   });
@@ -201,10 +210,12 @@ describe('ollama client: embeddings', { skip: !bert && 'bert model missing' }, (
     assertCloseVectors(single.embeddings[0], ref[0], 1e-5);
   });
 
-  it('the legacy /api/embeddings route gives the same vector', async () => {
+  it('the legacy /api/embeddings route gives the same vector, unnormalised as ollama does', async () => {
     const ref = await hearthEmbed(bert, ['hello world']);
     const r = await ollama.embeddings({ model: server.modelName, prompt: 'hello world' });
-    assertCloseVectors(r.embedding, ref[0], 1e-5);
+    const norm = Math.hypot(...r.embedding);
+    assert.ok(Math.abs(norm - 1) > 1e-3, `legacy embedding has norm ${norm}; ollama's legacy route does not normalise`);
+    assertCloseVectors(r.embedding.map((x) => x / norm), ref[0], 1e-5);
   });
 
   it('an embedding model refuses generation with a 4xx', async () => {

@@ -229,8 +229,8 @@ describe('openai client: text generation', { skip: !stories && 'stories model mi
       (e) => e instanceof OpenAI.BadRequestError && e.status === 400 && typeof e.message === 'string',
     );
     await assert.rejects(
-      openai.completions.create({ model: server.modelName, prompt: 'x', temperature: -2 }),
-      (e) => e instanceof OpenAI.BadRequestError && /temperature/.test(e.message),
+      openai.completions.create({ model: server.modelName, prompt: 'x', top_p: 3 }),
+      (e) => e instanceof OpenAI.BadRequestError && /top_p/.test(e.message),
     );
     await assert.rejects(
       openai.chat.completions.create({ model: server.modelName, messages: [{ role: 'user', content: 'x' }], top_logprobs: 50, logprobs: true }),
