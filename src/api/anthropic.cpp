@@ -23,7 +23,7 @@ Result<std::string> tool_result_text(const Json& content, const std::string& whe
   std::string text;
   for (const auto& b : content) {
     if (!b.is_object()) return invalid("'" + where + ".content' blocks must be objects");
-    std::string type = b.value("type", "");
+    std::string type = string_field(b, "type", "");
     if (type == "text") {
       if (!b.contains("text") || !b["text"].is_string()) return invalid("'" + where + ".content' text blocks need a string 'text'");
       text += b["text"].get<std::string>();
@@ -66,12 +66,12 @@ Status convert_message(const Json& m, size_t index, Json& out) {
       if (*role != "assistant") return invalid("'" + bw + "': tool_use blocks belong to assistant messages");
       HEARTH_ASSIGN(auto name, read_string(block, "name", bw + "."));
       if (!name) return invalid("'" + bw + ".name' is required");
-      tool_calls.push_back(Json{{"id", block.value("id", "")},
+      tool_calls.push_back(Json{{"id", string_field(block, "id", "")},
                                 {"type", "function"},
                                 {"function", {{"name", *name}, {"arguments", block.value("input", Json::object())}}}});
     } else if (*type == "tool_result") {
       HEARTH_ASSIGN(std::string text, tool_result_text(block.value("content", Json()), bw));
-      out.push_back(Json{{"role", "tool"}, {"tool_call_id", block.value("tool_use_id", "")}, {"content", text}});
+      out.push_back(Json{{"role", "tool"}, {"tool_call_id", string_field(block, "tool_use_id", "")}, {"content", text}});
     } else if (*type == "thinking" || *type == "redacted_thinking") {
       continue;
     } else if (*type == "image" || *type == "document") {
@@ -93,7 +93,7 @@ Result<std::string> system_text(const Json& system) {
   if (!system.is_array()) return field_type_error("", "system", "a string or an array of text blocks", system);
   std::string text;
   for (const auto& b : system) {
-    if (!b.is_object() || b.value("type", "") != "text" || !b.contains("text") || !b["text"].is_string()) {
+    if (!b.is_object() || string_field(b, "type", "") != "text" || !b.contains("text") || !b["text"].is_string()) {
       return invalid("'system' blocks must be {\"type\": \"text\", \"text\": ...}");
     }
     if (!text.empty()) text += "\n\n";

@@ -52,7 +52,9 @@ constexpr const char* kIgnoredOptions[] = {"num_ctx", "num_batch", "num_gpu", "m
 
 Result<int32_t> to_int32(std::string_view where, std::string_view key, int64_t v) {
   if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
-    return make_error(ErrorKind::kInvalidArgument, "'" + std::string(where) + std::string(key) + "' is out of range");
+    std::string message(1, '\'');
+    message.append(where).append(key).append("' is out of range");
+    return make_error(ErrorKind::kInvalidArgument, std::move(message));
   }
   return static_cast<int32_t>(v);
 }
@@ -124,7 +126,9 @@ Status read_sampler_order(const Json& value, std::string_view where, sampler::Sa
   for (const auto& n : names) {
     auto kind = sampler::sampler_kind_from_name(n);
     if (!kind.ok()) {
-      return make_error(ErrorKind::kInvalidArgument, "'" + std::string(where) + "samplers': " + kind.error().message);
+      std::string message(1, '\'');
+      message.append(where).append("samplers': ").append(kind.error().message);
+      return make_error(ErrorKind::kInvalidArgument, std::move(message));
     }
     order.push_back(*kind);
   }

@@ -142,6 +142,11 @@ Result<const Json*> read_array(const Json& obj, std::string_view key, std::strin
   return v;
 }
 
+std::string string_field(const Json& obj, std::string_view key, std::string fallback) {
+  const Json* v = find_field(obj, key);
+  return v && v->is_string() ? v->get<std::string>() : fallback;
+}
+
 Status check_range(std::string_view name, int64_t value, int64_t lo, int64_t hi) {
   if (value < lo || value > hi) {
     std::string message = "'";

@@ -42,6 +42,10 @@ Result<std::optional<std::vector<std::string>>> read_string_list(const Json& obj
 Result<const Json*> read_object(const Json& obj, std::string_view key, std::string_view where = "");
 Result<const Json*> read_array(const Json& obj, std::string_view key, std::string_view where = "");
 
+// The string at `key`, or `fallback` when it is absent or not a string (never throws; for
+// fields whose type is checked elsewhere or where any non-string means "not this").
+std::string string_field(const Json& obj, std::string_view key, std::string fallback = "");
+
 // Integer range check with the usual message ("'n' must be between 1 and 128").
 Status check_range(std::string_view name, int64_t value, int64_t lo, int64_t hi);
 

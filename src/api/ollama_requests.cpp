@@ -88,7 +88,7 @@ Result<Json> chat_message(const Json& m, size_t index) {
       }
       const Json& fn = call["function"];
       calls.push_back(Json{{"type", "function"},
-                           {"function", {{"name", fn.value("name", "")}, {"arguments", fn.value("arguments", Json::object())}}}});
+                           {"function", {{"name", string_field(fn, "name", "")}, {"arguments", fn.value("arguments", Json::object())}}}});
     }
     out["tool_calls"] = std::move(calls);
   }

@@ -29,7 +29,7 @@ Status check_chat_message(const Json& m, size_t index) {
   if (content != m.end() && content->is_array()) {
     for (const auto& part : *content) {
       if (!part.is_object()) continue;  // the template's context builder reports it
-      std::string type = part.value("type", "");
+      std::string type = string_field(part, "type", "");
       if (is_image_part_type(type)) {
         return make_error(ErrorKind::kUnsupported, "'" + where + "' has an image; the loaded model cannot read images");
       }
@@ -50,7 +50,7 @@ Status check_chat_message(const Json& m, size_t index) {
 // OpenAI's response_format / Responses' text.format: only plain text is supported for now.
 Status check_text_format(const Json* format, const char* field) {
   if (!format) return ok_status();
-  std::string type = format->value("type", "text");
+  std::string type = string_field(*format, "type", "text");
   if (type != "text") {
     return make_error(ErrorKind::kUnsupported, std::string("'") + field + "' of type '" + type +
                                                    "' (structured output) is not supported yet; use type 'text'");

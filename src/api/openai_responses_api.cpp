@@ -20,7 +20,7 @@ Result<Json> message_content(const Json& content, const std::string& where) {
   Json parts = Json::array();
   for (const auto& part : content) {
     if (!part.is_object()) return invalid("'" + where + ".content' parts must be objects");
-    std::string type = part.value("type", "");
+    std::string type = string_field(part, "type", "");
     if (type == "input_text" || type == "output_text" || type == "text") {
       if (!part.contains("text") || !part["text"].is_string()) return invalid("'" + where + ".content' text parts need a string 'text'");
       parts.push_back(Json{{"type", "text"}, {"text", part["text"]}});
@@ -44,7 +44,7 @@ Result<Json> input_messages(const Json& input) {
     const Json& item = input[i];
     const std::string where = "input[" + std::to_string(i) + "]";
     if (!item.is_object()) return invalid("'" + where + "' must be an object");
-    std::string type = item.value("type", "message");
+    std::string type = string_field(item, "type", "message");
     if (type == "message") {
       if (!item.contains("role") || !item["role"].is_string()) return invalid("'" + where + ".role' must be a string");
       std::string role = item["role"].get<std::string>();
@@ -57,9 +57,9 @@ Result<Json> input_messages(const Json& input) {
       messages.push_back(Json{{"role", role}, {"content", std::move(content)}});
     } else if (type == "function_call") {
       if (!item.contains("name") || !item["name"].is_string()) return invalid("'" + where + ".name' must be a string");
-      Json call = {{"id", item.value("call_id", "")},
+      Json call = {{"id", string_field(item, "call_id", "")},
                    {"type", "function"},
-                   {"function", {{"name", item["name"]}, {"arguments", item.value("arguments", "{}")}}}};
+                   {"function", {{"name", item["name"]}, {"arguments", string_field(item, "arguments", "{}")}}}};
       if (!messages.empty() && messages.back()["role"] == "assistant" && messages.back().contains("tool_calls")) {
         messages.back()["tool_calls"].push_back(std::move(call));
       } else {
@@ -68,7 +68,7 @@ Result<Json> input_messages(const Json& input) {
     } else if (type == "function_call_output") {
       Json output = item.value("output", Json(""));
       if (!output.is_string()) output = output.dump();
-      messages.push_back(Json{{"role", "tool"}, {"tool_call_id", item.value("call_id", "")}, {"content", output}});
+      messages.push_back(Json{{"role", "tool"}, {"tool_call_id", string_field(item, "call_id", "")}, {"content", output}});
     } else if (type == "reasoning") {
       continue;
     } else {
@@ -82,10 +82,10 @@ Result<Json> input_messages(const Json& input) {
 Result<Json> chat_tools(const Json& tools) {
   Json out = Json::array();
   for (const auto& t : tools) {
-    if (!t.is_object() || t.value("type", "") != "function") {
+    if (!t.is_object() || string_field(t, "type", "") != "function") {
       return make_error(ErrorKind::kUnsupported, "only tools of type 'function' are supported");
     }
-    Json fn = {{"name", t.value("name", "")}};
+    Json fn = {{"name", string_field(t, "name", "")}};
     if (t.contains("description")) fn["description"] = t["description"];
     if (t.contains("parameters")) fn["parameters"] = t["parameters"];
     out.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
@@ -151,7 +151,7 @@ class ResponsesEncoder final : public ResponseEncoder {
 
   std::string error_chunk(const Json& body) override {
     Json e = body.contains("error") ? body["error"] : body;
-    return event("error", Json{{"code", e.value("code", Json())}, {"message", e.value("message", "")}, {"param", nullptr}});
+    return event("error", Json{{"code", e.value("code", Json())}, {"message", string_field(e, "message", "")}, {"param", nullptr}});
   }
 
  private:
@@ -242,7 +242,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   HEARTH_ASSIGN(const Json* text, read_object(body, "text"));
   if (text) {
     HEARTH_ASSIGN(const Json* format, read_object(*text, "format", "text."));
-    if (format && format->value("type", "text") != "text") {
+    if (format && string_field(*format, "type", "text") != "text") {
       return make_error(ErrorKind::kUnsupported, "'text.format' (structured output) is not supported yet; use type 'text'");
     }
   }

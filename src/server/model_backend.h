@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "api/model_card.h"
@@ -22,6 +23,8 @@ class ModelBackend {
   virtual const ChatTemplate& chat_template() const = 0;
   // Tokens one request may hold (prompt + generated).
   virtual int32_t n_ctx_slot() const = 0;
+  // The longest embedding input (an encoder may use more than one slot's share).
+  virtual int32_t max_embedding_tokens() const { return n_ctx_slot(); }
   // Never block; see engine::ServingEngine::submit.
   virtual std::shared_ptr<engine::ResultStream> submit(engine::CompletionRequest request) = 0;
   virtual std::shared_ptr<engine::ResultStream> submit(engine::EmbeddingRequest request) = 0;
@@ -29,6 +32,8 @@ class ModelBackend {
   virtual std::vector<engine::SlotInfo> slots() const = 0;
   // True when the engine's queue is full; new requests then get 503.
   virtual bool overloaded() const = 0;
+  // sha256 of the model file in lower-case hex; "" while it is still being computed.
+  virtual std::string digest() const { return card().digest; }
 };
 
 }  // namespace hearth::server

@@ -113,7 +113,7 @@ Result<PreparedCompletion> prepare_completion(const ModelBackend& model, const a
 
 Result<std::vector<std::vector<int32_t>>> prepare_embedding_inputs(const ModelBackend& model, const api::EmbeddingJob& job) {
   std::vector<std::vector<int32_t>> out;
-  const auto n_ctx = static_cast<size_t>(model.n_ctx_slot());
+  const auto n_ctx = static_cast<size_t>(model.max_embedding_tokens());
   for (const auto& text : job.texts) out.push_back(model.tokenizer().encode(text, true, false));
   for (const auto& ids : job.token_inputs) {
     HEARTH_TRY(check_token_ids(model, ids, "'input'"));

@@ -57,11 +57,17 @@ void register_ollama_routes(State& s) {
   });
   add_route(s, "GET", "/api/tags", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
-    if (model) send_json(res, api::ollama_tags_response(model->card()));
+    if (!model) return;
+    api::ModelCard card = model->card();
+    card.digest = model->digest();
+    send_json(res, api::ollama_tags_response(card));
   });
   add_route(s, "GET", "/api/ps", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
-    if (model) send_json(res, api::ollama_ps_response(model->card()));
+    if (!model) return;
+    api::ModelCard card = model->card();
+    card.digest = model->digest();
+    send_json(res, api::ollama_ps_response(card));
   });
   add_route(s, "POST", "/api/show", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto body = require_json(req, res);

@@ -143,6 +143,19 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
   EXPECT_EQ(ok.json()["eval_count"], 2);
 }
 
+TEST_F(Malformed, DeeplyNestedJsonIsHarmless) {
+  const std::string deep = std::string(50000, '[') + std::string(50000, ']');
+  auto ignored = post("/v1/chat/completions", R"({"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"metadata":)" + deep + "}");
+  EXPECT_EQ(ignored.status, 200) << ignored.body.substr(0, 200);
+  auto refused = post("/v1/completions", R"({"prompt":)" + deep + "}");
+  EXPECT_EQ(refused.status, 400);
+  auto content = post("/v1/messages", R"({"max_tokens":1,"messages":[{"role":"user","content":)" + deep + "}]}");
+  EXPECT_EQ(content.status, 400);
+  auto unclosed = post("/api/chat", std::string(100000, '['));
+  EXPECT_EQ(unclosed.status, 400);
+  EXPECT_EQ(get("/health").status, 200);
+}
+
 TEST_F(Malformed, ApiKeyIsRequiredExceptForHealth) {
   server::ServerOptions o;
   o.api_key = "k3y";
