@@ -66,6 +66,7 @@ class ServingEngine::Impl {
   EngineMetrics metrics() const;
   std::vector<SlotInfo> slots() const;
   int32_t n_ctx_slot() const { return n_ctx_slot_; }
+  int32_t embed_limit() const;
   const InferenceContext& context() const { return ctx_; }
 
  private:
@@ -81,7 +82,6 @@ class ServingEngine::Impl {
   void publish_and_deliver();
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
-  int32_t embed_limit() const;
 
   InferenceContext& ctx_;
   const ServingOptions opts_;
@@ -188,10 +188,11 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(EmbeddingRequest reque
   return enqueue(std::move(task));
 }
 
+// A decoder's slots keep caches, so an embedding is sure of one slot's share of the pool. An
+// encoder's slots never hold anything: the whole context is its, up to the model's positions.
 int32_t ServingEngine::Impl::embed_limit() const {
-  int32_t limit = n_ctx_slot_;
-  if (ctx_.model().is_encoder()) limit = std::min(limit, ctx_.model().hparams().n_ctx_train);
-  return limit;
+  if (ctx_.model().is_encoder()) return std::min(ctx_.n_ctx(), ctx_.model().hparams().n_ctx_train);
+  return n_ctx_slot_;
 }
 
 std::shared_ptr<ResultStream> ServingEngine::Impl::enqueue(Task task) {
@@ -579,6 +580,7 @@ std::shared_ptr<ResultStream> ServingEngine::submit(EmbeddingRequest request) {
 EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }
 std::vector<SlotInfo> ServingEngine::slots() const { return impl_->slots(); }
 int32_t ServingEngine::n_ctx_slot() const { return impl_->n_ctx_slot(); }
+int32_t ServingEngine::max_embedding_tokens() const { return impl_->embed_limit(); }
 const InferenceContext& ServingEngine::context() const { return impl_->context(); }
 
 }  // namespace hearth::engine

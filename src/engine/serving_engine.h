@@ -134,6 +134,9 @@ class ServingEngine {
   EngineMetrics metrics() const;
   std::vector<SlotInfo> slots() const;
   int32_t n_ctx_slot() const;
+  // The longest input an embedding request may have (longer ones need truncate=true): a slot's
+  // context for decoders, the whole context (at most the model's positions) for encoders.
+  int32_t max_embedding_tokens() const;
   const InferenceContext& context() const;
 
   class Impl;

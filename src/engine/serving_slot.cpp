@@ -146,6 +146,7 @@ void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineCl
   if (reason == StopReason::kStopString) ev.stop_word = a.streamer.stop_word();
   ev.timings = a.timings;
   ev.slot = id_;
+  ev.seed = a.prep.chain.seed();
   log_info("request done", {{"slot", id_},
                             {"task", static_cast<long long>(a.id)},
                             {"stop", stop_reason_name(reason)},

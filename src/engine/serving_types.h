@@ -85,6 +85,7 @@ struct EngineEvent {
   std::string stop_word;     // the stop string that matched (kStopString)
   Timings timings;
   int32_t slot = -1;
+  uint64_t seed = 0;         // the sampler's seed (drawn at submission when the request left it unset)
   // kError
   Error error;
   // kEmbedding

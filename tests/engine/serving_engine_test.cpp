@@ -68,6 +68,35 @@ TEST_F(ServingEngineTest, ConcurrentGreedyRequestsMatchGeneratingAlone) {
   }
 }
 
+// The same on quantized weights of other architectures (activations are quantized per row, so
+// a token's logits must not depend on which other tokens share its batch).
+TEST_F(ServingEngineTest, ConcurrentGreedyRequestsMatchAloneOnQuantizedModels) {
+  for (const char* name : {"llama-Q8_0", "qwen2-Q4_K_M"}) {
+    SCOPED_TRACE(name);
+    const std::string path = test::models_dir() + "/random/" + name + ".gguf";
+    HEARTH_REQUIRE_FILE(path);
+    auto ctx = open(path, 4 * 64);
+    ASSERT_NE(ctx, nullptr);
+    const int32_t n_predict = 8;
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::vector<int32_t>> alone;
+    for (const auto& p : kPrompts) {
+      prompts.push_back(ctx->tokenizer().encode(p, true, false));
+      auto r = generate_from_tokens(*ctx, prompts.back(), greedy_alone(n_predict));
+      ASSERT_TRUE(r.ok()) << r.error().to_string();
+      alone.push_back(r->tokens);
+    }
+    ServingOptions o;
+    o.n_slots = 4;
+    o.step_token_budget = 8;
+    auto engine = start(*ctx, o);
+    ASSERT_NE(engine, nullptr);
+    std::vector<std::shared_ptr<ResultStream>> streams;
+    for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, n_predict)));
+    for (size_t i = 0; i < streams.size(); ++i) EXPECT_EQ(collect(*streams[i]).tokens, alone[i]) << kPrompts[i];
+  }
+}
+
 // With 4 streams generating, a long prompt arrives: it is split across steps, no step exceeds
 // the budget, and each stream gets a token in every step until it ends.
 TEST_F(ServingEngineTest, LongPromptIsChunkedWithoutPausingActiveStreams) {

@@ -113,6 +113,7 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   ASSERT_NE(engine, nullptr);
   Collected solo = collect(*engine->submit(req));
   EXPECT_EQ(solo.tokens, alone->tokens);
+  EXPECT_EQ(solo.final.seed, 1234u);
   std::vector<std::shared_ptr<ResultStream>> streams;
   for (uint64_t seed : {7u, 8u, 9u}) {
     CompletionRequest other = req;
@@ -126,6 +127,13 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   std::vector<std::vector<int32_t>> others;
   for (auto& s : streams) others.push_back(collect(*s).tokens);
   EXPECT_NE(others[0], others[1]);  // different seeds, different draws
+  // An unset seed is drawn at submission and reported; passing it back replays the tokens.
+  CompletionRequest unseeded = req;
+  unseeded.sampling.seed = 0xFFFFFFFFu;
+  Collected drawn = collect(*engine->submit(unseeded));
+  CompletionRequest replay = req;
+  replay.sampling.seed = drawn.final.seed;
+  EXPECT_EQ(collect(*engine->submit(replay)).tokens, drawn.tokens);
 }
 
 // logprob = log-softmax of the raw logits (before bias, penalties, temperature, truncation);
@@ -206,10 +214,10 @@ TEST_F(ServingEngineTest, EmbeddingsEqualInferenceContextEmbed) {
   const auto a = encode(*ctx, "Once upon a time there was a cat");
   const auto b = encode(*ctx, "the quick brown fox");
   std::vector<int32_t> too_long;
-  while (too_long.size() <= 256) too_long.insert(too_long.end(), a.begin(), a.end());
+  while (too_long.size() <= 512) too_long.insert(too_long.end(), a.begin(), a.end());
   auto want_a = ctx->embed(a, true);
   auto want_b = ctx->embed(b, false);
-  auto want_cut = ctx->embed(std::vector<int32_t>(too_long.begin(), too_long.begin() + 256), true);
+  auto want_cut = ctx->embed(std::vector<int32_t>(too_long.begin(), too_long.begin() + 512), true);
   ASSERT_TRUE(want_a.ok() && want_b.ok() && want_cut.ok());
 
   ServingOptions o;
@@ -217,6 +225,7 @@ TEST_F(ServingEngineTest, EmbeddingsEqualInferenceContextEmbed) {
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
   ASSERT_EQ(engine->n_ctx_slot(), 256);
+  ASSERT_EQ(engine->max_embedding_tokens(), 512);  // an encoder's slots hold no cache
   auto sa = engine->submit(EmbeddingRequest{a, true, false});
   auto sb = engine->submit(EmbeddingRequest{b, false, false});
   EngineEvent ea, eb;
@@ -234,7 +243,7 @@ TEST_F(ServingEngineTest, EmbeddingsEqualInferenceContextEmbed) {
   EngineEvent cut;
   ASSERT_TRUE(engine->submit(EmbeddingRequest{too_long, true, true})->next(cut, std::chrono::seconds(60)));
   ASSERT_EQ(cut.kind, EngineEvent::Kind::kEmbedding);
-  EXPECT_EQ(cut.n_tokens, 256);
+  EXPECT_EQ(cut.n_tokens, 512);
   EXPECT_EQ(cut.embedding, *want_cut);
   // An embedding model cannot generate.
   Collected gen = collect(*engine->submit(greedy(a, 4)));
