@@ -165,3 +165,59 @@ describe('continuous batching: a long prompt does not pause active streams', { s
     server.checkHealthy();
   });
 });
+
+describe('continuous batching: more requests than slots', { skip: !stories && 'stories model missing' }, () => {
+  let server;
+  before(async () => {
+    server = await startServer({ model: stories, args: ['--parallel', '2', '--ctx-size', '4096'] });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('queued requests wait for a slot and still produce their own greedy output', async () => {
+    const prompts = PROMPTS.slice(0, 6);
+    const alone = [];
+    for (const p of prompts) alone.push(await runAlone(server, p, 40));
+    const handles = prompts.map((p) => openStream(server, '/v1/completions', { body: completionBody(p, 40) }));
+    // Six requests on two slots: some must be seen waiting.
+    let maxWaiting = 0;
+    const watching = (async () => {
+      for (let i = 0; i < 200 && maxWaiting === 0; i++) {
+        maxWaiting = Math.max(maxWaiting, (await metricValues(server)).hearth_requests_waiting);
+      }
+    })();
+    await Promise.all(handles.map((h) => h.done));
+    await watching;
+    handles.forEach((h, i) => assert.equal(openaiStreamText(h.text()), alone[i], `request ${i} differs from its output alone`));
+    assert.ok(maxWaiting >= 1, 'no request was ever seen waiting for a slot');
+    const m = await metricValues(server);
+    assert.equal(m.hearth_requests_waiting, 0);
+    assert.equal(m.hearth_requests_processing, 0);
+  });
+
+  it('a queued request whose client leaves is dropped from the queue; the running ones go on', async () => {
+    const long = completionBody('Once upon a time', 1500, { ignore_eos: true });
+    const running = [openStream(server, '/v1/completions', { body: long }), openStream(server, '/v1/completions', { body: completionBody('The little dog', 1500, { ignore_eos: true }) })];
+    await Promise.all(running.map((h) => h.waitFor((x) => tokenArrivals(x).length >= 2)));
+    const m0 = await metricValues(server);
+    const queued = openStream(server, '/v1/completions', { body: completionBody('Tom had a red ball', 8) });
+    for (let i = 0; ; i++) {
+      if ((await metricValues(server)).hearth_requests_waiting >= 1) break;
+      assert.ok(i < 500, 'the third request never queued');
+    }
+    queued.close();
+    for (let i = 0; ; i++) {
+      const m = await metricValues(server);
+      if (m.hearth_requests_waiting === 0 && m.hearth_requests_cancelled_total > m0.hearth_requests_cancelled_total) break;
+      assert.ok(i < 2000, 'the closed queued request was never dropped');
+    }
+    // Both running streams are still generating.
+    const before = running.map((h) => tokenArrivals(h).length);
+    await Promise.all(running.map((h, i) => h.waitFor((x) => tokenArrivals(x).length >= before[i] + 3)));
+    const m1 = await metricValues(server);
+    assert.equal(m1.hearth_requests_processing, 2);
+    for (const h of running) h.close();
+    server.checkHealthy();
+  });
+});
