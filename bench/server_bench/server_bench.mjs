@@ -15,6 +15,8 @@
 // Usage: node bench/server_bench/server_bench.mjs --model FILE.gguf [--threads N]
 //        [--clients 1,4,8] [--n-predict 128] [--prompt-words 48] [--requests 2] [--ctx-per-slot 512]
 //        [--hearth build/release/src/app/hearth] [--json server_bench.json] [--overhead-runs 3]
+//        [--rounds 1]   (rounds > 1 alternate hearth / llama-server at each level: A B A B ...,
+//                        reporting the median throughput and TTFT percentiles over all requests)
 // Env: HEARTH_LLAMA_SERVER=/path/to/llama-server (optional baseline), HEARTH_BENCH_MODEL.
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -40,6 +42,7 @@ function parseArgs(argv) {
     hearth: path.join(root, 'build', 'release', 'src', 'app', 'hearth'),
     json: 'server_bench.json',
     overheadRuns: 3,
+    rounds: 1,
     llamaServer: process.env.HEARTH_LLAMA_SERVER || '',
   };
   for (let i = 2; i < argv.length; i++) {
@@ -59,6 +62,7 @@ function parseArgs(argv) {
     else if (a === '--llama-server') o.llamaServer = v();
     else if (a === '--json') o.json = v();
     else if (a === '--overhead-runs') o.overheadRuns = Number(v());
+    else if (a === '--rounds') o.rounds = Number(v());
     else if (a === '--help' || a === '-h') {
       console.log(fs.readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('//')).join('\n'));
       process.exit(0);
@@ -247,16 +251,26 @@ async function runClients(server, clients, o, prompts) {
   );
   const wall = (performance.now() - t0) / 1000;
   const tokens = results.reduce((a, r) => a + r.tokens, 0);
-  const ttfts = results.map((r) => r.ttft);
   return {
-    clients,
     requests: results.length,
     tokens,
     wall_s: wall,
     tokens_per_s: tokens / wall,
+    ttfts: results.map((r) => r.ttft),
+    short_requests: results.filter((r) => r.tokens < o.nPredict).length,
+  };
+}
+
+// Median throughput over rounds; TTFT percentiles over every request of every round.
+function summarize(rounds) {
+  const ttfts = rounds.flatMap((r) => r.ttfts);
+  return {
+    tokens_per_s: percentile(rounds.map((r) => r.tokens_per_s), 50),
     ttft_p50_ms: percentile(ttfts, 50),
     ttft_p99_ms: percentile(ttfts, 99),
-    short_requests: results.filter((r) => r.tokens < o.nPredict).length,
+    requests: ttfts.length,
+    short_requests: rounds.reduce((a, r) => a + r.short_requests, 0),
+    rounds: rounds.map(({ ttfts: _t, ...rest }) => rest),
   };
 }
 
@@ -292,6 +306,7 @@ async function main() {
     model: o.model,
     model_bytes: fs.statSync(o.model).size,
     threads: o.threads,
+    rounds: o.rounds,
     n_predict: o.nPredict,
     prompt_words: o.promptWords,
     requests_per_client: o.requests,
@@ -305,20 +320,29 @@ async function main() {
 
   for (const clients of o.clients) {
     const level = { clients };
-    // The two servers one after another at each level, on the same prompts.
-    const h = await startHearth(o, clients);
-    try {
-      level.hearth = await runClients(h, clients, o, prompts);
-    } finally {
-      await h.stop();
-    }
-    if (o.llamaServer) {
-      const l = await startLlama(o, clients);
+    // The two servers one after another at each level, on the same prompts, alternating over
+    // rounds so that load from elsewhere on the machine falls on both.
+    const hearthRounds = [];
+    const llamaRounds = [];
+    for (let round = 0; round < o.rounds; round++) {
+      const h = await startHearth(o, clients);
       try {
-        level.llama_server = await runClients(l, clients, o, prompts);
+        hearthRounds.push(await runClients(h, clients, o, prompts));
       } finally {
-        await l.stop();
+        await h.stop();
       }
+      if (o.llamaServer) {
+        const l = await startLlama(o, clients);
+        try {
+          llamaRounds.push(await runClients(l, clients, o, prompts));
+        } finally {
+          await l.stop();
+        }
+      }
+    }
+    level.hearth = summarize(hearthRounds);
+    if (o.llamaServer) {
+      level.llama_server = summarize(llamaRounds);
       level.throughput_ratio = level.hearth.tokens_per_s / level.llama_server.tokens_per_s;
       level.ttft_p50_ratio = level.hearth.ttft_p50_ms / level.llama_server.ttft_p50_ms;
     }
