@@ -24,8 +24,12 @@ Result<EmbeddingJob> parse_openai_embeddings(const Json& body);
 Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::vector<float>>& embeddings,
                                 int32_t prompt_tokens);
 
-// GET /v1/models
+// GET /v1/models (OpenAI's list), GET /v1/models/{id} (one model object), and the list in
+// Anthropic's shape ({data: [{type: "model", id, display_name, created_at}], has_more, ...})
+// for clients that send anthropic-version.
 Json openai_models_response(const ModelCard& card);
+Json openai_model_object(const ModelCard& card);
+Json anthropic_models_response(const ModelCard& card);
 
 // Base64 of little-endian float32 values (OpenAI's encoding_format "base64").
 std::string base64_floats(const std::vector<float>& values);

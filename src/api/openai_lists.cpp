@@ -1,5 +1,6 @@
 // The OpenAI responses that are plain lists: /v1/embeddings and /v1/models.
 #include <cstring>
+#include <ctime>
 
 #include "api/openai.h"
 
@@ -54,7 +55,21 @@ Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::
 }
 
 Json openai_models_response(const ModelCard& card) {
-  Json model = {{"id", card.name},
+  return Json{{"object", "list"}, {"data", Json::array({openai_model_object(card)})}};
+}
+
+Json anthropic_models_response(const ModelCard& card) {
+  std::string created = "1970-01-01T00:00:00Z";
+  char buf[32];
+  std::time_t t = static_cast<std::time_t>(card.modified_unix);
+  std::tm tm{};
+  if (gmtime_r(&t, &tm) && std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm) > 0) created = buf;
+  Json model = {{"type", "model"}, {"id", card.name}, {"display_name", card.name}, {"created_at", created}};
+  return Json{{"data", Json::array({std::move(model)})}, {"has_more", false}, {"first_id", card.name}, {"last_id", card.name}};
+}
+
+Json openai_model_object(const ModelCard& card) {
+  return Json{{"id", card.name},
                 {"object", "model"},
                 {"created", card.modified_unix},
                 {"owned_by", "hearth"},
@@ -63,7 +78,6 @@ Json openai_models_response(const ModelCard& card) {
                   {"n_params", card.parameter_count},
                   {"size", card.size_bytes},
                   {"architecture", card.architecture}}}};
-  return Json{{"object", "list"}, {"data", Json::array({std::move(model)})}};
 }
 
 }  // namespace hearth::api

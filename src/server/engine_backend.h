@@ -25,6 +25,7 @@ class EngineBackend final : public ModelBackend {
   const Tokenizer& tokenizer() const override { return context_->tokenizer(); }
   const ChatTemplate& chat_template() const override { return *template_; }
   int32_t n_ctx_slot() const override { return engine_->n_ctx_slot(); }
+  int32_t max_embedding_tokens() const override { return engine_->max_embedding_tokens(); }
   std::shared_ptr<engine::ResultStream> submit(engine::CompletionRequest request) override;
   std::shared_ptr<engine::ResultStream> submit(engine::EmbeddingRequest request) override;
   engine::EngineMetrics metrics() const override { return engine_->metrics(); }

@@ -170,7 +170,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   s.http.set_payload_max_length(s.options.max_body_bytes);
   s.http.set_keep_alive_max_count(1000);
-  s.http.set_keep_alive_timeout(30);
+  s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) { return before_route(s, req, res); });

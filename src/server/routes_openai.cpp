@@ -47,7 +47,22 @@ void register_openai_routes(State& s) {
   });
   add_route(s, "GET", "/v1/models", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
-    if (model) send_json(res, api::openai_models_response(model->card()));
+    if (!model) return;
+    if (req.has_header("anthropic-version")) {
+      send_json(res, api::anthropic_models_response(model->card()));
+    } else {
+      send_json(res, api::openai_models_response(model->card()));
+    }
+  });
+  add_route(s, "GET", R"(/v1/models/([^/]+))", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto model = require_model(st, req, res);
+    if (!model) return;
+    const std::string id = req.matches[1];
+    if (!model->card().answers_to(id)) {
+      send_error(res, api::Dialect::kOpenAI, http_not_found("The model '" + id + "' does not exist"));
+      return;
+    }
+    send_json(res, api::openai_model_object(model->card()));
   });
 }
 

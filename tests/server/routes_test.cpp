@@ -266,6 +266,12 @@ TEST_F(Routes, ExtrasTokenizeTemplatePropsSlotsMetrics) {
   EXPECT_EQ(props["default_generation_settings"]["n_ctx"], 256);
   EXPECT_EQ(get("/slots").json().size(), 2u);
   EXPECT_EQ(get("/v1/models").json()["data"][0]["id"], "scripted");
+  EXPECT_EQ(get("/v1/models").json()["object"], "list");
+  Json anthropic_models = get("/v1/models", {{"anthropic-version", "2023-06-01"}}).json();
+  EXPECT_EQ(anthropic_models["data"][0]["type"], "model");
+  EXPECT_EQ(anthropic_models["has_more"], false);
+  EXPECT_EQ(get("/v1/models/scripted").json()["object"], "model");
+  EXPECT_EQ(get("/v1/models/gpt-4").status, 404);
 
   post("/api/generate", R"({"model":"scripted","prompt":"Hi","stream":false,"options":{"num_predict":2}})");
   auto m = get("/metrics");
