@@ -100,9 +100,12 @@ describe('anthropic client', { skip: !stories && 'stories model missing' }, () =
     assert.equal(counted.input_tokens, m.usage.input_tokens);
     const longer = await anthropic.messages.countTokens({
       model: server.modelName,
+      system: conversation.system,
       messages: [...conversation.messages, { role: 'assistant', content: 'Once there was a bird.' }, { role: 'user', content: 'More!' }],
     });
-    assert.ok(longer.input_tokens > counted.input_tokens - 10);
+    assert.ok(longer.input_tokens > counted.input_tokens + 5, `${longer.input_tokens} vs ${counted.input_tokens}`);
+    const noSystem = await anthropic.messages.countTokens({ model: server.modelName, messages: conversation.messages });
+    assert.ok(noSystem.input_tokens < counted.input_tokens, 'the system prompt is not counted');
   });
 
   it('content blocks and multi-turn conversations are accepted', async () => {

@@ -6,6 +6,7 @@
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hearthBin } from './paths.mjs';
+import { parsePrometheusText } from './prometheus.mjs';
 
 // Sanitizer and crash reports that must never appear on the server's stderr.
 const FATAL_PATTERNS = [
@@ -198,7 +199,6 @@ export async function startServer({ model, args = [], env = {}, apiKey = null, r
 
 // Reads the counters and gauges of /metrics as {name or name{labels}: value}.
 export async function metricValues(server) {
-  const { parsePrometheusText } = await import('./prometheus.mjs');
   const families = parsePrometheusText(await server.metricsText());
   const out = {};
   for (const f of families.values()) {
