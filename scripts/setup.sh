@@ -8,12 +8,17 @@ packages=(
   clang libclang-rt-14-dev            # libFuzzer targets
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
+  libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
 )
 
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# node and npm run the end-to-end tests (tests/e2e). A node installed another way (a newer
+# release) is fine, so look for the commands, not the Debian packages.
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -11,6 +11,8 @@ const std::vector<Command>& all_commands() {
       {"generate", "continue a prompt with a model and print the text", run_generate},
       {"embed", "print the embedding of each text", run_embed},
       {"perplexity", "measure a model's perplexity on a text file", run_perplexity},
+      {"serve", "serve a model over HTTP (ollama, OpenAI and Anthropic APIs)", run_serve},
+      {"chat", "chat with a running server", run_chat},
   };
   return kCommands;
 }

@@ -23,5 +23,7 @@ int run_render_template(const CommandArgs& args);
 int run_generate(const CommandArgs& args);
 int run_embed(const CommandArgs& args);
 int run_perplexity(const CommandArgs& args);
+int run_serve(const CommandArgs& args);
+int run_chat(const CommandArgs& args);
 
 }  // namespace hearth::app

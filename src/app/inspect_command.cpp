@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "app/commands.h"
+#include "app/file_type_names.h"
 #include "gguf/gguf_file.h"
 #include "util/settings.h"
 
@@ -25,40 +26,6 @@ std::vector<SettingSpec> inspect_settings() {
       {"json", 0, SettingType::kBool, "false", "print one JSON object instead of text", "", false},
       {"metadata", 0, SettingType::kBool, "false", "also list every metadata key and value (text output)", "", false},
   };
-}
-
-// llama.cpp's numbering of general.file_type (llama_ftype); ids that were retired map to "".
-std::string file_type_name(uint32_t id) {
-  static const char* const kNames[] = {
-      "ALL_F32",        "MOSTLY_F16",     "MOSTLY_Q4_0",    "MOSTLY_Q4_1",    "MOSTLY_Q4_1_SOME_F16",
-      "",               "",               "MOSTLY_Q8_0",    "MOSTLY_Q5_0",    "MOSTLY_Q5_1",
-      "MOSTLY_Q2_K",    "MOSTLY_Q3_K_S",  "MOSTLY_Q3_K_M",  "MOSTLY_Q3_K_L",  "MOSTLY_Q4_K_S",
-      "MOSTLY_Q4_K_M",  "MOSTLY_Q5_K_S",  "MOSTLY_Q5_K_M",  "MOSTLY_Q6_K",    "MOSTLY_IQ2_XXS",
-      "MOSTLY_IQ2_XS",  "MOSTLY_Q2_K_S",  "MOSTLY_IQ3_XS",  "MOSTLY_IQ3_XXS", "MOSTLY_IQ1_S",
-      "MOSTLY_IQ4_NL",  "MOSTLY_IQ3_S",   "MOSTLY_IQ3_M",   "MOSTLY_IQ2_S",   "MOSTLY_IQ2_M",
-      "MOSTLY_IQ4_XS",  "MOSTLY_IQ1_M",   "MOSTLY_BF16",    "",               "",
-      "",               "MOSTLY_TQ1_0",   "MOSTLY_TQ2_0",
-  };
-  if (id < std::size(kNames) && kNames[id][0] != '\0') return kNames[id];
-  return "unknown (" + std::to_string(id) + ")";
-}
-
-// The tensor type holding most weight elements (matrices first; vectors such as norms are
-// usually F32 whatever the file type), as a file-type-like name: "ALL_F32", "MOSTLY_Q4_K".
-std::string guess_file_type(const gguf::File& f) {
-  std::map<DType, int64_t> matrix_elems, all_elems;
-  for (const auto& t : f.tensors()) {
-    all_elems[t.type] += t.element_count();
-    if (t.shape.size() >= 2) matrix_elems[t.type] += t.element_count();
-  }
-  const auto& counts = matrix_elems.empty() ? all_elems : matrix_elems;
-  if (counts.empty()) return "";
-  auto best = counts.begin();
-  for (auto it = counts.begin(); it != counts.end(); ++it) {
-    if (it->second > best->second) best = it;
-  }
-  if (best->first == DType::kF32) return "ALL_F32";
-  return "MOSTLY_" + std::string(dtype_name(best->first));
 }
 
 std::string with_thousands(int64_t n) {

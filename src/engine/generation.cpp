@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "engine/text_streamer.h"
 #include "sampler/sampler_chain.h"
 
 namespace hearth::engine {
@@ -12,20 +13,6 @@ namespace {
 
 double ms_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-// Bytes at the end of `text` that could still grow into one of the stop strings.
-size_t held_for_stop(std::string_view text, const std::vector<std::string>& stops) {
-  size_t held = 0;
-  for (const auto& s : stops) {
-    for (size_t len = std::min(s.size() - 1, text.size()); len > held; --len) {
-      if (text.substr(text.size() - len) == std::string_view(s).substr(0, len)) {
-        held = len;
-        break;
-      }
-    }
-  }
-  return held;
 }
 
 Status run_prompt(InferenceContext& ctx, int32_t seq, const std::vector<int32_t>& tokens, int32_t n_batch,
@@ -44,18 +31,6 @@ Status run_prompt(InferenceContext& ctx, int32_t seq, const std::vector<int32_t>
 }
 
 }  // namespace
-
-size_t utf8_complete_prefix(std::string_view text) {
-  // Walk back over at most 3 continuation bytes to the last lead byte.
-  size_t n = text.size();
-  for (size_t back = 1; back <= 4 && back <= n; ++back) {
-    unsigned char c = static_cast<unsigned char>(text[n - back]);
-    if ((c & 0xC0) == 0x80) continue;  // continuation byte
-    size_t need = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
-    return back >= need ? n : n - back;
-  }
-  return n;
-}
 
 Result<GenerateResult> generate(InferenceContext& ctx, std::string_view prompt, const GenerateOptions& o,
                                 const PieceCallback& on_piece) {
@@ -88,7 +63,7 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
   }
 
   auto t1 = std::chrono::steady_clock::now();
-  std::string pending;  // bytes produced but not yet emitted
+  TextStreamer streamer(o.stop);
   r.stop_reason = "length";
   int32_t pos = static_cast<int32_t>(r.prompt_tokens.size());
   for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
@@ -102,40 +77,25 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
       r.stop_reason = "eog";
       break;
     }
-    pending += ctx.tokenizer().token_to_piece(token, false);
-    // Bytes that could begin a stop string are never emitted (held_for_stop), so every match
-    // lies inside `pending`: search there only, not the whole text. A complete stop string
-    // ends generation; the text stops before it.
-    size_t cut = std::string::npos;
-    for (const auto& s : o.stop) {
-      if (!s.empty()) cut = std::min(cut, pending.find(s));
-    }
-    if (cut != std::string::npos) {
-      std::string emit = pending.substr(0, cut);
+    std::string emit = streamer.push(ctx.tokenizer().token_to_piece(token, false));
+    r.text += emit;
+    if (streamer.stopped()) {
       if (on_piece && !emit.empty()) on_piece(emit);
-      r.text += emit;
-      pending.clear();
       r.stop_reason = "stop";
       break;
     }
-    size_t safe = std::min(utf8_complete_prefix(pending), pending.size() - held_for_stop(pending, o.stop));
-    if (safe > 0) {
-      std::string emit = pending.substr(0, safe);
-      pending.erase(0, safe);
-      r.text += emit;
-      if (on_piece && !on_piece(emit)) {
-        r.stop_reason = "cancelled";
-        break;
-      }
+    if (!emit.empty() && on_piece && !on_piece(emit)) {
+      r.stop_reason = "cancelled";
+      break;
     }
     model::BatchToken next{token, seq, pos, true};
     st = ctx.decode(std::span<const model::BatchToken>(&next, 1), logits);
     if (!st.ok()) break;
     ++pos;
   }
-  if (!pending.empty() && r.stop_reason != "stop") {
-    r.text += pending;
-    if (on_piece) on_piece(pending);
+  if (std::string rest = streamer.flush(); !rest.empty()) {
+    r.text += rest;
+    if (on_piece) on_piece(rest);
   }
   r.generation_ms = ms_since(t1);
   ctx.seq_free(seq);

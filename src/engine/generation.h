@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "engine/inference_context.h"
+#include "engine/text_streamer.h"
 #include "sampler/sampler_params.h"
 
 namespace hearth::engine {
@@ -50,8 +51,5 @@ struct PerplexityResult {
 // The usual chunked perplexity: the tokens are cut into chunks of n_chunk; each chunk starts
 // with BOS from an empty cache, and the second half of each chunk is scored.
 Result<PerplexityResult> perplexity(InferenceContext& ctx, const std::vector<int32_t>& tokens, int32_t n_chunk);
-
-// Length of the longest prefix of `text` that ends on a UTF-8 character boundary.
-size_t utf8_complete_prefix(std::string_view text);
 
 }  // namespace hearth::engine

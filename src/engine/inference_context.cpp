@@ -27,7 +27,7 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks));
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
-  c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_);
+  c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return c;
 }

@@ -32,11 +32,23 @@ const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t
 
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
                std::vector<float>& scratch) {
-  const KernelTable& k = active_kernels();
-  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, out, scratch)) return;
+  attention_heads(q, q_pos, n_kv, kv, p, 0, p.n_head, out, scratch);
+}
+
+void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                     int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
+  {
+    const KernelTable& kt = active_kernels();
+    if (kt.attention_f16 != nullptr && kt.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, out, scratch)) {
+      return;
+    }
+  }
   const int dk = p.head_dim_k;
   const int dv = p.head_dim_v;
-  std::fill(out, out + static_cast<int64_t>(p.n_head) * dv, 0.0f);
+  head_begin = std::max(head_begin, 0);
+  head_end = std::min(head_end, p.n_head);
+  if (head_end <= head_begin) return;
+  std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
   if (n_kv <= 0 || p.n_head <= 0 || p.n_head_kv <= 0) return;
   const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
   const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
@@ -52,13 +64,12 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
   thread_local std::vector<uint16_t> q16;
   q16.resize(static_cast<size_t>(dk));
 
-  for (int h = 0; h < p.n_head; ++h) {
+  for (int h = head_begin; h < head_end; ++h) {
     const int kvh = std::min(h / group, p.n_head_kv - 1);
     const float* qh = q + static_cast<int64_t>(h) * dk;
     if (f16) fp32_to_fp16_row(qh, q16.data(), dk);
     const size_t k_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dk);
     const size_t v_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dv);
-    float max = -INFINITY;
     for (int32_t j = lo; j <= hi; ++j) {
       const uint8_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, j) + k_off;
       float s;
@@ -73,19 +84,12 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
       s *= p.scale;
       if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
       scores[j] = s;
-      max = std::max(max, s);
     }
-    double sum = 0.0;
-    for (int32_t j = lo; j <= hi; ++j) {
-      const float e = std::exp(scores[j] - max);
-      scores[j] = e;
-      sum += static_cast<double>(e);
-    }
-    const float inv = static_cast<float>(1.0 / sum);
+    k.softmax(scores + lo, hi - lo + 1);
     float* oh = out + static_cast<int64_t>(h) * dv;
     for (int32_t j = lo; j <= hi; ++j) {
       const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
-      const float prob = scores[j] * inv;
+      const float prob = scores[j];
       if (f16) {
         k.axpy_f16(dv, fp16_to_fp32(fp32_to_fp16(prob)), reinterpret_cast<const uint16_t*>(vrow), oh);
       } else if (q8) {

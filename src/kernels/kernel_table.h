@@ -14,6 +14,7 @@ namespace hearth::kernels {
 
 struct KvSpan;           // ops.h
 struct AttentionParams;  // ops.h
+struct RopeParams;       // ops.h
 
 // Dot product of one weight row (n elements of the weight type) with one activation row (n
 // elements of the activation type that weight type pairs with, see activation_type).
@@ -72,10 +73,26 @@ struct KernelTable {
   void (*axpy_f16)(int64_t n, float a, const uint16_t* v, float* y) = nullptr;
   // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
   void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
-  // Optional whole attention of one query over an F16 cache (same contract as ops.h
-  // attention()); returns false for shapes it does not handle, which then take the generic path.
-  bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv,
-                        const AttentionParams& p, float* out, std::vector<float>& scratch) = nullptr;
+  // Optional attention of one query over an F16 cache for the heads [head_begin, head_end) (same
+  // contract as ops.h attention_heads()); returns false for shapes it does not handle, which then
+  // take the generic path.
+  bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                        int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) = nullptr;
+
+  // ---- the pointwise ops of ops.h, same contracts (softcap, run once per token over the
+  // logits, stays scalar and is not here). The reference fills them with the scalar code
+  // (pointwise_ops.cpp, rope.cpp); avx2/pointwise_avx2.cpp and avx512/pointwise_avx512.cpp
+  // override them. rope, gelu, add, mul and scale are bit-identical in every variant; norms
+  // differ only in the order of their double sums; softmax and silu use a vector exp (F32).
+  void (*rms_norm)(const float* x, const float* weight, float* y, int64_t n, float eps) = nullptr;
+  void (*layer_norm)(const float* x, const float* weight, const float* bias, float* y, int64_t n, float eps) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*silu)(float* x, int64_t n) = nullptr;
+  void (*gelu)(float* x, int64_t n) = nullptr;
+  void (*add)(float* y, const float* x, int64_t n) = nullptr;
+  void (*mul)(float* y, const float* x, int64_t n) = nullptr;
+  void (*scale)(float* y, float s, int64_t n) = nullptr;
+  void (*rope)(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p) = nullptr;
 };
 
 // The activation type that weights of type w are multiplied with; kF32 for F32 weights and
@@ -97,5 +114,11 @@ void fill_avx512_gemm_q8_kernels(KernelTable& t);
 void fill_avx512_gemm_kquant_kernels(KernelTable& t);
 void fill_avx512_gemm_f16_kernels(KernelTable& t);
 void fill_avx512_attention_kernels(KernelTable& t);
+
+// The pointwise-op entries, filled by fill_reference_kernels, fill_avx2_kernels and
+// fill_avx512_kernels respectively.
+void fill_reference_pointwise_kernels(KernelTable& t);
+void fill_avx2_pointwise_kernels(KernelTable& t);
+void fill_avx512_pointwise_kernels(KernelTable& t);
 
 }  // namespace hearth::kernels

@@ -122,6 +122,11 @@ struct AttentionParams {
 // scratch grows to n_kv floats.
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
                std::vector<float>& scratch);
+// The same for query heads [head_begin, head_end) only: reads and writes only those heads'
+// rows of q and out. A head's arithmetic does not depend on the range, so splitting the heads
+// of a token over several calls (threads) gives bit-identical results.
+void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                     int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch);
 
 // Converts n floats to the KV cache's storage type (F16, F32 or Q8_0) and back.
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);

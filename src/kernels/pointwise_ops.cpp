@@ -1,17 +1,59 @@
-// Norms, softmax and the element-wise activations, with the ecosystem's CPU arithmetic: norm
-// sums in double, exp/SiLU in F32, GELU through a table indexed by the F16-rounded input.
+// Norms, softmax and the element-wise activations: the entry points of ops.h, which dispatch
+// through the kernel table, and the scalar reference behind its scalar variant, with the
+// ecosystem's CPU arithmetic: norm sums in double, exp/SiLU in F32, GELU through a table
+// indexed by the F16-rounded input.
 #include <cmath>
 #include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/reference/pointwise_ref.h"
+#include "kernels/reference/reference_kernels.h"
 #include "tensor/fp16.h"
 
 namespace hearth::kernels {
 
 void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
+  active_kernels().rms_norm(x, weight, y, n, eps);
+}
+void layer_norm(const float* x, const float* weight, const float* bias, float* y, int64_t n, float eps) {
+  active_kernels().layer_norm(x, weight, bias, y, n, eps);
+}
+void softmax(float* x, int64_t n) { active_kernels().softmax(x, n); }
+void silu(float* x, int64_t n) { active_kernels().silu(x, n); }
+void gelu(float* x, int64_t n) { active_kernels().gelu(x, n); }
+void add(float* y, const float* x, int64_t n) { active_kernels().add(y, x, n); }
+void mul(float* y, const float* x, int64_t n) { active_kernels().mul(y, x, n); }
+void scale(float* y, float s, int64_t n) { active_kernels().scale(y, s, n); }
+void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p) {
+  active_kernels().rope(x, n_heads, head_dim, pos, p);
+}
+
+void softcap(float* y, float cap, int64_t n) {
+  const float inv = 1.0f / cap;
+  for (int64_t i = 0; i < n; ++i) y[i] = cap * std::tanh(y[i] * inv);
+}
+
+void fill_reference_pointwise_kernels(KernelTable& t) {
+  namespace r = reference;
+  t.rms_norm = r::rms_norm;
+  t.layer_norm = r::layer_norm;
+  t.softmax = r::softmax;
+  t.silu = r::silu;
+  t.gelu = r::gelu;
+  t.add = r::add;
+  t.mul = r::mul;
+  t.scale = r::scale;
+  t.rope = r::rope;
+}
+
+}  // namespace hearth::kernels
+
+namespace hearth::kernels::reference {
+
+void rms_norm(const float* x, const float* weight, float* y, int64_t n, float eps) {
   if (n <= 0) return;
-  const double sum = active_kernels().sum_squares(x, n);
+  const double sum = sum_squares(x, n);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
   const float s = 1.0f / std::sqrt(mean + eps);
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * s;
@@ -68,25 +110,24 @@ float gelu_tanh_f32(float x) {
   return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
 }
 
-// GELU of every F16 value, as F16 bits; built on first use.
-const std::vector<uint16_t>& gelu_f16_table() {
+}  // namespace
+
+const uint16_t* gelu_f16_table() {
   static const std::vector<uint16_t> table = [] {
-    std::vector<uint16_t> t(65536);
+    std::vector<uint16_t> t(65536 + 1, 0);
     for (uint32_t i = 0; i < 65536; ++i) t[i] = fp32_to_fp16(gelu_tanh_f32(fp16_to_fp32(static_cast<uint16_t>(i))));
     return t;
   }();
-  return table;
+  return table.data();
 }
 
-}  // namespace
-
 void gelu(float* x, int64_t n) {
-  const uint16_t* table = gelu_f16_table().data();
+  const uint16_t* table = gelu_f16_table();
   for (int64_t i = 0; i < n; ++i) {
     const float v = x[i];
-    if (v <= -10.0f) {
+    if (v <= kGeluZeroBelow) {
       x[i] = 0.0f;
-    } else if (v >= 10.0f) {
+    } else if (v >= kGeluPassThrough) {
       x[i] = v;
     } else {
       x[i] = fp16_to_fp32(table[fp32_to_fp16(v)]);
@@ -106,9 +147,4 @@ void scale(float* y, float s, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] *= s;
 }
 
-void softcap(float* y, float cap, int64_t n) {
-  const float inv = 1.0f / cap;
-  for (int64_t i = 0; i < n; ++i) y[i] = cap * std::tanh(y[i] * inv);
-}
-
-}  // namespace hearth::kernels
+}  // namespace hearth::kernels::reference

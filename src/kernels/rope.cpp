@@ -2,14 +2,16 @@
 // linear scaling (freq_scale), per-dimension frequency factors and YaRN, computed as the
 // ecosystem does: the angle advances by repeated multiplication with base^(-2/rope_dims) in
 // F32, and YaRN blends interpolated and extrapolated angles with a linear ramp over the
-// "correction dimensions" and scales cos/sin by 1 + 0.1 ln(1/freq_scale).
+// "correction dimensions" and scales cos/sin by 1 + 0.1 ln(1/freq_scale). This is the scalar
+// reference; the SIMD variants reuse rope_cos_sin and only vectorize the rotation.
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "kernels/ops.h"
+#include "kernels/reference/pointwise_ref.h"
 
-namespace hearth::kernels {
+namespace hearth::kernels::reference {
 namespace {
 
 // The dimension index at which a rotation of n_rot full turns over n_ctx_orig positions lands.
@@ -26,9 +28,11 @@ float yarn_ramp(float low, float high, int i0) {
 
 }  // namespace
 
-void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p) {
-  const int n_dims = (p.rope_dims <= 0 || p.rope_dims > head_dim) ? head_dim : p.rope_dims;
-  if (n_dims < 2 || n_heads <= 0) return;
+int32_t rope_rotated_dims(int32_t head_dim, const RopeParams& p) {
+  return (p.rope_dims <= 0 || p.rope_dims > head_dim) ? head_dim : p.rope_dims;
+}
+
+void rope_cos_sin(int32_t pos, int32_t n_dims, const RopeParams& p, float* cos_sin) {
   float corr_low = 0.0f;
   float corr_high = 0.0f;
   if (p.ext_factor != 0.0f) {
@@ -38,13 +42,8 @@ void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopePa
     corr_high = std::min(static_cast<float>(n_dims - 1), end);
   }
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(n_dims));
-  // cos/sin per pair, computed once for all heads; the buffer is reused across calls.
-  thread_local std::vector<float> cos_sin_buffer;
-  const int n_pairs = n_dims / 2;
-  cos_sin_buffer.resize(static_cast<size_t>(2 * n_pairs));
-  float* cos_sin = cos_sin_buffer.data();
   float theta = static_cast<float>(pos);
-  for (int k = 0; k < n_pairs; ++k) {
+  for (int k = 0; k < n_dims / 2; ++k) {
     const int i0 = 2 * k;
     const float ff = p.freq_factors != nullptr ? p.freq_factors[k] : 1.0f;
     const float theta_extrap = theta / ff;
@@ -60,6 +59,17 @@ void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopePa
     cos_sin[i0 + 1] = std::sin(angle) * mscale;
     theta *= theta_scale;
   }
+}
+
+void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p) {
+  const int n_dims = rope_rotated_dims(head_dim, p);
+  if (n_dims < 2 || n_heads <= 0) return;
+  // cos/sin per pair, computed once for all heads; the buffer is reused across calls.
+  thread_local std::vector<float> cos_sin_buffer;
+  const int n_pairs = n_dims / 2;
+  cos_sin_buffer.resize(static_cast<size_t>(2 * n_pairs));
+  float* cos_sin = cos_sin_buffer.data();
+  rope_cos_sin(pos, n_dims, p, cos_sin);
   for (int h = 0; h < n_heads; ++h) {
     float* v = x + static_cast<int64_t>(h) * head_dim;
     if (p.style == RopeStyle::kNormal) {
@@ -81,4 +91,4 @@ void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopePa
   }
 }
 
-}  // namespace hearth::kernels
+}  // namespace hearth::kernels::reference

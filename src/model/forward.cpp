@@ -17,6 +17,11 @@ void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width) {
 }
 }  // namespace
 
+int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads) {
+  if (n_tokens <= 0 || n_threads <= 1 || n_tokens >= n_threads || n_head <= 1) return 1;
+  return static_cast<int32_t>(std::min<int64_t>((n_threads + n_tokens - 1) / n_tokens, n_head));
+}
+
 Status ForwardPass::matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y) {
   return kernels::matmul(w, x, n, y, pool_, mm_scratch_);
 }
@@ -111,8 +116,8 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
       }
     }
     if (h.use_rope) {
-      kernels::rope(qt, h.n_head, h.head_dim_k, batch[static_cast<size_t>(t)].pos, h.rope);
-      kernels::rope(kt, h.n_head_kv, h.head_dim_k, batch[static_cast<size_t>(t)].pos, h.rope);
+      kernels::rope(qt, h.n_head, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
+      kernels::rope(kt, h.n_head_kv, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
     }
     const auto& bt = batch[static_cast<size_t>(t)];
     (void)kernels::kv_store_row(kv_type, kt, kv.k_row(il, bt.seq, bt.pos), k_dim);
@@ -130,28 +135,52 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
   ap.causal = h.causal;
 
   if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
-  kv::KvBlockPool& blocks = kv.pool();
-  pool_.parallel_for(static_cast<size_t>(n), [&](size_t begin, size_t end, int thread) {
-    std::vector<const uint8_t*> kb, vb;
-    for (size_t t = begin; t < end; ++t) {
-      const auto& bt = batch[t];
-      auto table = kv.block_table(bt.seq);
-      kb.resize(table.size());
-      vb.resize(table.size());
-      for (size_t b = 0; b < table.size(); ++b) {
-        kb[b] = blocks.k_block(il, table[b]);
-        vb[b] = blocks.v_block(il, table[b]);
+  const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());
+  // Everything the workers need, captured by one reference so the std::function the pool
+  // takes does not allocate.
+  struct Work {
+    ForwardPass* self;
+    std::span<const BatchToken> batch;
+    kv::KvCache* kv;
+    int32_t il;
+    DType kv_type;
+    int32_t head_chunks;
+    const kernels::AttentionParams* ap;
+    int64_t q_dim, o_dim;
+  } work{this, batch, &kv, il, kv_type, head_chunks, &ap, q_dim, o_dim};
+  pool_.parallel_for(static_cast<size_t>(n) * static_cast<size_t>(head_chunks),
+                     [&work](size_t begin, size_t end, int thread) {
+    const auto& hp = work.self->model_.hparams();
+    kv::KvBlockPool& blocks = work.kv->pool();
+    AttentionScratch& scratch = work.self->attn_scratch_[static_cast<size_t>(thread)];
+    int32_t span_seq = -1;  // the sequence whose blocks scratch.k_blocks/v_blocks hold
+    kernels::KvSpan span;
+    for (size_t item = begin; item < end; ++item) {
+      const size_t t = item / static_cast<size_t>(work.head_chunks);
+      const int64_t chunk = static_cast<int64_t>(item % static_cast<size_t>(work.head_chunks));
+      const auto& bt = work.batch[t];
+      if (bt.seq != span_seq) {
+        auto table = work.kv->block_table(bt.seq);
+        scratch.k_blocks.resize(table.size());
+        scratch.v_blocks.resize(table.size());
+        for (size_t b = 0; b < table.size(); ++b) {
+          scratch.k_blocks[b] = blocks.k_block(work.il, table[b]);
+          scratch.v_blocks[b] = blocks.v_block(work.il, table[b]);
+        }
+        span.k_blocks = scratch.k_blocks.data();
+        span.v_blocks = scratch.v_blocks.data();
+        span.block_tokens = work.kv->block_tokens();
+        span.k_row_bytes = blocks.k_row_bytes();
+        span.v_row_bytes = blocks.v_row_bytes();
+        span.type = work.kv_type;
+        span_seq = bt.seq;
       }
-      kernels::KvSpan span;
-      span.k_blocks = kb.data();
-      span.v_blocks = vb.data();
-      span.block_tokens = kv.block_tokens();
-      span.k_row_bytes = blocks.k_row_bytes();
-      span.v_row_bytes = blocks.v_row_bytes();
-      span.type = kv_type;
-      const int32_t n_kv = h.causal ? bt.pos + 1 : kv.seq_length(bt.seq);
-      kernels::attention(q_.data() + static_cast<int64_t>(t) * q_dim, bt.pos, n_kv, span, ap,
-                         attn_.data() + static_cast<int64_t>(t) * o_dim, attn_scratch_[static_cast<size_t>(thread)]);
+      const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
+      const auto head_begin = static_cast<int32_t>(chunk * hp.n_head / work.head_chunks);
+      const auto head_end = static_cast<int32_t>((chunk + 1) * hp.n_head / work.head_chunks);
+      kernels::attention_heads(work.self->q_.data() + static_cast<int64_t>(t) * work.q_dim, bt.pos, n_kv, span,
+                               *work.ap, head_begin, head_end,
+                               work.self->attn_.data() + static_cast<int64_t>(t) * work.o_dim, scratch.scores);
     }
   });
   if (auto st = matmul(L.wo, attn_.data(), n, tmp_.data()); !st.ok()) status_ = st;

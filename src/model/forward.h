@@ -25,7 +25,10 @@ struct BatchToken {
 
 class ForwardPass {
  public:
-  ForwardPass(const Model& model, ThreadPool& pool) : model_(model), pool_(pool) {}
+  // n_ctx_per_seq: the most tokens one sequence may hold in this context (0: the model's
+  // training context); it selects LongRoPE factors (see Model::rope_params).
+  ForwardPass(const Model& model, ThreadPool& pool, int32_t n_ctx_per_seq = 0)
+      : model_(model), pool_(pool), rope_(model.rope_params(n_ctx_per_seq)) {}
 
   // Decoders: logits of the output tokens, in batch order, n_vocab floats each.
   // Encoders: `hidden` gets every token's final hidden state (n_embd floats each).
@@ -51,10 +54,23 @@ class ForwardPass {
 
   const Model& model_;
   ThreadPool& pool_;
+  kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context
   kernels::MatmulScratch mm_scratch_;
   std::vector<float> x_, xn_, q_, k_, v_, qkv_, attn_, tmp_, gate_, up_, out_rows_;
-  std::vector<std::vector<float>> attn_scratch_;  // per thread
-  Status status_;                                 // first error inside a block
+  // Per-thread attention scratch: softmax scores and the block pointers of one sequence's KV
+  // span in the current layer (rebuilt when a thread moves to another sequence).
+  struct AttentionScratch {
+    std::vector<float> scores;
+    std::vector<const uint8_t*> k_blocks, v_blocks;
+  };
+  std::vector<AttentionScratch> attn_scratch_;  // one per pool thread
+  Status status_;                               // first error inside a block
 };
+
+// How attention_block splits a batch over threads: each token's query heads are cut into this
+// many contiguous ranges (chunk c of k covers heads [c*n_head/k, (c+1)*n_head/k)), so that a
+// batch of fewer tokens than threads (a decode step has one) still gives every thread work.
+// Heads are computed independently, so the split never changes the numbers.
+int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads);
 
 }  // namespace hearth::model

@@ -83,23 +83,37 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
   if (h.rope.rope_dims <= 0 || h.rope.rope_dims > h.head_dim_k || h.rope.rope_dims % 2 != 0) {
     return make_error(ErrorKind::kCorrupt, "model metadata: rope.dimension_count must be even and at most the head size");
   }
+  // Without rope.scaling.type, a scaling factor means linear scaling; an explicit "none"
+  // ignores it. "longrope" (phi3) scales like linear when a factor is given; its per-dimension
+  // factors are tensors (see Model::rope_params).
+  const bool scaling_given = f.has(p + "rope.scaling.type");
   const std::string scaling = f.get_or<std::string>(p + "rope.scaling.type", "none");
-  float factor = f.get_or<float>(p + "rope.scaling.factor", 0.0f);
-  if (f.has(p + "rope.scale_linear")) factor = f.get_or<float>(p + "rope.scale_linear", 1.0f);
-  if (scaling == "linear" || (scaling == "none" && factor > 0.0f)) {
+  // rope.scale_linear is the older name of rope.scaling.factor, read only when that is absent.
+  const float factor = f.has(p + "rope.scaling.factor") ? f.get_or<float>(p + "rope.scaling.factor", 0.0f)
+                                                        : f.get_or<float>(p + "rope.scale_linear", 0.0f);
+  if (!std::isfinite(factor) || factor < 0.0f) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: rope scaling factor must be a positive number");
+  }
+  if (scaling == "linear" || scaling == "longrope" || (!scaling_given && factor > 0.0f)) {
     if (factor > 0.0f) h.rope.freq_scale = 1.0f / factor;
   } else if (scaling == "yarn") {
     if (factor <= 0.0f) return make_error(ErrorKind::kCorrupt, "model metadata: yarn scaling needs rope.scaling.factor");
     h.rope.freq_scale = 1.0f / factor;
     h.rope.ext_factor = 1.0f;
-    h.rope.n_ctx_orig = f.get_or<int32_t>(p + "rope.scaling.original_context_length", h.n_ctx_train);
-    h.rope.attn_factor = f.get_or<float>(p + "rope.scaling.attn_factor", 1.0f);
     h.rope.beta_fast = f.get_or<float>(p + "rope.scaling.yarn_beta_fast", 32.0f);
     h.rope.beta_slow = f.get_or<float>(p + "rope.scaling.yarn_beta_slow", 1.0f);
   } else if (scaling != "none") {
     return make_error(ErrorKind::kUnsupported, "rope scaling type '" + scaling + "' is not supported");
   }
-  if (h.rope.n_ctx_orig == 0) h.rope.n_ctx_orig = h.n_ctx_train;
+  // The context the model was trained with before any extension (YaRN's correction dimensions,
+  // LongRoPE's choice of factors), and the factor every rotated value is multiplied by (written
+  // by converters for LongRoPE and YaRN models); both apply whatever the scaling type.
+  h.rope.n_ctx_orig = f.get_or<int32_t>(p + "rope.scaling.original_context_length", h.n_ctx_train);
+  if (h.rope.n_ctx_orig <= 0) h.rope.n_ctx_orig = h.n_ctx_train;
+  h.rope.attn_factor = f.get_or<float>(p + "rope.scaling.attn_factor", 1.0f);
+  if (!std::isfinite(h.rope.attn_factor) || h.rope.attn_factor <= 0.0f) {
+    return make_error(ErrorKind::kCorrupt, "model metadata: rope.scaling.attn_factor must be a positive number");
+  }
 
   switch (h.arch) {
     case Arch::kGemma2:
@@ -108,6 +122,9 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
       h.sliding_window = f.get_or<int32_t>(p + "attention.sliding_window", 4096);
       h.swa_period = 2;
       h.embed_scale = std::sqrt(static_cast<float>(h.n_embd));
+      // Gemma 2 27B (46 layers) scales queries by 1/sqrt(n_embd / n_head) (its
+      // query_pre_attn_scalar, 144) instead of 1/sqrt(head_dim = 128), as the ecosystem does.
+      if (h.n_layer == 46) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
       break;
     case Arch::kBert:
       h.use_rope = false;

@@ -31,6 +31,14 @@ Result<std::unique_ptr<Model>> Model::from_file(gguf::File file) {
   return m;
 }
 
+kernels::RopeParams Model::rope_params(int32_t n_ctx_per_seq) const {
+  kernels::RopeParams p = hparams_.rope;
+  if (weights_.rope_freqs != nullptr) return p;
+  const int32_t n_ctx = n_ctx_per_seq > 0 ? n_ctx_per_seq : hparams_.n_ctx_train;
+  p.freq_factors = n_ctx > hparams_.rope.n_ctx_orig ? weights_.rope_factors_long : weights_.rope_factors_short;
+  return p;
+}
+
 kv::KvLayout Model::kv_layout(DType type, int32_t block_tokens) const {
   kv::KvLayout l;
   l.n_layers = hparams_.n_layer;

@@ -26,6 +26,13 @@ class Model {
   double load_ms() const { return load_ms_; }
   bool is_encoder() const { return hparams_.arch == Arch::kBert; }
 
+  // The RoPE parameters for a context in which one sequence may reach n_ctx_per_seq tokens
+  // (0: the training context length). Llama 3.1 rope_freqs always apply; otherwise LongRoPE
+  // models use their long factors when n_ctx_per_seq exceeds the original training context
+  // (rope.scaling.original_context_length) and their short factors when it does not, as the
+  // ecosystem does (chosen once per context, not per position).
+  kernels::RopeParams rope_params(int32_t n_ctx_per_seq) const;
+
   // The KV cache layout for this model with the given cache element type.
   kv::KvLayout kv_layout(DType type = DType::kF16, int32_t block_tokens = 16) const;
 

@@ -1,6 +1,8 @@
 // Tensor lookup with shape checks (see weights.h).
 #include "model/weights.h"
 
+#include <cmath>
+
 #include "tensor/quantize.h"
 
 namespace hearth::model {
@@ -63,6 +65,18 @@ Result<const float*> WeightBinder::vector(const std::string& name, int64_t n) {
 Result<const float*> WeightBinder::optional_vector(const std::string& name, int64_t n) {
   if (!has(name)) return static_cast<const float*>(nullptr);
   return vector(name, n);
+}
+
+Result<const float*> WeightBinder::optional_rope_factors(const std::string& name, int64_t n) {
+  HEARTH_ASSIGN(const float* factors, optional_vector(name, n));
+  if (factors == nullptr) return factors;
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(factors[i]) || factors[i] <= 0.0f) {
+      return make_error(ErrorKind::kCorrupt, "tensor '" + name + "': RoPE frequency factors must be positive, element " +
+                                                 std::to_string(i) + " is " + std::to_string(factors[i]));
+    }
+  }
+  return factors;
 }
 
 }  // namespace hearth::model

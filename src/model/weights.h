@@ -48,6 +48,10 @@ struct ModelWeights {
   kernels::WeightView output;  // equals token_embd when tied
   bool fused_gate_up = false;  // phi3: ffn_up holds gate rows then up rows
   const float* rope_freqs = nullptr;  // per-dimension RoPE divisors (Llama 3.1+), rope_dims/2 floats
+  // LongRoPE (phi3) per-dimension divisors, rope_dims/2 floats each: long for contexts beyond
+  // the original training context, short otherwise (see Model::rope_params)
+  const float* rope_factors_long = nullptr;
+  const float* rope_factors_short = nullptr;
   std::vector<LayerWeights> layers;
 };
 
@@ -63,6 +67,8 @@ class WeightBinder {
   // A 1-D tensor of n elements as floats.
   Result<const float*> vector(const std::string& name, int64_t n);
   Result<const float*> optional_vector(const std::string& name, int64_t n);
+  // An optional vector of RoPE frequency divisors: every element must be finite and positive.
+  Result<const float*> optional_rope_factors(const std::string& name, int64_t n);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }
 
   std::vector<std::unique_ptr<std::vector<float>>> take_owned() { return std::move(owned_); }

@@ -18,6 +18,7 @@ enum class ErrorKind {
   kUnsupported,      // well-formed but not something Hearth handles (yet)
   kOutOfRange,       // an index, size or count beyond what is allowed
   kTypeMismatch,     // a value exists but has another type than asked
+  kUnavailable,      // well-formed, but cannot be served right now (full queue, shutting down)
   kInternal,         // a bug in Hearth
 };
 

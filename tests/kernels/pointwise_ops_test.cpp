@@ -1,5 +1,6 @@
 // Norms, softmax, activations, element-wise ops and rope against straightforward
-// double-precision implementations, in every CPU variant.
+// double-precision implementations, in every CPU variant (pointwise_variants_test.cpp compares
+// the variants with the scalar reference more tightly).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -50,12 +51,16 @@ TEST(Norms, LayerNormMatchesDouble) {
   for (float v : x) var += (v - mean) * (v - mean);
   var /= n;
   const double s = 1.0 / std::sqrt(var + 1e-12);
-  std::vector<float> y(n), plain(n);
-  layer_norm(x.data(), wt.data(), b.data(), y.data(), n, 1e-12f);
-  layer_norm(x.data(), nullptr, nullptr, plain.data(), n, 1e-12f);
-  for (int64_t i = 0; i < n; ++i) {
-    EXPECT_NEAR(plain[i], (x[i] - mean) * s, 2e-6);
-    EXPECT_NEAR(y[i], (x[i] - mean) * s * wt[i] + b[i], 2e-6);
+  for (CpuVariant v : test::variants_under_test()) {
+    SCOPED_TRACE(test::variant_label(v));
+    test::VariantScope scope(v);
+    std::vector<float> y(n), plain(n);
+    layer_norm(x.data(), wt.data(), b.data(), y.data(), n, 1e-12f);
+    layer_norm(x.data(), nullptr, nullptr, plain.data(), n, 1e-12f);
+    for (int64_t i = 0; i < n; ++i) {
+      EXPECT_NEAR(plain[i], (x[i] - mean) * s, 2e-6);
+      EXPECT_NEAR(y[i], (x[i] - mean) * s * wt[i] + b[i], 2e-6);
+    }
   }
 }
 
@@ -67,26 +72,34 @@ TEST(Softmax, MatchesDoubleAndHandlesLargeValues) {
   for (float v : x) m = std::max(m, static_cast<double>(v));
   double sum = 0.0;
   for (float v : x) sum += std::exp(v - m);
-  std::vector<float> y = x;
-  softmax(y.data(), static_cast<int64_t>(y.size()));
-  double total = 0.0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double want = std::exp(x[i] - m) / sum;
-    ASSERT_NEAR(y[i], want, 1e-6 * want + 1e-30);
-    total += y[i];
+  for (CpuVariant v : test::variants_under_test()) {
+    SCOPED_TRACE(test::variant_label(v));
+    test::VariantScope scope(v);
+    std::vector<float> y = x;
+    softmax(y.data(), static_cast<int64_t>(y.size()));
+    double total = 0.0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(x[i] - m) / sum;
+      ASSERT_NEAR(y[i], want, 1e-6 * want + 1e-30);
+      total += y[i];
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
   }
-  EXPECT_NEAR(total, 1.0, 1e-5);
 }
 
 TEST(Activations, SiluMatchesDouble) {
   std::vector<float> x = random_floats(500, 7, -30.0f, 30.0f);
   x.push_back(-100.0f);
   x.push_back(100.0f);
-  std::vector<float> y = x;
-  silu(y.data(), static_cast<int64_t>(y.size()));
-  for (size_t i = 0; i < x.size(); ++i) {
-    const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
-    EXPECT_NEAR(y[i], want, 1e-6 * std::fabs(want) + 1e-30);
+  for (CpuVariant v : test::variants_under_test()) {
+    SCOPED_TRACE(test::variant_label(v));
+    test::VariantScope scope(v);
+    std::vector<float> y = x;
+    silu(y.data(), static_cast<int64_t>(y.size()));
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = x[i] / (1.0 + std::exp(-static_cast<double>(x[i])));
+      EXPECT_NEAR(y[i], want, 1e-6 * std::fabs(want) + 1e-30);
+    }
   }
 }
 
@@ -195,16 +208,19 @@ TEST(Rope, NormalNeoxScaledYarnAndFreqFactors) {
   yarn.beta_fast = 32.0f;
   yarn.beta_slow = 1.0f;
   cases.push_back({"yarn", yarn});
-  for (const Case& c : cases) {
-    for (int pos : {0, 1, 17, 100}) {
-      SCOPED_TRACE(std::string(c.name) + " pos=" + std::to_string(pos));
-      std::vector<float> y = x;
-      rope(y.data(), n_heads, head_dim, pos, c.p);
-      const std::vector<double> want = rope_reference(x, n_heads, head_dim, pos, c.p);
-      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 2e-4) << "at " << i;
-      if (c.p.rope_dims == 32) {
-        for (int h = 0; h < n_heads; ++h) {
-          for (int i = 32; i < head_dim; ++i) ASSERT_EQ(y[h * head_dim + i], x[h * head_dim + i]);
+  for (CpuVariant v : test::variants_under_test()) {
+    test::VariantScope scope(v);
+    for (const Case& c : cases) {
+      for (int pos : {0, 1, 17, 100}) {
+        SCOPED_TRACE(test::variant_label(v) + " " + std::string(c.name) + " pos=" + std::to_string(pos));
+        std::vector<float> y = x;
+        rope(y.data(), n_heads, head_dim, pos, c.p);
+        const std::vector<double> want = rope_reference(x, n_heads, head_dim, pos, c.p);
+        for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], want[i], 2e-4) << "at " << i;
+        if (c.p.rope_dims == 32) {
+          for (int h = 0; h < n_heads; ++h) {
+            for (int i = 32; i < head_dim; ++i) ASSERT_EQ(y[h * head_dim + i], x[h * head_dim + i]);
+          }
         }
       }
     }

@@ -100,26 +100,32 @@ void add_values(const KvSpan& kv, int32_t lo, int32_t n, size_t v_off, const flo
 }
 
 bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                   float* out, std::vector<float>& scratch) {
+                   int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v;
   if (kv.type != DType::kF16 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim ||
       p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head / p.n_head_kv > kMaxGroup) {
     return false;
   }
-  std::fill(out, out + static_cast<int64_t>(p.n_head) * dv, 0.0f);
+  head_begin = std::max(head_begin, 0);
+  head_end = std::min(head_end, p.n_head);
+  if (head_end <= head_begin) return true;
+  std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
   if (n_kv <= 0 || p.n_head <= 0) return true;
   const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
   const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
   if (hi < lo) return true;
-  const int group = p.n_head / p.n_head_kv;
+  const int full_group = p.n_head / p.n_head_kv;
   const int32_t n = hi - lo + 1;
   const int32_t n_pad = (n + 15) / 16 * 16;
-  scratch.resize(static_cast<size_t>(group) * static_cast<size_t>(n_pad));
+  scratch.resize(static_cast<size_t>(full_group) * static_cast<size_t>(n_pad));
   const int kc = dk / 16, vc = dv / 16;
   const __m512 scale = _mm512_set1_ps(p.scale);
 
-  for (int kvh = 0; kvh < p.n_head_kv; ++kvh) {
-    const int h0 = kvh * group;
+  // The query heads of one KV head share each key/value row; a head range that cuts a group
+  // takes only its part of it.
+  for (int kvh = head_begin / full_group; kvh <= (head_end - 1) / full_group; ++kvh) {
+    const int h0 = std::max(kvh * full_group, head_begin);
+    const int group = std::min((kvh + 1) * full_group, head_end) - h0;
     alignas(64) float qf[kMaxGroup][kMaxHeadDim];
     for (int g = 0; g < group; ++g) {
       const float* qh = q + static_cast<int64_t>(h0 + g) * dk;

@@ -207,6 +207,7 @@ double sum_squares(const float* x, int64_t n) {
 }  // namespace
 
 void fill_avx512_kernels(KernelTable& t) {
+  fill_avx512_pointwise_kernels(t);
   t.vec_dot[static_cast<int>(DType::kF32)] = vec_dot_f32;
   t.vec_dot[static_cast<int>(DType::kF16)] = vec_dot_f16;
   t.vec_dot[static_cast<int>(DType::kQ4_0)] = vec_dot_q4_0;

@@ -17,7 +17,7 @@ Status bind_decoder_common(const ModelHparams& h, WeightBinder& b, ModelWeights&
   } else {
     w.output = w.token_embd;
   }
-  HEARTH_ASSIGN(w.rope_freqs, b.optional_vector("rope_freqs.weight", h.rope.rope_dims / 2));
+  HEARTH_ASSIGN(w.rope_freqs, b.optional_rope_factors("rope_freqs.weight", h.rope.rope_dims / 2));
   w.layers.resize(static_cast<size_t>(h.n_layer));
   for (int32_t il = 0; il < h.n_layer; ++il) {
     LayerWeights& L = w.layers[static_cast<size_t>(il)];

@@ -1,0 +1,40 @@
+// The running state of one generated choice while an encoder collects events: its text so
+// far, its tokens (for logprobs), and how it ended. Shared by every dialect's encoder.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "engine/serving_types.h"
+
+namespace hearth::api {
+
+struct ChoiceState {
+  std::string text;
+  std::vector<engine::TokenOutput> tokens;
+  bool done = false;
+  bool started = false;  // a streaming encoder sent this choice's opening chunk
+  engine::StopReason stop_reason = engine::StopReason::kNone;
+  std::string stop_word;
+  engine::Timings timings;
+
+  // Adds an event's text and tokens; records the end for kDone.
+  void absorb(const engine::EngineEvent& event) {
+    text += event.text;
+    tokens.insert(tokens.end(), event.tokens.begin(), event.tokens.end());
+    if (event.kind == engine::EngineEvent::Kind::kDone) {
+      done = true;
+      stop_reason = event.stop_reason;
+      stop_word = event.stop_word;
+      timings = event.timings;
+    }
+  }
+};
+
+// OpenAI's and ollama's finish reason: "length" when a token limit or the context ended the
+// text, otherwise "stop".
+inline const char* finish_reason_stop_or_length(engine::StopReason r) {
+  return (r == engine::StopReason::kLength || r == engine::StopReason::kContext) ? "length" : "stop";
+}
+
+}  // namespace hearth::api

@@ -1,0 +1,272 @@
+// OpenAI's Responses API (POST /v1/responses), stateless: the request's `input` items and
+// `instructions` become a chat, and the answer is one assistant message item. Nothing is
+// stored, so previous_response_id and conversation are refused. Streaming uses the typed
+// events (response.created ... response.completed) with sequence numbers.
+#include "api/choice_state.h"
+#include "api/generation_options.h"
+#include "api/openai.h"
+#include "api/response_encoder.h"
+#include "api/stream_framing.h"
+
+namespace hearth::api {
+namespace {
+
+Error invalid(std::string message) { return make_error(ErrorKind::kInvalidArgument, std::move(message)); }
+
+// The text of an input message's content: a string or text parts.
+Result<Json> message_content(const Json& content, const std::string& where) {
+  if (content.is_string()) return content;
+  if (!content.is_array()) return field_type_error(where + ".", "content", "a string or an array of parts", content);
+  Json parts = Json::array();
+  for (const auto& part : content) {
+    if (!part.is_object()) return invalid("'" + where + ".content' parts must be objects");
+    std::string type = string_field(part, "type", "");
+    if (type == "input_text" || type == "output_text" || type == "text") {
+      if (!part.contains("text") || !part["text"].is_string()) return invalid("'" + where + ".content' text parts need a string 'text'");
+      parts.push_back(Json{{"type", "text"}, {"text", part["text"]}});
+    } else if (type == "input_image") {
+      return make_error(ErrorKind::kUnsupported, "'" + where + "' has an image; the loaded model cannot read images");
+    } else {
+      return make_error(ErrorKind::kUnsupported, "'" + where + "' has a content part of type '" + type + "'; only text is supported");
+    }
+  }
+  return parts;
+}
+
+Result<Json> input_messages(const Json& input) {
+  Json messages = Json::array();
+  if (input.is_string()) {
+    messages.push_back(Json{{"role", "user"}, {"content", input}});
+    return messages;
+  }
+  if (!input.is_array()) return field_type_error("", "input", "a string or an array of items", input);
+  for (size_t i = 0; i < input.size(); ++i) {
+    const Json& item = input[i];
+    const std::string where = "input[" + std::to_string(i) + "]";
+    if (!item.is_object()) return invalid("'" + where + "' must be an object");
+    std::string type = string_field(item, "type", "message");
+    if (type == "message") {
+      if (!item.contains("role") || !item["role"].is_string()) return invalid("'" + where + ".role' must be a string");
+      std::string role = item["role"].get<std::string>();
+      if (role == "developer") role = "system";
+      if (role != "system" && role != "user" && role != "assistant") {
+        return invalid("'" + where + ".role' must be user, assistant, system or developer");
+      }
+      if (!item.contains("content")) return invalid("'" + where + ".content' is required");
+      HEARTH_ASSIGN(Json content, message_content(item["content"], where));
+      messages.push_back(Json{{"role", role}, {"content", std::move(content)}});
+    } else if (type == "function_call") {
+      if (!item.contains("name") || !item["name"].is_string()) return invalid("'" + where + ".name' must be a string");
+      Json call = {{"id", string_field(item, "call_id", "")},
+                   {"type", "function"},
+                   {"function", {{"name", item["name"]}, {"arguments", string_field(item, "arguments", "{}")}}}};
+      if (!messages.empty() && messages.back()["role"] == "assistant" && messages.back().contains("tool_calls")) {
+        messages.back()["tool_calls"].push_back(std::move(call));
+      } else {
+        messages.push_back(Json{{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({std::move(call)})}});
+      }
+    } else if (type == "function_call_output") {
+      Json output = item.value("output", Json(""));
+      if (!output.is_string()) output = output.dump();
+      messages.push_back(Json{{"role", "tool"}, {"tool_call_id", string_field(item, "call_id", "")}, {"content", output}});
+    } else if (type == "reasoning") {
+      continue;
+    } else {
+      return make_error(ErrorKind::kUnsupported, "'" + where + "' has type '" + type + "', which this server does not support");
+    }
+  }
+  if (messages.empty()) return invalid("'input' must not be empty");
+  return messages;
+}
+
+Result<Json> chat_tools(const Json& tools) {
+  Json out = Json::array();
+  for (const auto& t : tools) {
+    if (!t.is_object() || string_field(t, "type", "") != "function") {
+      return make_error(ErrorKind::kUnsupported, "only tools of type 'function' are supported");
+    }
+    Json fn = {{"name", string_field(t, "name", "")}};
+    if (t.contains("description")) fn["description"] = t["description"];
+    if (t.contains("parameters")) fn["parameters"] = t["parameters"];
+    out.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
+  }
+  return out;
+}
+
+class ResponsesEncoder final : public ResponseEncoder {
+ public:
+  ResponsesEncoder(const CompletionJob& job, ResponseMeta meta)
+      : meta_(std::move(meta)),
+        stream_(job.stream),
+        max_output_tokens_(job.request.n_predict),
+        temperature_(job.request.sampling.temperature),
+        top_p_(job.request.sampling.top_p),
+        message_id_("msg_" + meta_.id.substr(meta_.id.find('_') + 1)) {}
+
+  const char* content_type() const override { return stream_ ? "text/event-stream" : "application/json"; }
+
+  std::string begin() override {
+    if (!stream_) return "";
+    std::string out = event("response.created", Json{{"response", response_object("in_progress")}});
+    out += event("response.in_progress", Json{{"response", response_object("in_progress")}});
+    out += event("response.output_item.added", Json{{"output_index", 0}, {"item", message_item("in_progress", false)}});
+    out += event("response.content_part.added", Json{{"item_id", message_id_},
+                                                     {"output_index", 0},
+                                                     {"content_index", 0},
+                                                     {"part", text_part("")}});
+    return out;
+  }
+
+  std::string on_event(int32_t, const engine::EngineEvent& e) override {
+    choice_.absorb(e);
+    if (!stream_) return "";
+    std::string out;
+    if (!e.text.empty()) {
+      out += event("response.output_text.delta", Json{{"item_id", message_id_},
+                                                       {"output_index", 0},
+                                                       {"content_index", 0},
+                                                       {"delta", e.text},
+                                                       {"logprobs", Json::array()}});
+    }
+    return out;
+  }
+
+  std::string end() override {
+    const char* status = incomplete() ? "incomplete" : "completed";
+    if (!stream_) return dump_json(response_object(status));
+    std::string out;
+    out += event("response.output_text.done", Json{{"item_id", message_id_},
+                                                    {"output_index", 0},
+                                                    {"content_index", 0},
+                                                    {"text", choice_.text},
+                                                    {"logprobs", Json::array()}});
+    out += event("response.content_part.done", Json{{"item_id", message_id_},
+                                                    {"output_index", 0},
+                                                    {"content_index", 0},
+                                                    {"part", text_part(choice_.text)}});
+    out += event("response.output_item.done", Json{{"output_index", 0}, {"item", message_item(status, true)}});
+    out += event(incomplete() ? "response.incomplete" : "response.completed", Json{{"response", response_object(status)}});
+    return out;
+  }
+
+  std::string error_chunk(const Json& body) override {
+    Json e = body.contains("error") ? body["error"] : body;
+    return event("error", Json{{"code", e.value("code", Json())}, {"message", string_field(e, "message", "")}, {"param", nullptr}});
+  }
+
+ private:
+  bool incomplete() const {
+    return choice_.stop_reason == engine::StopReason::kLength || choice_.stop_reason == engine::StopReason::kContext;
+  }
+  std::string event(const char* type, Json payload) {
+    Json e = {{"type", type}, {"sequence_number", sequence_++}};
+    for (auto it = payload.begin(); it != payload.end(); ++it) e[it.key()] = it.value();
+    return sse_event(type, e);
+  }
+  static Json text_part(const std::string& text) {
+    return Json{{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
+  }
+  Json message_item(const char* status, bool with_content) const {
+    return Json{{"id", message_id_},
+                {"type", "message"},
+                {"status", status},
+                {"role", "assistant"},
+                {"content", with_content ? Json::array({text_part(choice_.text)}) : Json::array()}};
+  }
+  Json response_object(const char* status) const {
+    const bool finished = std::string(status) != "in_progress";
+    int64_t in = meta_.prompt_tokens.empty() ? 0 : meta_.prompt_tokens[0];
+    int64_t out_tokens = choice_.timings.predicted_n;
+    Json r = {{"id", meta_.id},
+              {"object", "response"},
+              {"created_at", meta_.created},
+              {"status", status},
+              {"error", nullptr},
+              {"incomplete_details", std::string(status) == "incomplete" ? Json{{"reason", "max_output_tokens"}} : Json()},
+              {"instructions", nullptr},
+              {"max_output_tokens", max_output_tokens_ > 0 ? Json(max_output_tokens_) : Json()},
+              {"model", meta_.model},
+              {"output", finished ? Json::array({message_item(status, true)}) : Json::array()},
+              {"parallel_tool_calls", true},
+              {"previous_response_id", nullptr},
+              {"store", false},
+              {"temperature", temperature_},
+              {"text", {{"format", {{"type", "text"}}}}},
+              {"tool_choice", "auto"},
+              {"tools", Json::array()},
+              {"top_p", top_p_},
+              {"truncation", "disabled"},
+              {"usage", finished ? Json{{"input_tokens", in},
+                                        {"input_tokens_details", {{"cached_tokens", choice_.timings.cached_n}}},
+                                        {"output_tokens", out_tokens},
+                                        {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                                        {"total_tokens", in + out_tokens}}
+                                  : Json()},
+              {"metadata", Json::object()}};
+    return r;
+  }
+
+  ResponseMeta meta_;
+  bool stream_;
+  int32_t max_output_tokens_;
+  float temperature_;
+  float top_p_;
+  std::string message_id_;
+  ChoiceState choice_;
+  int64_t sequence_ = 0;
+};
+
+}  // namespace
+
+Result<CompletionJob> parse_openai_responses(const Json& body) {
+  CompletionJob job;
+  job.dialect = Dialect::kOpenAI;
+  job.request.sampling = llama_server_default_sampling();
+  HEARTH_ASSIGN(auto model, read_string(body, "model"));
+  if (model) job.model = *model;
+  HEARTH_ASSIGN(auto stream, read_bool(body, "stream"));
+  job.stream = stream.value_or(false);
+  for (const char* stateful : {"previous_response_id", "conversation"}) {
+    if (body.contains(stateful) && !body[stateful].is_null()) {
+      return make_error(ErrorKind::kUnsupported, std::string("'") + stateful +
+                                                     "' is not supported: this server's Responses API is stateless; "
+                                                     "send the whole conversation in 'input'");
+    }
+  }
+  HEARTH_TRY(read_generation_options(body, "", job));
+  HEARTH_ASSIGN(auto max_output, read_integer(body, "max_output_tokens"));
+  if (max_output) {
+    HEARTH_TRY(check_range("max_output_tokens", *max_output, 1, 1 << 30));
+    job.request.n_predict = static_cast<int32_t>(*max_output);
+  }
+  HEARTH_ASSIGN(const Json* text, read_object(body, "text"));
+  if (text) {
+    HEARTH_ASSIGN(const Json* format, read_object(*text, "format", "text."));
+    if (format && string_field(*format, "type", "text") != "text") {
+      return make_error(ErrorKind::kUnsupported, "'text.format' (structured output) is not supported yet; use type 'text'");
+    }
+  }
+  auto input = body.find("input");
+  if (input == body.end() || input->is_null()) return invalid("'input' is required");
+  HEARTH_ASSIGN(Json messages, input_messages(*input));
+  HEARTH_ASSIGN(auto instructions, read_string(body, "instructions"));
+  if (instructions && !instructions->empty()) {
+    messages.insert(messages.begin(), Json{{"role", "system"}, {"content", *instructions}});
+  }
+  PromptSource prompt;
+  prompt.kind = PromptSource::Kind::kChat;
+  prompt.chat = Json{{"messages", std::move(messages)}};
+  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
+  if (tools && !tools->empty()) {
+    HEARTH_ASSIGN(prompt.chat["tools"], chat_tools(*tools));
+  }
+  job.prompts.push_back(std::move(prompt));
+  HEARTH_TRY(validate_completion_job(job));
+  return job;
+}
+
+std::unique_ptr<ResponseEncoder> make_openai_responses_encoder(const CompletionJob& job, ResponseMeta meta) {
+  return std::make_unique<ResponsesEncoder>(job, std::move(meta));
+}
+
+}  // namespace hearth::api

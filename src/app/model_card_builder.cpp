@@ -1,0 +1,142 @@
+// Model description from GGUF metadata (see model_card_builder.h).
+#include "app/model_card_builder.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "app/file_type_names.h"
+#include "server/default_chat_template.h"
+
+namespace hearth::app {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string file_stem(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::string ext = ".gguf";
+  if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+    name.erase(name.size() - ext.size());
+  }
+  return name;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+// A metadata value as JSON; arrays longer than 64 items (vocabularies, merges) are left out.
+bool value_json(const gguf::Value& v, Json& out) {
+  if (const gguf::Array* a = v.array()) {
+    if (a->size() > 64) return false;
+    out = Json::array();
+    bool ok = true;
+    std::visit(
+        [&](const auto& items) {
+          for (const auto& item : items) {
+            using T = std::decay_t<decltype(item)>;
+            if constexpr (std::is_same_v<T, gguf::Value>) {
+              ok = false;  // nested arrays are not reported
+            } else if constexpr (std::is_same_v<T, bool>) {
+              out.push_back(static_cast<bool>(item));
+            } else {
+              out.push_back(item);
+            }
+          }
+        },
+        a->items);
+    return ok;
+  }
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (!std::is_same_v<T, std::shared_ptr<gguf::Array>>) out = x;
+      },
+      v.storage());
+  return true;
+}
+
+int32_t find_fim_token(const gguf::File& f, const Tokenizer& tok, const char* key, const char* old_key,
+                       std::initializer_list<const char*> texts) {
+  for (const char* k : {key, old_key}) {
+    auto id = f.get<int64_t>(k);
+    if (id.ok() && *id >= 0 && *id < tok.n_vocab()) return static_cast<int32_t>(*id);
+  }
+  for (const char* t : texts) {
+    int32_t id = tok.vocabulary().find(t);
+    if (id >= 0) return id;
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string parameter_size_text(uint64_t n) {
+  char buf[32];
+  const double d = static_cast<double>(n);
+  if (n >= 1000000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.1fB", d / 1e9);
+  } else if (n >= 1000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.2fM", d / 1e6);
+  } else if (n >= 1000ull) {
+    std::snprintf(buf, sizeof(buf), "%.2fK", d / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(n));
+  }
+  return buf;
+}
+
+api::ModelCard build_model_card(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
+                                const std::string& chat_template) {
+  const gguf::File& f = ctx.model().file();
+  const Tokenizer& tok = ctx.tokenizer();
+  api::ModelCard c;
+  const std::string stem = file_stem(path);
+  c.name = alias.empty() ? stem : alias;
+  c.aliases = {lower(stem)};
+  std::string general_name = f.get_or<std::string>("general.name", "");
+  if (!general_name.empty()) c.aliases.push_back(lower(general_name));
+  c.path = path;
+  c.architecture = f.architecture();
+  for (const auto& t : f.tensors()) c.parameter_count += static_cast<uint64_t>(t.element_count());
+  c.parameter_size = parameter_size_text(c.parameter_count);
+  auto ft = f.get<uint32_t>("general.file_type");
+  std::string type_name = ft.ok() ? file_type_name(*ft) : guess_file_type(f);
+  for (const char* prefix : {"MOSTLY_", "ALL_"}) {
+    if (type_name.rfind(prefix, 0) == 0) type_name = type_name.substr(std::string(prefix).size());
+  }
+  c.quantization = type_name;
+  c.size_bytes = f.file_size();
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) c.modified_unix = static_cast<int64_t>(st.st_mtime);
+  c.chat_template = chat_template.empty() ? f.get_or<std::string>("tokenizer.chat_template", "") : chat_template;
+  if (c.chat_template.empty()) {
+    c.chat_template = server::kChatMlTemplate;
+    c.chat_template_builtin = true;
+  }
+  c.context_length = ctx.model().hparams().n_ctx_train;
+  c.embedding_only = ctx.model().is_encoder();
+  c.bos_token = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : "";
+  c.eos_token = tok.eos_id() >= 0 ? tok.token_text(tok.eos_id()) : "";
+  c.fim_prefix = find_fim_token(f, tok, "tokenizer.ggml.fim_pre_token_id", "tokenizer.ggml.prefix_token_id",
+                                {"<|fim_prefix|>", "<fim_prefix>", "<fim-prefix>", "<PRE>", "<|fim_begin|>"});
+  c.fim_suffix = find_fim_token(f, tok, "tokenizer.ggml.fim_suf_token_id", "tokenizer.ggml.suffix_token_id",
+                                {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "<|fim_hole|>"});
+  c.fim_middle = find_fim_token(f, tok, "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id",
+                                {"<|fim_middle|>", "<fim_middle>", "<fim-middle>", "<MID>", "<|fim_end|>"});
+  c.model_info = Json::object();
+  for (const auto& kv : f.metadata()) {
+    if (kv.key == "tokenizer.chat_template") continue;
+    Json v;
+    if (value_json(kv.value, v)) c.model_info[kv.key] = std::move(v);
+  }
+  c.model_info["general.parameter_count"] = c.parameter_count;
+  return c;
+}
+
+}  // namespace hearth::app

@@ -1,0 +1,586 @@
+// The serving engine's thread, task queue and step loop (see serving_engine.h). Submissions
+// are checked on the caller's thread and queued under a mutex; the engine thread sleeps on a
+// condition variable while there is nothing to do. Each loop turn: finish cancelled requests,
+// admit queued ones into idle slots (slot chosen by cached-prefix similarity), run at most one
+// embedding, then decode ONE batch planned by plan_step() and sample for every slot whose
+// output token was in it. Metrics and slot snapshots are published under their own mutex.
+#include "engine/serving_engine.h"
+
+#include <algorithm>
+#include <optional>
+#include <thread>
+
+#include "engine/batch_planner.h"
+#include "engine/prompt_fit.h"
+#include "engine/serving_slot.h"
+#include "engine/slot_choice.h"
+#include "util/log.h"
+
+namespace hearth::engine {
+namespace {
+
+std::shared_ptr<ResultStream> error_stream(int64_t id, Error error) {
+  auto stream = std::make_shared<ResultStream>(id);
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kError;
+  ev.error = std::move(error);
+  stream->push(std::move(ev));
+  return stream;
+}
+
+LatencyHistogram make_histogram(std::vector<double> bounds) {
+  LatencyHistogram h;
+  h.bounds = std::move(bounds);
+  h.counts.assign(h.bounds.size() + 1, 0);
+  return h;
+}
+
+Status check_tokens(const std::vector<int32_t>& tokens, int32_t n_vocab) {
+  for (int32_t t : tokens) {
+    if (t < 0 || t >= n_vocab) {
+      return make_error(ErrorKind::kInvalidArgument,
+                        "token id " + std::to_string(t) + " is outside the vocabulary (" + std::to_string(n_vocab) + ")");
+    }
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+// A queued request (exactly one of completion and embedding is set).
+struct Task {
+  int64_t id = 0;
+  std::shared_ptr<ResultStream> stream;
+  EngineClock::time_point submitted;
+  std::optional<PreparedCompletion> completion;
+  std::optional<EmbeddingRequest> embedding;
+};
+
+class ServingEngine::Impl {
+ public:
+  Impl(InferenceContext& ctx, ServingOptions options, int32_t n_ctx_slot);
+  ~Impl();
+
+  std::shared_ptr<ResultStream> submit(CompletionRequest request);
+  std::shared_ptr<ResultStream> submit(EmbeddingRequest request);
+  EngineMetrics metrics() const;
+  std::vector<SlotInfo> slots() const;
+  int32_t n_ctx_slot() const { return n_ctx_slot_; }
+  int32_t embed_limit() const;
+  const InferenceContext& context() const { return ctx_; }
+
+ private:
+  std::shared_ptr<ResultStream> enqueue(Task task);
+  void run();
+  std::vector<Task> take_tasks(bool& stop);
+  void take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled);
+  void finish_cancelled();
+  void admit(std::vector<Task>& tasks);
+  void run_embedding(Task& task);
+  void step();
+  void publish();
+  void publish_and_deliver();
+  void shut_down(std::deque<Task>& left);
+  bool any_busy() const;
+
+  InferenceContext& ctx_;
+  const ServingOptions opts_;
+  const int32_t n_ctx_slot_;
+  std::atomic<int64_t> next_id_{1};
+
+  // Engine thread only.
+  std::vector<ServingSlot> slots_;
+  uint64_t arrivals_ = 0;
+  uint64_t use_stamps_ = 0;
+  std::vector<model::BatchToken> batch_;
+  std::vector<float> logits_;
+  EngineMetrics m_;     // published into metrics_
+  FinalEvents finals_;  // pushed after the next publish()
+
+  // The task queue.
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+
+  // Snapshots for other threads.
+  mutable std::mutex stats_mu_;
+  EngineMetrics metrics_;
+  std::vector<SlotInfo> slot_infos_;
+
+  std::thread thread_;
+};
+
+ServingEngine::Impl::Impl(InferenceContext& ctx, ServingOptions options, int32_t n_ctx_slot)
+    : ctx_(ctx), opts_(std::move(options)), n_ctx_slot_(n_ctx_slot) {
+  for (int32_t i = 0; i < opts_.n_slots; ++i) slots_.emplace_back(i, ctx_.seq_create());
+  m_.ttft = make_histogram({0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60});
+  m_.inter_token = make_histogram({0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5});
+  m_.kv_blocks_total = ctx_.kv().pool().n_blocks();
+  publish();
+  thread_ = std::thread([this] { run(); });
+}
+
+ServingEngine::Impl::~Impl() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  for (const ServingSlot& s : slots_) ctx_.seq_free(s.seq());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission (any thread).
+
+std::shared_ptr<ResultStream> ServingEngine::Impl::submit(CompletionRequest request) {
+  const int64_t id = next_id_.fetch_add(1);
+  if (ctx_.model().is_encoder()) {
+    return error_stream(id, make_error(ErrorKind::kUnsupported, "this is an embedding model (" +
+                                                                    ctx_.model().hparams().arch_name +
+                                                                    "); it cannot generate text"));
+  }
+  if (request.prompt.empty()) return error_stream(id, make_error(ErrorKind::kInvalidArgument, "the prompt is empty"));
+  if (auto st = check_tokens(request.prompt, ctx_.n_vocab()); !st.ok()) return error_stream(id, st.error());
+  if (request.slot < -1 || request.slot >= opts_.n_slots) {
+    return error_stream(id, make_error(ErrorKind::kInvalidArgument, "slot " + std::to_string(request.slot) +
+                                                                        " does not exist (there are " +
+                                                                        std::to_string(opts_.n_slots) + ")"));
+  }
+  if (request.top_logprobs < 0 || request.top_logprobs > ctx_.n_vocab()) {
+    return error_stream(id, make_error(ErrorKind::kInvalidArgument,
+                                       "top_logprobs must be in [0, " + std::to_string(ctx_.n_vocab()) + "]"));
+  }
+  auto fitted = fit_prompt(std::move(request.prompt), n_ctx_slot_, request.truncate, request.n_keep, request.n_predict);
+  if (!fitted.ok()) return error_stream(id, fitted.error());
+  request.prompt = std::move(fitted->tokens);
+  sampler::SamplerParams params = request.sampling;
+  params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
+  auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
+                                             static_cast<size_t>(n_ctx_slot_));
+  if (!chain.ok()) return error_stream(id, chain.error());
+  Task task;
+  task.id = id;
+  task.completion.emplace(PreparedCompletion{std::move(request), std::move(chain).value(), fitted->truncated_n});
+  return enqueue(std::move(task));
+}
+
+std::shared_ptr<ResultStream> ServingEngine::Impl::submit(EmbeddingRequest request) {
+  const int64_t id = next_id_.fetch_add(1);
+  if (request.tokens.empty()) {
+    return error_stream(id, make_error(ErrorKind::kInvalidArgument, "cannot embed an empty input"));
+  }
+  if (auto st = check_tokens(request.tokens, ctx_.n_vocab()); !st.ok()) return error_stream(id, st.error());
+  const int32_t limit = embed_limit();
+  if (static_cast<int32_t>(request.tokens.size()) > limit) {
+    if (!request.truncate) {
+      return error_stream(id, make_error(ErrorKind::kOutOfRange,
+                                         "the input has " + std::to_string(request.tokens.size()) +
+                                             " tokens but at most " + std::to_string(limit) +
+                                             " can be embedded; shorten it or ask for truncation"));
+    }
+    request.tokens.resize(static_cast<size_t>(limit));
+  }
+  Task task;
+  task.id = id;
+  task.embedding = std::move(request);
+  return enqueue(std::move(task));
+}
+
+// A decoder's slots keep caches, so an embedding is sure of one slot's share of the pool. An
+// encoder's slots never hold anything: the whole context is its, up to the model's positions.
+int32_t ServingEngine::Impl::embed_limit() const {
+  if (ctx_.model().is_encoder()) return std::min(ctx_.n_ctx(), ctx_.model().hparams().n_ctx_train);
+  return n_ctx_slot_;
+}
+
+std::shared_ptr<ResultStream> ServingEngine::Impl::enqueue(Task task) {
+  task.stream = std::make_shared<ResultStream>(task.id);
+  task.submitted = EngineClock::now();
+  auto stream = task.stream;
+  {
+    std::lock_guard lock(mu_);
+    if (stop_) {
+      return error_stream(task.id, make_error(ErrorKind::kUnavailable, "the engine is shutting down"));
+    }
+    if (static_cast<int32_t>(queue_.size()) >= opts_.max_queue) {
+      return error_stream(task.id, make_error(ErrorKind::kUnavailable,
+                                              "the queue is full (" + std::to_string(queue_.size()) +
+                                                  " requests waiting); try again later"));
+    }
+    queue_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+  return stream;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine thread.
+
+bool ServingEngine::Impl::any_busy() const {
+  return std::any_of(slots_.begin(), slots_.end(), [](const ServingSlot& s) { return s.busy(); });
+}
+
+void ServingEngine::Impl::run() {
+  for (;;) {
+    finish_cancelled();
+    publish_and_deliver();  // before waiting: the snapshot never lags behind an idle engine
+    bool stop = false;
+    std::vector<Task> tasks = take_tasks(stop);
+    if (stop) break;
+    admit(tasks);
+    if (any_busy()) step();
+    publish_and_deliver();
+  }
+  std::deque<Task> left;
+  {
+    std::lock_guard lock(mu_);
+    left.swap(queue_);
+  }
+  shut_down(left);
+  publish_and_deliver();
+}
+
+// Waits for work, then takes the queued tasks that idle slots can start now, in arrival order:
+// one idle slot per task (a task naming a busy slot waits), at most one embedding per turn.
+// Tasks cancelled while queued end here.
+std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
+  std::vector<Task> taken;
+  std::vector<Task> cancelled;
+  std::unique_lock lock(mu_);
+  const bool busy = any_busy();
+  cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy; });
+  if (stop_) {
+    stop = true;
+    return taken;
+  }
+  take_admissible(taken, cancelled);
+  lock.unlock();
+  for (Task& t : cancelled) {
+    EngineEvent ev;
+    if (t.completion) {
+      ev.kind = EngineEvent::Kind::kDone;
+      ev.stop_reason = StopReason::kCancelled;
+      ev.timings.prompt_n = static_cast<int32_t>(t.completion->request.prompt.size());
+    } else {
+      ev.kind = EngineEvent::Kind::kError;
+      ev.error = make_error(ErrorKind::kInvalidArgument, "the request was cancelled before it ran");
+    }
+    finals_.push_back({std::move(t.stream), std::move(ev)});
+    ++m_.requests_cancelled_total;
+    ++m_.requests_total;
+  }
+  return taken;
+}
+
+// With mu_ held: moves the tasks that can start now into `taken` and those cancelled while
+// queued into `cancelled`.
+void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled) {
+  std::vector<bool> free_slot(slots_.size());
+  int32_t n_free = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    free_slot[i] = !slots_[i].busy();
+    n_free += free_slot[i] ? 1 : 0;
+  }
+  bool took_embedding = false;
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    if (it->stream->cancelled()) {
+      cancelled.push_back(std::move(*it));
+      it = queue_.erase(it);
+      continue;
+    }
+    bool take = false;
+    if (n_free == 0) {
+      ++it;  // keep scanning: cancelled tasks behind it end now, not when a slot frees
+      continue;
+    }
+    if (it->embedding) {
+      take = !took_embedding;
+      took_embedding = took_embedding || take;
+    } else if (it->completion->request.slot >= 0) {
+      const auto want = static_cast<size_t>(it->completion->request.slot);
+      take = free_slot[want];
+      if (take) free_slot[want] = false;  // reserved for this task
+    } else {
+      take = true;
+    }
+    if (!take) {
+      ++it;
+      continue;
+    }
+    --n_free;
+    taken.push_back(std::move(*it));
+    it = queue_.erase(it);
+  }
+}
+
+void ServingEngine::Impl::finish_cancelled() {
+  const auto now = EngineClock::now();
+  for (ServingSlot& s : slots_) {
+    if (!s.busy() || !s.cancelled()) continue;
+    log_info("request cancelled", {{"slot", s.id()}, {"task", static_cast<long long>(s.request_id())}});
+    s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
+    ++m_.requests_cancelled_total;
+    ++m_.requests_total;
+  }
+}
+
+// Puts completions into slots (those naming a slot first, then the others by cached-prefix
+// similarity) and runs the embedding, if one was taken.
+void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
+  std::stable_partition(tasks.begin(), tasks.end(),
+                        [](const Task& t) { return t.completion && t.completion->request.slot >= 0; });
+  Task* embedding = nullptr;
+  for (Task& task : tasks) {
+    if (task.embedding) {
+      embedding = &task;
+      continue;
+    }
+    const CompletionRequest& req = task.completion->request;
+    SlotChoice choice;
+    if (req.slot >= 0) {
+      const ServingSlot& s = slots_[static_cast<size_t>(req.slot)];
+      choice = {req.slot, reusable_prefix(s.cached(), req.prompt, req.cache_prompt)};
+    } else {
+      std::vector<SlotCacheView> views;
+      for (const ServingSlot& s : slots_) views.push_back({s.id(), !s.busy(), s.cached(), s.last_used()});
+      choice = choose_slot(views, req.prompt, req.cache_prompt, opts_.slot_similarity);
+    }
+    ServingSlot& slot = slots_[static_cast<size_t>(choice.slot)];
+    if (Status st = ctx_.seq_truncate(slot.seq(), choice.reuse); !st.ok()) {
+      // Cannot happen (reuse <= the sequence's length); keep the invariant visible if it does.
+      EngineEvent ev;
+      ev.kind = EngineEvent::Kind::kError;
+      ev.error = st.error().with_context("slot " + std::to_string(choice.slot));
+      finals_.push_back({task.stream, std::move(ev)});
+      ++m_.requests_total;
+      continue;
+    }
+    log_info("request started", {{"slot", slot.id()},
+                                 {"task", static_cast<long long>(task.id)},
+                                 {"prompt_n", static_cast<long long>(req.prompt.size())},
+                                 {"cached_n", choice.reuse},
+                                 {"truncated_n", task.completion->truncated_n},
+                                 {"tag", req.tag}});
+    m_.cached_tokens_total += static_cast<uint64_t>(choice.reuse);
+    slot.start(task.id, std::move(*task.completion), task.stream, task.submitted, ++arrivals_, choice.reuse);
+  }
+  if (embedding != nullptr) run_embedding(*embedding);
+}
+
+// Runs one embedding between steps. Its temporary sequence needs free KV blocks: idle slots'
+// caches are dropped, least recently used first, until enough are free. Every slot holds at most
+// one slot's share of the pool and the task was taken only while a slot was idle, so dropping
+// idle caches always frees enough.
+void ServingEngine::Impl::run_embedding(Task& task) {
+  const EmbeddingRequest& req = *task.embedding;
+  const int32_t bt = ctx_.kv().block_tokens();
+  const int32_t need = (static_cast<int32_t>(req.tokens.size()) + bt - 1) / bt;
+  while (ctx_.kv().pool().n_free() < need) {
+    ServingSlot* victim = nullptr;
+    for (ServingSlot& s : slots_) {
+      if (!s.busy() && !s.cached().empty() && (victim == nullptr || s.last_used() < victim->last_used())) victim = &s;
+    }
+    if (victim == nullptr) break;
+    (void)ctx_.seq_truncate(victim->seq(), 0);
+    victim->drop_cache(0);
+  }
+  EngineEvent ev;
+  auto t0 = EngineClock::now();
+  auto result = ctx_.embed(req.tokens, req.normalize);
+  if (result.ok()) {
+    ev.kind = EngineEvent::Kind::kEmbedding;
+    ev.embedding = std::move(result).value();
+    ev.n_tokens = static_cast<int32_t>(req.tokens.size());
+    ev.timings.prompt_n = ev.n_tokens;
+    ev.timings.queue_ms = std::chrono::duration<double, std::milli>(t0 - task.submitted).count();
+    ev.timings.prompt_ms = std::chrono::duration<double, std::milli>(EngineClock::now() - t0).count();
+    m_.prompt_tokens_total += static_cast<uint64_t>(ev.n_tokens);
+  } else {
+    ev.kind = EngineEvent::Kind::kError;
+    ev.error = result.error();
+  }
+  log_info("embedding done", {{"task", static_cast<long long>(task.id)},
+                              {"n_tokens", static_cast<long long>(req.tokens.size())},
+                              {"ok", result.ok()}});
+  finals_.push_back({task.stream, std::move(ev)});
+  ++m_.requests_total;
+}
+
+// One batch: a decode token for every generating slot, prompt chunks in what is left of the
+// budget, one forward pass, then sampling for each slot whose output token was in it.
+void ServingEngine::Impl::step() {
+  std::vector<SlotDemand> demands;
+  for (const ServingSlot& s : slots_) {
+    if (s.busy()) demands.push_back({s.id(), s.has_pending_token(), s.prompt_pending(), s.arrival()});
+  }
+  const std::vector<SlotShare> plan = plan_step(demands, opts_.step_token_budget);
+  if (plan.empty()) return;
+
+  batch_.clear();
+  std::vector<int32_t> output_slots;  // slot of each output row, in batch order
+  StepRecord record;
+  int32_t n_prompt_tokens = 0;
+  for (const SlotShare& share : plan) {
+    ServingSlot& s = slots_[static_cast<size_t>(share.slot)];
+    int32_t pos = ctx_.seq_length(s.seq());
+    if (share.n_decode > 0) {
+      batch_.push_back({s.pending_token(), s.seq(), pos, true});
+      output_slots.push_back(s.id());
+    } else {
+      const auto& prompt = s.prompt();
+      const int32_t begin = static_cast<int32_t>(prompt.size()) - s.prompt_pending();
+      for (int32_t i = 0; i < share.n_prompt; ++i) {
+        const int32_t idx = begin + i;
+        const bool last = idx + 1 == static_cast<int32_t>(prompt.size());
+        batch_.push_back({prompt[static_cast<size_t>(idx)], s.seq(), pos++, last});
+        if (last) output_slots.push_back(s.id());
+      }
+      n_prompt_tokens += share.n_prompt;
+    }
+    record.shares.push_back({share.slot, s.request_id(), share.n_decode, share.n_prompt});
+  }
+
+  Status st = ctx_.decode(batch_, logits_);
+  if (!st.ok()) {
+    // The cache is unchanged after a failed decode; the slots' requests end with the error.
+    for (const SlotShare& share : plan) slots_[static_cast<size_t>(share.slot)].fail(st.error(), ++use_stamps_, finals_);
+    m_.requests_total += plan.size();
+    return;
+  }
+  ++m_.steps_total;
+  m_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
+  for (const SlotShare& share : plan) slots_[static_cast<size_t>(share.slot)].on_decoded(share.n_prompt, share.n_decode > 0);
+
+  const auto now = EngineClock::now();
+  const size_t n_vocab = static_cast<size_t>(ctx_.n_vocab());
+  for (size_t row = 0; row < output_slots.size(); ++row) {
+    ServingSlot& s = slots_[static_cast<size_t>(output_slots[row])];
+    SampleOutcome out = s.on_logits(logits_.data() + row * n_vocab, ctx_.tokenizer(), n_ctx_slot_, now, ++use_stamps_, finals_);
+    if (out.sampled) {
+      ++m_.generated_tokens_total;
+      (out.first ? m_.ttft : m_.inter_token).observe(out.since_previous_s);
+    }
+    if (out.finished) ++m_.requests_total;
+  }
+
+  if (opts_.step_observer) {
+    record.step = m_.steps_total;
+    record.n_tokens = static_cast<int32_t>(batch_.size());
+    opts_.step_observer(record);
+  }
+}
+
+void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
+  const auto now = EngineClock::now();
+  for (ServingSlot& s : slots_) {
+    if (!s.busy()) continue;
+    s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
+    ++m_.requests_cancelled_total;
+    ++m_.requests_total;
+  }
+  for (Task& task : left) {
+    EngineEvent ev;
+    if (task.completion) {
+      ev.kind = EngineEvent::Kind::kDone;
+      ev.stop_reason = StopReason::kCancelled;
+    } else {
+      ev.kind = EngineEvent::Kind::kError;
+      ev.error = make_error(ErrorKind::kUnsupported, "the engine shut down before the request ran");
+    }
+    finals_.push_back({task.stream, std::move(ev)});
+    ++m_.requests_cancelled_total;
+    ++m_.requests_total;
+  }
+}
+
+void ServingEngine::Impl::publish() {
+  std::vector<SlotInfo> infos;
+  int32_t processing = 0;
+  for (const ServingSlot& s : slots_) {
+    infos.push_back(s.info(n_ctx_slot_));
+    processing += s.busy() ? 1 : 0;
+  }
+  m_.requests_processing = processing;
+  m_.kv_blocks_used = ctx_.kv().pool().n_used();
+  std::lock_guard lock(stats_mu_);
+  metrics_ = m_;
+  slot_infos_ = std::move(infos);
+}
+
+void ServingEngine::Impl::publish_and_deliver() {
+  publish();
+  for (FinalEvent& f : finals_) f.stream->push(std::move(f.event));
+  finals_.clear();
+}
+
+EngineMetrics ServingEngine::Impl::metrics() const {
+  EngineMetrics m;
+  {
+    std::lock_guard lock(stats_mu_);
+    m = metrics_;
+  }
+  std::lock_guard lock(mu_);
+  m.requests_waiting = static_cast<int32_t>(queue_.size());
+  return m;
+}
+
+std::vector<SlotInfo> ServingEngine::Impl::slots() const {
+  std::lock_guard lock(stats_mu_);
+  return slot_infos_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ServingEngine
+
+Result<std::unique_ptr<ServingEngine>> ServingEngine::create(InferenceContext& ctx, const ServingOptions& options) {
+  if (options.n_slots < 1) return make_error(ErrorKind::kInvalidArgument, "the number of slots must be at least 1");
+  if (options.max_queue < 0) return make_error(ErrorKind::kInvalidArgument, "the queue limit must not be negative");
+  if (options.step_token_budget < options.n_slots) {
+    return make_error(ErrorKind::kInvalidArgument, "the step token budget (" +
+                                                       std::to_string(options.step_token_budget) +
+                                                       ") must be at least the number of slots (" +
+                                                       std::to_string(options.n_slots) + ")");
+  }
+  if (options.slot_similarity < 0.0f || options.slot_similarity > 1.0f) {
+    return make_error(ErrorKind::kInvalidArgument, "slot_similarity must be in [0, 1]");
+  }
+  // Every slot must be able to fill its context at the same time: n_slots whole-block shares
+  // of the pool's free blocks.
+  const int32_t bt = ctx.kv().block_tokens();
+  const int32_t blocks_free = ctx.kv().pool().n_free();
+  const int32_t share_blocks = blocks_free / options.n_slots;
+  int32_t n_ctx_slot = options.n_ctx_slot;
+  if (n_ctx_slot <= 0) n_ctx_slot = std::min(ctx.n_ctx() / options.n_slots, share_blocks * bt);
+  const int32_t need_blocks = options.n_slots * ((n_ctx_slot + bt - 1) / bt);
+  if (n_ctx_slot < 2 || need_blocks > blocks_free) {
+    return make_error(ErrorKind::kOutOfRange,
+                      std::to_string(options.n_slots) + " slots of " + std::to_string(n_ctx_slot) +
+                          " tokens do not fit a KV cache of " + std::to_string(ctx.n_ctx()) + " tokens (" +
+                          std::to_string(blocks_free) + " free blocks of " + std::to_string(bt) +
+                          "); raise the context size or lower --parallel");
+  }
+  log_info("serving engine started", {{"slots", options.n_slots},
+                                      {"n_ctx_slot", n_ctx_slot},
+                                      {"step_token_budget", options.step_token_budget},
+                                      {"model", ctx.model().hparams().arch_name}});
+  return std::unique_ptr<ServingEngine>(new ServingEngine(std::make_unique<Impl>(ctx, options, n_ctx_slot)));
+}
+
+ServingEngine::ServingEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ServingEngine::~ServingEngine() = default;
+
+std::shared_ptr<ResultStream> ServingEngine::submit(CompletionRequest request) {
+  return impl_->submit(std::move(request));
+}
+std::shared_ptr<ResultStream> ServingEngine::submit(EmbeddingRequest request) {
+  return impl_->submit(std::move(request));
+}
+EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }
+std::vector<SlotInfo> ServingEngine::slots() const { return impl_->slots(); }
+int32_t ServingEngine::n_ctx_slot() const { return impl_->n_ctx_slot(); }
+int32_t ServingEngine::max_embedding_tokens() const { return impl_->embed_limit(); }
+const InferenceContext& ServingEngine::context() const { return impl_->context(); }
+
+}  // namespace hearth::engine

@@ -1,0 +1,191 @@
+// A serving slot's request lifecycle: prompt progress, sampling, streaming, stop conditions
+// (see serving_slot.h).
+#include "engine/serving_slot.h"
+
+#include "util/log.h"
+
+namespace hearth::engine {
+namespace {
+
+double ms_between(EngineClock::time_point a, EngineClock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+}  // namespace
+
+void ServingSlot::start(int64_t request_id, PreparedCompletion prepared, std::shared_ptr<ResultStream> stream,
+                        EngineClock::time_point submitted, uint64_t arrival, int32_t reuse) {
+  cached_.resize(static_cast<size_t>(reuse));
+  active_.emplace(std::move(prepared));
+  Active& a = *active_;
+  a.id = request_id;
+  a.stream = std::move(stream);
+  a.arrival = arrival;
+  a.n_prompt_done = reuse;
+  a.submitted = submitted;
+  a.started = EngineClock::now();
+  a.timings.prompt_n = static_cast<int32_t>(a.prep.request.prompt.size());
+  a.timings.cached_n = reuse;
+  a.timings.truncated_n = a.prep.truncated_n;
+  a.timings.queue_ms = ms_between(submitted, a.started);
+  // Penalties and DRY look at the whole prompt, cached or not.
+  for (int32_t t : a.prep.request.prompt) a.prep.chain.accept(t);
+}
+
+void ServingSlot::drop_cache(int32_t n) {
+  if (static_cast<size_t>(n) < cached_.size()) cached_.resize(static_cast<size_t>(n));
+}
+
+int32_t ServingSlot::prompt_pending() const {
+  return static_cast<int32_t>(active_->prep.request.prompt.size()) - active_->n_prompt_done;
+}
+
+void ServingSlot::on_decoded(int32_t n_prompt, bool decoded_pending) {
+  Active& a = *active_;
+  const auto& prompt = a.prep.request.prompt;
+  for (int32_t i = 0; i < n_prompt; ++i) cached_.push_back(prompt[static_cast<size_t>(a.n_prompt_done + i)]);
+  a.n_prompt_done += n_prompt;
+  if (decoded_pending) {
+    cached_.push_back(a.pending_token);
+    a.pending_token = -1;
+  }
+}
+
+SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
+                                     EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
+  Active& a = *active_;
+  const CompletionRequest& req = a.prep.request;
+  SampleOutcome out;
+  const int32_t in_cache = static_cast<int32_t>(cached_.size());
+  if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {
+    // n_predict 0: the prompt is evaluated (and cached), nothing is generated.
+    if (a.n_generated == 0) a.timings.prompt_ms = ms_between(a.started, now);
+    finish_with_text(StopReason::kLength, a.streamer.flush(), now, use_stamp, finals);
+    out.finished = true;
+    out.reason = StopReason::kLength;
+    return out;
+  }
+  if (in_cache >= n_ctx_slot) {
+    finish_with_text(StopReason::kContext, a.streamer.flush(), now, use_stamp, finals);
+    out.finished = true;
+    out.reason = StopReason::kContext;
+    return out;
+  }
+
+  const sampler::SampleResult s = a.prep.chain.sample(logits);
+  out.sampled = true;
+  out.first = a.n_generated == 0;
+  out.since_previous_s = std::chrono::duration<double>(now - (out.first ? a.submitted : a.last_token)).count();
+  if (out.first) {
+    a.first_token = now;
+    a.timings.prompt_ms = ms_between(a.started, now);
+    a.timings.ttft_ms = ms_between(a.submitted, now);
+  }
+  a.last_token = now;
+  ++a.n_generated;
+
+  StopReason reason = StopReason::kNone;
+  std::string text;
+  if (!req.ignore_eos && tokenizer.is_eog(s.token)) {
+    // The end-of-generation token is counted but is not part of the output.
+    reason = StopReason::kEog;
+    text = a.streamer.flush();
+  } else {
+    TokenOutput t;
+    t.token = s.token;
+    t.piece = tokenizer.token_to_piece(s.token, false);
+    t.logprob = s.logprob;
+    if (req.logprobs) {
+      for (const auto& alt : s.top) t.top.push_back({alt.id, tokenizer.token_to_piece(alt.id, false), alt.logprob});
+    }
+    text = a.streamer.push(t.piece);
+    a.unsent.push_back(std::move(t));
+    if (a.streamer.stopped()) {
+      reason = StopReason::kStopString;
+    } else if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {
+      reason = StopReason::kLength;
+    } else if (in_cache + 1 >= n_ctx_slot) {
+      // The token would take the slot's last position; the next one could not be sampled.
+      reason = StopReason::kContext;
+    }
+    if (reason != StopReason::kNone && reason != StopReason::kStopString) text += a.streamer.flush();
+  }
+  if (reason != StopReason::kNone) {
+    finish_with_text(reason, std::move(text), now, use_stamp, finals);
+    out.finished = true;
+    out.reason = reason;
+    return out;
+  }
+  a.pending_token = s.token;
+  if (!text.empty()) {
+    EngineEvent ev;
+    ev.kind = EngineEvent::Kind::kText;
+    ev.text = std::move(text);
+    ev.tokens = std::move(a.unsent);
+    ev.slot = id_;
+    a.unsent.clear();
+    a.stream->push(std::move(ev));
+  }
+  return out;
+}
+
+void ServingSlot::finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
+  finish_with_text(reason, active_->streamer.flush(), now, use_stamp, finals);
+}
+
+void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineClock::time_point now,
+                                   uint64_t use_stamp, FinalEvents& finals) {
+  Active& a = *active_;
+  a.timings.predicted_n = a.n_generated;
+  if (a.n_generated > 0) a.timings.predicted_ms = ms_between(a.first_token, a.last_token);
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kDone;
+  ev.text = std::move(text);
+  ev.tokens = std::move(a.unsent);
+  ev.stop_reason = reason;
+  if (reason == StopReason::kStopString) ev.stop_word = a.streamer.stop_word();
+  ev.timings = a.timings;
+  ev.slot = id_;
+  ev.seed = a.prep.chain.seed();
+  log_info("request done", {{"slot", id_},
+                            {"task", static_cast<long long>(a.id)},
+                            {"stop", stop_reason_name(reason)},
+                            {"prompt_n", a.timings.prompt_n},
+                            {"cached_n", a.timings.cached_n},
+                            {"predicted_n", a.timings.predicted_n},
+                            {"prompt_ms", a.timings.prompt_ms},
+                            {"predicted_ms", a.timings.predicted_ms},
+                            {"total_ms", ms_between(a.submitted, now)},
+                            {"tag", a.prep.request.tag}});
+  finals.push_back({std::move(a.stream), std::move(ev)});
+  last_used_ = use_stamp;
+  active_.reset();
+}
+
+void ServingSlot::fail(const Error& error, uint64_t use_stamp, FinalEvents& finals) {
+  Active& a = *active_;
+  log_error("request failed", {{"slot", id_}, {"task", static_cast<long long>(a.id)}, {"error", error.to_string()}});
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kError;
+  ev.error = error;
+  ev.slot = id_;
+  finals.push_back({std::move(a.stream), std::move(ev)});
+  last_used_ = use_stamp;
+  active_.reset();
+}
+
+SlotInfo ServingSlot::info(int32_t n_ctx_slot) const {
+  SlotInfo s;
+  s.id = id_;
+  s.busy = busy();
+  s.n_ctx = n_ctx_slot;
+  s.cached_tokens = static_cast<int32_t>(cached_.size());
+  if (active_) {
+    s.request_id = active_->id;
+    s.prompt_pending = prompt_pending();
+    s.generated = active_->n_generated;
+  }
+  return s;
+}
+
+}  // namespace hearth::engine

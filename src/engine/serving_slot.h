@@ -1,0 +1,117 @@
+// One slot of the serving engine: a KV sequence that outlives requests (its tokens are the
+// prefix cache) and, while busy, the request running in it: prompt progress, the sampler
+// chain, the text streamer and the events not yet sent. The engine thread owns every slot;
+// nothing here locks. The slot turns the logits of its output token into a sampled token,
+// stream events and, at the end, the final kDone event.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/serving_engine.h"
+#include "engine/text_streamer.h"
+#include "sampler/sampler_chain.h"
+
+namespace hearth::engine {
+
+using EngineClock = std::chrono::steady_clock;
+
+// A completion request checked and prepared on the submitting thread: the prompt fitted into a
+// slot's context and the sampler chain built (so its seed is fixed at submission).
+struct PreparedCompletion {
+  CompletionRequest request;       // request.prompt is the fitted prompt
+  sampler::SamplerChain chain;
+  int32_t truncated_n = 0;
+};
+
+// A request's final event, handed back to the engine instead of being pushed at once: the
+// engine publishes its metrics and slot snapshot first, so a consumer that has its final event
+// finds them up to date.
+struct FinalEvent {
+  std::shared_ptr<ResultStream> stream;
+  EngineEvent event;
+};
+using FinalEvents = std::vector<FinalEvent>;
+
+// What sampling one token did, for the engine's metrics.
+struct SampleOutcome {
+  bool sampled = false;        // a token was drawn
+  bool first = false;          // ... and it was the request's first
+  bool finished = false;       // the request ended (its final event was pushed)
+  StopReason reason = StopReason::kNone;
+  double since_previous_s = 0; // time since the previous token (or since submission if first)
+};
+
+class ServingSlot {
+ public:
+  ServingSlot(int32_t id, int32_t seq) : id_(id), seq_(seq) {}
+
+  int32_t id() const { return id_; }
+  int32_t seq() const { return seq_; }
+  bool busy() const { return active_.has_value(); }
+  uint64_t last_used() const { return last_used_; }
+  // Tokens whose K/V the slot's sequence holds, in order (the prefix cache).
+  const std::vector<int32_t>& cached() const { return cached_; }
+
+  // Takes a request; the first `reuse` cached tokens stay (the caller has truncated the
+  // sequence to them), the rest of the prompt is pending.
+  void start(int64_t request_id, PreparedCompletion prepared, std::shared_ptr<ResultStream> stream,
+             EngineClock::time_point submitted, uint64_t arrival, int32_t reuse);
+  // Forgets the cached tokens past n (the caller truncated the sequence). Idle slots only.
+  void drop_cache(int32_t n);
+
+  // Busy slots only.
+  int64_t request_id() const { return active_->id; }
+  uint64_t arrival() const { return active_->arrival; }
+  const std::vector<int32_t>& prompt() const { return active_->prep.request.prompt; }
+  int32_t prompt_pending() const;
+  bool has_pending_token() const { return active_->pending_token >= 0; }
+  int32_t pending_token() const { return active_->pending_token; }
+  bool cancelled() const { return active_->stream->cancelled(); }
+  const std::string& tag() const { return active_->prep.request.tag; }
+
+  // After a successful decode: n_prompt prompt tokens (or the pending token, when decoded_pending)
+  // now sit in the sequence.
+  void on_decoded(int32_t n_prompt, bool decoded_pending);
+  // The logits of the slot's output token: samples (unless the request is done), pushes the
+  // text that became safe and finishes the request when a stop condition holds (its kDone
+  // goes to `finals`).
+  SampleOutcome on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
+                          EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
+  // Ends the request with kDone and `reason` (cancellation, shutdown), frees the slot.
+  void finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
+  // Ends the request with kError (a failed decode), frees the slot.
+  void fail(const Error& error, uint64_t use_stamp, FinalEvents& finals);
+
+  SlotInfo info(int32_t n_ctx_slot) const;
+
+ private:
+  struct Active {
+    explicit Active(PreparedCompletion p) : prep(std::move(p)), streamer(prep.request.stop) {}
+    int64_t id = -1;
+    PreparedCompletion prep;
+    std::shared_ptr<ResultStream> stream;
+    TextStreamer streamer;
+    uint64_t arrival = 0;
+    int32_t n_prompt_done = 0;     // prompt tokens in the sequence
+    int32_t pending_token = -1;    // sampled, not yet decoded
+    int32_t n_generated = 0;
+    std::vector<TokenOutput> unsent;
+    Timings timings;
+    EngineClock::time_point submitted, started, first_token, last_token;
+  };
+  void finish_with_text(StopReason reason, std::string text, EngineClock::time_point now, uint64_t use_stamp,
+                        FinalEvents& finals);
+
+  int32_t id_;
+  int32_t seq_;
+  std::vector<int32_t> cached_;
+  uint64_t last_used_ = 0;
+  std::optional<Active> active_;
+};
+
+}  // namespace hearth::engine

@@ -1,0 +1,204 @@
+// Shared completion handling for every dialect (see completion_route.h).
+#include "server/completion_route.h"
+
+#include <chrono>
+#include <thread>
+
+#include "api/ollama.h"
+#include "server/completion_driver.h"
+#include "server/prompt_builder.h"
+
+namespace hearth::server {
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(50);
+
+// A plain streaming response: bytes go straight to the socket; when the client is gone the
+// generation is cancelled (the provider fails, and the releaser cancels whatever still runs).
+void stream_directly(State& s, httplib::Response& res, std::shared_ptr<CompletionDriver> driver) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  State* state = &s;
+  res.set_chunked_content_provider(
+      driver->content_type(),
+      [driver, state](size_t, httplib::DataSink& sink) {
+        std::string out;
+        for (;;) {
+          const bool more = driver->pump(out, kPollInterval);
+          if (!out.empty()) {
+            if (!sink.write(out.data(), out.size())) {
+              driver->cancel();
+              state->count_disconnect();
+              return false;
+            }
+            if (!more) sink.done();
+            return true;
+          }
+          if (!more) {
+            sink.done();
+            return true;
+          }
+          if (!sink.is_writable()) {
+            driver->cancel();
+            state->count_disconnect();
+            return false;
+          }
+        }
+      },
+      [driver](bool) { driver->cancel(); });
+}
+
+// A non-streaming response: waits for every choice, giving up when the client leaves.
+void answer_whole(State& s, httplib::Response& res, CompletionDriver& driver, api::Dialect dialect) {
+  std::string body;
+  while (driver.pump(body, kPollInterval)) {
+    if (!s.keep_serving()) {
+      driver.cancel();
+      return;
+    }
+  }
+  if (driver.error()) {
+    send_error(res, dialect, *driver.error());
+    return;
+  }
+  res.status = 200;
+  res.set_content(body, driver.content_type());
+}
+
+bool is_event_stream(const std::string& content_type) {
+  return content_type == "text/event-stream" || content_type == "application/x-ndjson";
+}
+
+}  // namespace
+
+void serve_stream_follow(State& s, const httplib::Request& req, httplib::Response& res,
+                         std::shared_ptr<ResumableStream> stream, uint64_t from) {
+  const api::Dialect dialect = dialect_for_path(req.path);
+  if (from < stream->buffer().start_offset()) {
+    send_error(res, dialect,
+               http_gone("bytes before offset " + std::to_string(stream->buffer().start_offset()) +
+                         " of this stream were dropped (the replay buffer keeps the newest " +
+                         std::to_string(stream->buffer().capacity()) + " bytes)"));
+    return;
+  }
+  res.set_header("X-Conversation-Id", stream->id());
+  res.set_header("X-Stream-Offset", std::to_string(from));
+  if (!is_event_stream(stream->content_type())) {
+    while (stream->state() == StreamState::kRunning) {
+      if (!s.keep_serving()) return;
+      std::this_thread::sleep_for(kPollInterval);
+    }
+    std::string body;
+    while (stream->buffer().read(from + body.size(), body, std::chrono::milliseconds(0)) ==
+           ReplayBuffer::ReadStatus::kData) {
+    }
+    res.status = stream->status();
+    res.set_content(body, stream->content_type());
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  auto offset = std::make_shared<uint64_t>(from);
+  res.set_chunked_content_provider(stream->content_type(), [stream, offset](size_t, httplib::DataSink& sink) {
+    for (;;) {
+      std::string out;
+      switch (stream->buffer().read(*offset, out, kPollInterval)) {
+        case ReplayBuffer::ReadStatus::kData:
+          *offset += out.size();
+          return sink.write(out.data(), out.size());
+        case ReplayBuffer::ReadStatus::kEnd:
+          sink.done();
+          return true;
+        case ReplayBuffer::ReadStatus::kGone:
+          return false;  // this reader fell behind by more than the buffer; end the connection
+        case ReplayBuffer::ReadStatus::kTimeout:
+          if (!sink.is_writable()) return false;  // the reader left; the stream goes on
+          break;
+      }
+    }
+  });
+}
+
+void serve_completion(State& s, const httplib::Request& req, httplib::Response& res, Result<api::CompletionJob> parsed,
+                      EncoderFactory make_encoder, const std::string& id_prefix) {
+  const api::Dialect dialect = dialect_for_path(req.path);
+  if (!parsed.ok()) {
+    send_error(res, dialect, http_error_from(parsed.error()));
+    return;
+  }
+  api::CompletionJob job = std::move(parsed).value();
+  auto model = require_model(s, req, res);
+  if (!model) return;
+  const api::ModelCard& card = model->card();
+  if (dialect == api::Dialect::kOllama && !card.answers_to(job.model)) {
+    send_error(res, dialect, http_model_not_found(job.model));
+    return;
+  }
+  if (job.load_only) {
+    bool chat = req.path == "/api/chat";
+    auto body = api::parse_json_object(req.body);
+    send_json(res, api::ollama_load_response(job.model, chat, body.ok() && api::ollama_keep_alive_is_zero(*body)));
+    return;
+  }
+  auto prepared = prepare_completion(*model, job);
+  if (!prepared.ok()) {
+    send_error(res, dialect, http_error_from(prepared.error()));
+    return;
+  }
+  if (model->overloaded()) {
+    send_error(res, dialect, http_unavailable("the server is busy: too many requests are waiting; try again later"));
+    return;
+  }
+  const std::string conversation = req.get_header_value("X-Conversation-Id");
+  if (!conversation.empty() && !StreamRegistry::valid_id(conversation)) {
+    send_error(res, dialect, HttpError{400, "X-Conversation-Id must be 1-128 characters of A-Z a-z 0-9 . _ : -"});
+    return;
+  }
+
+  api::ResponseMeta meta;
+  meta.id = s.new_id(id_prefix);
+  meta.model = job.model.empty() ? card.name : job.model;
+  meta.created_time = std::chrono::system_clock::now();
+  meta.created = std::chrono::duration_cast<std::chrono::seconds>(meta.created_time.time_since_epoch()).count();
+  meta.started = std::chrono::steady_clock::now();
+  meta.prompt_tokens = prepared->prompt_tokens;
+  meta.prompt_ids = std::move(prepared->prompt_ids);
+  meta.prompt_texts = std::move(prepared->prompt_texts);
+
+  std::vector<std::shared_ptr<engine::ResultStream>> streams;
+  for (auto& r : prepared->requests) {
+    r.tag = req.path + (conversation.empty() ? "" : " conversation=" + conversation);
+    streams.push_back(model->submit(std::move(r)));
+  }
+  auto driver = std::make_shared<CompletionDriver>(std::move(streams), make_encoder(job, std::move(meta)), dialect, job.stream);
+
+  if (!conversation.empty()) {
+    const bool streaming = job.stream;
+    StreamSource source;
+    source.pump = [driver, dialect, streaming](std::string& out, int& status) {
+      const bool more = driver->pump(out, std::chrono::milliseconds(100));
+      if (!more && !streaming && driver->error()) {
+        status = driver->error()->status;
+        out += api::dump_json(api::error_body(dialect, driver->error()->status, driver->error()->message));
+      }
+      return more;
+    };
+    source.cancel = [driver] { driver->cancel(); };
+    HttpError conflict;
+    auto stream = s.streams.start(conversation, driver->content_type(), std::move(source), &conflict);
+    if (!stream.ok()) {
+      driver->cancel();
+      send_error(res, dialect, conflict);
+      return;
+    }
+    serve_stream_follow(s, req, res, *stream, 0);
+    return;
+  }
+  if (job.stream) {
+    stream_directly(s, res, driver);
+  } else {
+    answer_whole(s, res, *driver, dialect);
+  }
+}
+
+}  // namespace hearth::server

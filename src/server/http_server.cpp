@@ -1,0 +1,236 @@
+// HttpServer: cpp-httplib setup (threads, limits, timeouts), the checks every request passes
+// before its route (CORS origin, preflight, API key), the 404/405/413 answers in each
+// dialect's shape, and the shared helpers of server_state.h.
+#include "server/http_server.h"
+
+#include <regex>
+
+#include "server/server_state.h"
+#include "util/log.h"
+
+namespace hearth::server {
+namespace {
+
+const char* const kAllowedHeaders =
+    "Authorization, Content-Type, X-Api-Key, X-Conversation-Id, Anthropic-Version, Anthropic-Beta, "
+    "OpenAI-Organization, OpenAI-Project, X-Stainless-Lang, X-Stainless-Package-Version, X-Stainless-OS, "
+    "X-Stainless-Arch, X-Stainless-Runtime, X-Stainless-Runtime-Version, X-Stainless-Retry-Count, "
+    "X-Stainless-Timeout, X-Stainless-Helper-Method, User-Agent, Accept";
+
+bool path_is_open(const std::string& path) { return path == "/health"; }
+
+httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& req, httplib::Response& res) {
+  const api::Dialect dialect = dialect_for_path(req.path);
+  const std::string origin = req.get_header_value("Origin");
+  if (!origin.empty()) {
+    if (!s.access.origin_allowed(origin)) {
+      send_error(res, dialect, http_forbidden_origin(origin));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    res.set_header("Access-Control-Allow-Origin", origin);
+    res.set_header("Vary", "Origin");
+    res.set_header("Access-Control-Expose-Headers", "X-Conversation-Id, X-Stream-Offset");
+    if (req.method == "OPTIONS") {
+      res.set_header("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS");
+      std::string asked = req.get_header_value("Access-Control-Request-Headers");
+      res.set_header("Access-Control-Allow-Headers", asked.empty() ? kAllowedHeaders : asked);
+      res.set_header("Access-Control-Max-Age", "600");
+      res.status = 204;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+  } else if (req.method == "OPTIONS") {
+    res.status = 204;
+    res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  if (!path_is_open(req.path) &&
+      !s.access.authorized(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
+    res.set_header("WWW-Authenticate", "Bearer");
+    send_error(res, dialect, http_unauthorized());
+    return httplib::Server::HandlerResponse::Handled;
+  }
+  return httplib::Server::HandlerResponse::Unhandled;
+}
+
+// Fills in a body for answers cpp-httplib made itself (no route: 404 or 405; too large: 413).
+httplib::Server::HandlerResponse on_error_status(State& s, const httplib::Request& req, httplib::Response& res) {
+  if (!res.body.empty() || res.is_chunked_content_provider_ || res.content_provider_) {
+    return httplib::Server::HandlerResponse::Unhandled;
+  }
+  const api::Dialect dialect = dialect_for_path(req.path);
+  if (res.status == 413) {
+    send_error(res, dialect, http_payload_too_large(s.options.max_body_bytes));
+  } else if (res.status == 404) {
+    bool path_known = false;
+    for (const auto& r : s.routes) {
+      if (std::regex_match(req.path, r.pattern)) path_known = true;
+    }
+    if (path_known) {
+      send_error(res, dialect, http_method_not_allowed(req.method, req.path));
+    } else {
+      send_error(res, dialect, http_not_found("no route for " + req.method + " " + req.path));
+    }
+  } else {
+    send_error(res, dialect, HttpError{res.status, res.status >= 500 ? "internal server error" : "bad request"});
+  }
+  return httplib::Server::HandlerResponse::Handled;
+}
+
+}  // namespace
+
+HttpServer::State::State(ServerOptions o)
+    : options(std::move(o)),
+      access(options.api_key, options.origins),
+      streams(StreamRegistryOptions{options.stream_buffer_bytes, options.stream_keep_seconds, options.max_streams}),
+      rng_(std::random_device{}()) {}
+
+bool HttpServer::State::keep_serving() const { return !stopping.load() && current_client_connected(); }
+
+std::shared_ptr<ModelBackend> HttpServer::State::model() const {
+  std::lock_guard lock(mu_);
+  return model_;
+}
+
+void HttpServer::State::set_model(std::shared_ptr<ModelBackend> m) {
+  std::lock_guard lock(mu_);
+  model_ = std::move(m);
+}
+
+std::string HttpServer::State::new_id(const std::string& prefix) {
+  static const char kChars[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  std::string id = prefix;
+  std::lock_guard lock(mu_);
+  for (int i = 0; i < 24; ++i) id += kChars[rng_() % (sizeof(kChars) - 1)];
+  return id;
+}
+
+void HttpServer::State::count_response(int status) {
+  std::lock_guard lock(mu_);
+  ++counters_.responses_by_status[status];
+}
+
+void HttpServer::State::count_disconnect() {
+  std::lock_guard lock(mu_);
+  ++counters_.stream_disconnects;
+}
+
+ServerCounters HttpServer::State::counters() const {
+  ServerCounters c;
+  {
+    std::lock_guard lock(mu_);
+    c = counters_;
+  }
+  c.streams_resumable = streams.size();
+  c.streams_running = streams.running();
+  return c;
+}
+
+void add_route(State& s, const std::string& method, const std::string& pattern, RouteHandler handler) {
+  s.routes.push_back({method, std::regex(pattern)});
+  State* state = &s;
+  auto h = [state, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    handler(*state, req, res);
+  };
+  if (method == "GET") {
+    s.http.Get(pattern, h);
+  } else if (method == "POST") {
+    s.http.Post(pattern, h);
+  } else if (method == "DELETE") {
+    s.http.Delete(pattern, h);
+  }
+}
+
+std::shared_ptr<ModelBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res) {
+  auto m = s.model();
+  if (!m) send_error(res, dialect_for_path(req.path), http_unavailable("the model is still loading; try again shortly"));
+  return m;
+}
+
+std::optional<api::Json> require_json(const httplib::Request& req, httplib::Response& res) {
+  auto body = api::parse_json_object(req.body);
+  if (!body.ok()) {
+    send_error(res, dialect_for_path(req.path), http_error_from(body.error()));
+    return std::nullopt;
+  }
+  return std::move(body).value();
+}
+
+void send_json(httplib::Response& res, const api::Json& body, int status) {
+  res.status = status;
+  res.set_content(api::dump_json(body), "application/json");
+}
+
+void send_status_error(httplib::Response& res, const httplib::Request& req, const Error& error) {
+  send_error(res, dialect_for_path(req.path), http_error_from(error));
+}
+
+HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(std::move(options))) {
+  State& s = *state_;
+  const int threads = std::max(4, s.options.http_threads);
+  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  s.http.set_payload_max_length(s.options.max_body_bytes);
+  s.http.set_keep_alive_max_count(1000);
+  s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
+  s.http.set_read_timeout(30, 0);
+  s.http.set_write_timeout(30, 0);
+  s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) { return before_route(s, req, res); });
+  s.http.set_error_handler(httplib::Server::HandlerWithResponse(
+      [&s](const httplib::Request& req, httplib::Response& res) { return on_error_status(s, req, res); }));
+  s.http.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown exception";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    log_error("request failed", {{"path", req.path}, {"error", what}});
+    send_error(res, dialect_for_path(req.path), HttpError{500, "internal error: " + what});
+  });
+  s.http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {
+    s.count_response(res.status);
+    log_debug("http", {{"method", req.method}, {"path", req.path}, {"status", res.status}, {"remote", req.remote_addr}});
+  });
+  register_ollama_routes(s);
+  register_openai_routes(s);
+  register_anthropic_routes(s);
+  register_extra_routes(s);
+  register_stream_routes(s);
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+Status HttpServer::bind() {
+  State& s = *state_;
+  if (s.options.port == 0) {
+    int port = s.http.bind_to_any_port(s.options.host);
+    if (port <= 0) return make_error(ErrorKind::kIo, "cannot bind " + s.options.host + " on any port");
+    s.port = port;
+  } else {
+    if (!s.http.bind_to_port(s.options.host, s.options.port)) {
+      return make_error(ErrorKind::kIo, "cannot bind " + s.options.host + ":" + std::to_string(s.options.port) +
+                                            " (in use, or not an address of this machine)");
+    }
+    s.port = s.options.port;
+  }
+  return ok_status();
+}
+
+int HttpServer::port() const { return state_->port; }
+
+void HttpServer::start() {
+  thread_ = std::thread([this] { state_->http.listen_after_bind(); });
+  // cpp-httplib's stop() does nothing until the listener runs; wait for it so a quick stop()
+  // cannot leave the accept loop blocked forever.
+  while (!state_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+void HttpServer::stop() {
+  state_->stopping = true;
+  if (state_->http.is_running() || thread_.joinable()) state_->http.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void HttpServer::set_backend(std::shared_ptr<ModelBackend> backend) { state_->set_model(std::move(backend)); }
+
+}  // namespace hearth::server

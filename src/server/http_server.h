@@ -1,0 +1,53 @@
+// `hearth serve`'s HTTP server: binds the address, answers /health (503 until a model is set)
+// and every API route once set_backend() hands it the loaded model. Owns the cpp-httplib
+// server, the resumable stream registry and the access policy; inference happens behind the
+// ModelBackend.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "server/model_backend.h"
+#include "util/result.h"
+
+namespace hearth::server {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 11434;                      // 0: any free port (see HttpServer::port())
+  std::string api_key;                   // empty: no key required
+  std::vector<std::string> origins;      // CORS origins allowed besides the loopback defaults
+  size_t max_body_bytes = 32u << 20;     // larger request bodies get 413
+  int http_threads = 32;                 // connections served at once
+  size_t stream_buffer_bytes = 4u << 20; // replay bytes kept per resumable stream
+  int64_t stream_keep_seconds = 300;     // finished resumable streams are kept this long
+  size_t max_streams = 256;              // resumable streams held at once
+  std::string version = "0.0.0";         // reported by /api/version and /props
+};
+
+class HttpServer {
+ public:
+  explicit HttpServer(ServerOptions options);
+  ~HttpServer();  // stops and joins
+
+  // Binds host:port (port 0 picks a free one). Errors: an address that cannot be bound.
+  Status bind();
+  int port() const;
+  // Serves on a background thread until stop().
+  void start();
+  void stop();
+
+  // The model is ready: API routes start answering. Until then they (and /health) give 503.
+  void set_backend(std::shared_ptr<ModelBackend> backend);
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+  std::thread thread_;
+};
+
+}  // namespace hearth::server

@@ -1,0 +1,69 @@
+// OpenAI-compatible routes: /v1/chat/completions, /v1/completions, /v1/responses,
+// /v1/embeddings, /v1/models. Any model name is served by the loaded model (see
+// docs/decisions.md), as llama-server does.
+#include "api/openai.h"
+#include "server/completion_route.h"
+#include "server/embedding_route.h"
+
+namespace hearth::server {
+
+void register_openai_routes(State& s) {
+  add_route(s, "POST", "/v1/chat/completions", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto body = require_json(req, res);
+    if (!body) return;
+    serve_completion(st, req, res, api::parse_openai_chat(*body), api::make_openai_chat_encoder, "chatcmpl-");
+  });
+  add_route(s, "POST", "/v1/completions", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto body = require_json(req, res);
+    if (!body) return;
+    serve_completion(st, req, res, api::parse_openai_completion(*body), api::make_openai_completion_encoder, "cmpl-");
+  });
+  add_route(s, "POST", "/v1/responses", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto body = require_json(req, res);
+    if (!body) return;
+    serve_completion(st, req, res, api::parse_openai_responses(*body), api::make_openai_responses_encoder, "resp_");
+  });
+  add_route(s, "POST", "/v1/embeddings", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto body = require_json(req, res);
+    if (!body) return;
+    auto job = api::parse_openai_embeddings(*body);
+    if (!job.ok()) {
+      send_status_error(res, req, job.error());
+      return;
+    }
+    auto model = require_model(st, req, res);
+    if (!model) return;
+    if (job->model.empty()) job->model = model->card().name;
+    if (model->overloaded()) {
+      send_error(res, api::Dialect::kOpenAI, http_unavailable("the server is busy; try again later"));
+      return;
+    }
+    auto result = run_embeddings(*model, *job, [&st] { return st.keep_serving(); });
+    if (!result.ok()) {
+      send_status_error(res, req, result.error());
+      return;
+    }
+    send_json(res, api::openai_embeddings_response(*job, result->vectors, result->n_tokens));
+  });
+  add_route(s, "GET", "/v1/models", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto model = require_model(st, req, res);
+    if (!model) return;
+    if (req.has_header("anthropic-version")) {
+      send_json(res, api::anthropic_models_response(model->card()));
+    } else {
+      send_json(res, api::openai_models_response(model->card()));
+    }
+  });
+  add_route(s, "GET", R"(/v1/models/([^/]+))", [](State& st, const httplib::Request& req, httplib::Response& res) {
+    auto model = require_model(st, req, res);
+    if (!model) return;
+    const std::string id = req.matches[1];
+    if (!model->card().answers_to(id)) {
+      send_error(res, api::Dialect::kOpenAI, http_not_found("The model '" + id + "' does not exist"));
+      return;
+    }
+    send_json(res, api::openai_model_object(model->card()));
+  });
+}
+
+}  // namespace hearth::server

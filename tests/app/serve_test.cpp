@@ -1,0 +1,122 @@
+// `hearth serve` as a user runs it, with real models: the address line and /health, greedy
+// output over HTTP equal to `hearth generate` and to llama.cpp's golden tokens, embeddings from
+// an encoder model, `hearth chat` against it, and a clean exit on SIGTERM.
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "app/hearth_process.h"
+#include "app/server_process.h"
+#include "common/test_paths.h"
+
+namespace hearth::test {
+namespace {
+
+using Json = nlohmann::json;
+
+Json post_json(int port, const std::string& path, const Json& body, int* status = nullptr) {
+  httplib::Client cli("127.0.0.1", port);
+  cli.set_read_timeout(120, 0);
+  auto r = cli.Post(path, body.dump(), "application/json");
+  if (!r) return Json();
+  if (status) *status = r->status;
+  return Json::parse(r->body, nullptr, false);
+}
+
+TEST(ServeCommand, GreedyOverHttpEqualsGenerateAndTheGolden) {
+  const std::string model = models_dir() + "/random/llama-F32.gguf";
+  const std::string ref_path = reference_dir() + "/llama-F32/once-upon-a-time.json";
+  HEARTH_REQUIRE_FILE(model);
+  HEARTH_REQUIRE_FILE(ref_path);
+  std::ifstream in(ref_path);
+  Json ref = Json::parse(in);
+  const std::string prompt = ref["prompt"].get<std::string>();
+  ServerProcess server;
+  ASSERT_TRUE(server.start({"-m", model, "--parallel", "2", "-c", "1024"})) << server.error();
+
+  // ollama raw generate: `context` holds the prompt ids followed by the generated ids.
+  Json gen = post_json(server.port(), "/api/generate",
+                       {{"model", "llama-F32"}, {"prompt", prompt}, {"raw", true}, {"stream", false},
+                        {"options", {{"temperature", 0}, {"num_predict", 32}, {"repeat_penalty", 1.0}, {"ignore_eos", true}}}});
+  ASSERT_TRUE(gen.is_object()) << gen.dump();
+  std::vector<int32_t> context = gen["context"].get<std::vector<int32_t>>();
+  std::vector<int32_t> prompt_ids = ref["tokens"].get<std::vector<int32_t>>();
+  ASSERT_EQ(context.size(), prompt_ids.size() + 32) << gen.dump();
+  EXPECT_TRUE(std::equal(prompt_ids.begin(), prompt_ids.end(), context.begin()));
+  std::vector<int32_t> generated(context.begin() + static_cast<long>(prompt_ids.size()), context.end());
+  EXPECT_EQ(generated, ref["greedy"]["tokens"].get<std::vector<int32_t>>());
+
+  // Without raw, a model with no chat template continues the bare prompt (ollama's default
+  // template is the prompt itself), not a ChatML wrapper around it.
+  Json templated = post_json(server.port(), "/api/generate",
+                             {{"model", "llama-F32"}, {"prompt", prompt}, {"stream", false},
+                              {"options", {{"temperature", 0}, {"num_predict", 32}, {"repeat_penalty", 1.0}, {"ignore_eos", true}}}});
+  ASSERT_TRUE(templated.is_object()) << templated.dump();
+  EXPECT_EQ(templated["context"], gen["context"]);
+  EXPECT_EQ(templated["response"], gen["response"]);
+
+  // OpenAI completions text equals `hearth generate` text.
+  Json cmpl = post_json(server.port(), "/v1/completions",
+                        {{"prompt", prompt}, {"temperature", 0}, {"max_tokens", 32}, {"ignore_eos", true}});
+  auto local = run_hearth("generate -m " + shell_quote(model) + " -p " + shell_quote(prompt) + " -n 32 --temp 0 --ignore-eos --json");
+  ASSERT_EQ(local.status, 0) << local.err;
+  EXPECT_EQ(cmpl["choices"][0]["text"], Json::parse(local.out)["text"]);
+  EXPECT_EQ(cmpl["usage"]["completion_tokens"], 32);
+  EXPECT_EQ(server.stop(), 0);
+}
+
+TEST(ServeCommand, ChatAndEmbeddingsWithRealModels) {
+  const std::string stories = models_dir() + "/stories260K-llama-f32.gguf";
+  const std::string bert = models_dir() + "/random/bert-F32.gguf";
+  HEARTH_REQUIRE_FILE(stories);
+  HEARTH_REQUIRE_FILE(bert);
+  ServerProcess chat_server;
+  ASSERT_TRUE(chat_server.start({"-m", stories, "--alias", "stories"})) << chat_server.error();
+  auto once = run_hearth("chat --host 127.0.0.1:" + std::to_string(chat_server.port()) +
+                         " --temp 0 --seed 1 -n 12 'Once upon a time'");
+  ASSERT_EQ(once.status, 0) << once.err;
+  EXPECT_GT(once.out.size(), 1u);
+  std::string script = "Tell me a story\n/bye\n";
+  auto repl = run_hearth("chat --host 127.0.0.1:" + std::to_string(chat_server.port()) + " -m stories -n 8", &script);
+  EXPECT_EQ(repl.status, 0) << repl.err;
+  int status = 0;
+  Json anthropic = post_json(chat_server.port(), "/v1/messages",
+                             {{"model", "claude"}, {"max_tokens", 5}, {"messages", {{{"role", "user"}, {"content", "Hi"}}}}}, &status);
+  EXPECT_EQ(status, 200) << anthropic.dump();
+  EXPECT_EQ(anthropic["usage"]["output_tokens"], 5);
+  EXPECT_EQ(chat_server.stop(), 0);
+
+  ServerProcess embed_server;
+  ASSERT_TRUE(embed_server.start({"-m", bert})) << embed_server.error();
+  Json e = post_json(embed_server.port(), "/v1/embeddings", {{"input", {"hello world", "goodbye"}}}, &status);
+  ASSERT_EQ(status, 200) << e.dump();
+  ASSERT_EQ(e["data"].size(), 2u);
+  auto local = run_hearth("embed -m " + shell_quote(bert) + " --json 'hello world'");
+  ASSERT_EQ(local.status, 0) << local.err;
+  auto want = Json::parse(local.out)["embeddings"][0].get<std::vector<float>>();
+  auto got = e["data"][0]["embedding"].get<std::vector<float>>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4f) << i;
+  Json refused = post_json(embed_server.port(), "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(embed_server.stop(), 0);
+}
+
+TEST(ServeCommand, BadStartsSayWhy) {
+  auto nomodel = run_hearth("serve");
+  EXPECT_EQ(nomodel.status, 2);
+  EXPECT_NE(nomodel.err.find("-m FILE.gguf"), std::string::npos);
+  auto badport = run_hearth("serve -m x.gguf --port 70000");
+  EXPECT_EQ(badport.status, 2);
+  ServerProcess missing;
+  EXPECT_FALSE(missing.start({"-m", "/nonexistent/model.gguf"}, 20));
+  auto help = run_hearth("serve --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("HEARTH_API_KEY"), std::string::npos);
+  EXPECT_NE(help.out.find("HEARTH_HOST"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hearth::test

@@ -1,0 +1,73 @@
+// The forward pass gives bit-identical logits whatever the thread count: attention splits a
+// batch over (token, head range) pairs so that a one-token decode step uses every thread, and
+// each head's arithmetic must not depend on how heads are grouped. Checked on models with GQA
+// (llama), soft-capping and sliding windows (gemma2), and per-head Q/K norms (qwen3).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_paths.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "util/thread_pool.h"
+
+namespace hearth::model {
+namespace {
+
+TEST(AttentionSplit, GivesEveryThreadWorkForShortBatches) {
+  EXPECT_EQ(attention_head_chunks(1, 32, 16), 16);  // decode: heads spread over all threads
+  EXPECT_EQ(attention_head_chunks(1, 4, 16), 4);    // at most one chunk per head
+  EXPECT_EQ(attention_head_chunks(3, 32, 8), 3);    // ceil(8 / 3) chunks per token
+  EXPECT_EQ(attention_head_chunks(2, 4, 3), 2);
+  EXPECT_EQ(attention_head_chunks(16, 32, 16), 1);  // enough tokens: one chunk each
+  EXPECT_EQ(attention_head_chunks(100, 32, 4), 1);
+  EXPECT_EQ(attention_head_chunks(1, 32, 1), 1);    // one thread: nothing to split
+  EXPECT_EQ(attention_head_chunks(1, 1, 8), 1);
+}
+
+// Prompt logits (every position) then logits of 4 single-token decode steps.
+std::vector<float> run_with_threads(const Model& m, int threads, const std::vector<int32_t>& prompt) {
+  ThreadPool pool(threads);
+  auto kv = kv::KvCache::create(m.kv_layout(DType::kF16), 4);
+  EXPECT_TRUE(kv.ok());
+  const int32_t seq = kv->seq_create();
+  ForwardPass fwd(m, pool);
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < prompt.size(); ++i) batch.push_back({prompt[i], seq, static_cast<int32_t>(i), true});
+  std::vector<float> all, step;
+  auto st = fwd.run(batch, *kv, &all);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  for (int i = 0; i < 4; ++i) {
+    const BatchToken t{prompt[static_cast<size_t>(i)] + 7, seq, static_cast<int32_t>(prompt.size()) + i, true};
+    st = fwd.run(std::span<const BatchToken>(&t, 1), *kv, &step);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  return all;
+}
+
+TEST(ForwardThreads, DecodeLogitsAreBitIdenticalForAnyThreadCount) {
+  // 40 prompt tokens: longer than the random gemma2's sliding window (32), so the window is
+  // active in the prompt and during decode.
+  std::vector<int32_t> prompt = {1};
+  for (int32_t i = 1; i < 40; ++i) prompt.push_back(2 + (i * 37) % 1100);
+  for (const char* stem : {"llama-F32", "gemma2-F32", "qwen3-Q8_0"}) {
+    const std::string path = test::models_dir() + "/random/" + stem + ".gguf";
+    HEARTH_REQUIRE_FILE(path);
+    auto m = Model::load(path);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    const std::vector<float> one = run_with_threads(**m, 1, prompt);
+    for (int threads : {2, 3, 4}) {
+      const std::vector<float> many = run_with_threads(**m, threads, prompt);
+      ASSERT_EQ(many.size(), one.size());
+      EXPECT_EQ(std::memcmp(many.data(), one.data(), one.size() * sizeof(float)), 0)
+          << stem << ": " << threads << " threads";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearth::model

@@ -1,0 +1,218 @@
+// A table of malformed requests across every route: each must get its documented 4xx status
+// in its dialect's error shape, and the server must stay healthy and keep answering. Plus the
+// edge checks: API key, CORS origins and preflight, body size limit, unknown routes and methods.
+#include <gtest/gtest.h>
+
+#include "server_fixture.h"
+
+namespace hearth::test {
+namespace {
+
+using api::Json;
+
+enum class Shape { kOllama, kOpenAI, kAnthropic };
+
+struct Bad {
+  std::string method;
+  std::string path;
+  std::string body;
+  int status;
+  Shape shape;
+};
+
+void expect_shape(const HttpReply& r, Shape shape, const std::string& what) {
+  Json j = r.json();
+  switch (shape) {
+    case Shape::kOllama:
+      ASSERT_TRUE(j.is_object() && j.size() == 1 && j["error"].is_string()) << what << ": " << r.body;
+      EXPECT_FALSE(j["error"].get<std::string>().empty()) << what;
+      break;
+    case Shape::kOpenAI:
+      ASSERT_TRUE(j.is_object() && j["error"].is_object()) << what << ": " << r.body;
+      EXPECT_TRUE(j["error"]["message"].is_string()) << what;
+      EXPECT_TRUE(j["error"]["type"].is_string()) << what;
+      EXPECT_EQ(j["error"]["code"], r.status) << what;
+      break;
+    case Shape::kAnthropic:
+      ASSERT_TRUE(j.is_object()) << what << ": " << r.body;
+      EXPECT_EQ(j["type"], "error") << what;
+      EXPECT_TRUE(j["error"]["type"].is_string()) << what;
+      EXPECT_TRUE(j["error"]["message"].is_string()) << what;
+      break;
+  }
+}
+
+using Malformed = ServerTest;
+
+TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string bad_utf8 = std::string("{\"model\":\"scripted\",\"prompt\":\"\xff\xfe\"}");
+  const std::vector<Bad> cases = {
+      // ollama
+      {"POST", "/api/generate", "", 400, Shape::kOllama},
+      {"POST", "/api/generate", "{", 400, Shape::kOllama},
+      {"POST", "/api/generate", "[]", 400, Shape::kOllama},
+      {"POST", "/api/generate", bad_utf8, 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"prompt":"hi"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":5,"prompt":"hi"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"gpt-9","prompt":"hi"})", 404, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":7})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":[]})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_k":"x"}})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_p":7}})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","images":["aGk="]})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","format":"json"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","suffix":"x"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","context":[999999]})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","template":"{{ .Messages }}"})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":"hi"})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[5]})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[{"role":"user","content":"x","images":["aGk="]}]})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[{"role":"alien","content":"x"}]})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[)" + user + R"(],"options":{"seed":"x"}})", 400, Shape::kOllama},
+      {"POST", "/api/chat", R"({"model":"nope","messages":[)" + user + "]}", 404, Shape::kOllama},
+      {"POST", "/api/embed", R"({"model":"scripted","input":5})", 400, Shape::kOllama},
+      {"POST", "/api/embed", R"({"model":"scripted","input":[""]})", 400, Shape::kOllama},
+      {"POST", "/api/embeddings", R"({"model":"scripted","prompt":[1]})", 400, Shape::kOllama},
+      {"POST", "/api/show", R"({})", 400, Shape::kOllama},
+      {"POST", "/api/show", R"({"model":"other"})", 404, Shape::kOllama},
+      {"POST", "/api/show", "not json", 400, Shape::kOllama},
+      {"GET", "/api/nothing", "", 404, Shape::kOllama},
+      {"POST", "/api/tags", "{}", 405, Shape::kOllama},
+      // OpenAI
+      {"POST", "/v1/chat/completions", "", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", "{\"messages\":", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", "{}", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":{"a":1}}]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"max_tokens":"ten"})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"n":100})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"logit_bias":{"99999":1}})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"mirostat":3})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"response_format":{"type":"json_schema"}})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", std::string("{\"messages\":[{\"role\":\"user\",\"content\":\"\xc0\xaf\"}]}"), 400, Shape::kOpenAI},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(]})", 400, Shape::kOpenAI},  // conversation id below
+      {"POST", "/v1/completions", R"({"prompt":null})", 400, Shape::kOpenAI},
+      {"POST", "/v1/completions", R"({"prompt":[100000]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/completions", R"({"prompt":"x","suffix":"y"})", 400, Shape::kOpenAI},
+      {"POST", "/v1/completions", R"({"prompt":"x","stop":{"a":1}})", 400, Shape::kOpenAI},
+      {"POST", "/v1/embeddings", R"({"input":[]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/embeddings", R"({"input":[[1,2],[99999]]})", 400, Shape::kOpenAI},
+      {"POST", "/v1/responses", R"({"input":5})", 400, Shape::kOpenAI},
+      {"POST", "/v1/responses", R"({"input":"x","previous_response_id":"resp_1"})", 400, Shape::kOpenAI},
+      {"POST", "/v1/responses", R"({"input":"x","text":{"format":{"type":"json_schema"}}})", 400, Shape::kOpenAI},
+      {"GET", "/v1/chat/completions", "", 405, Shape::kOpenAI},
+      {"GET", "/v1/nothing", "", 404, Shape::kOpenAI},
+      {"POST", "/tokenize", R"({"content":5})", 400, Shape::kOpenAI},
+      {"POST", "/tokenize", R"({})", 400, Shape::kOpenAI},
+      {"POST", "/detokenize", R"({"tokens":["a"]})", 400, Shape::kOpenAI},
+      {"POST", "/detokenize", R"({"tokens":[-1]})", 400, Shape::kOpenAI},
+      {"POST", "/apply-template", R"({"messages":[]})", 400, Shape::kOpenAI},
+      {"GET", "/v1/stream/unknown-id", "", 404, Shape::kOpenAI},
+      {"GET", "/v1/stream/x?from=abc", "", 400, Shape::kOpenAI},
+      {"DELETE", "/v1/stream/unknown-id", "", 404, Shape::kOpenAI},
+      {"POST", "/v1/streams/lookup", R"({"conversation_ids":"a"})", 400, Shape::kOpenAI},
+      {"POST", "/v1/streams/lookup", R"({"conversation_ids":[1]})", 400, Shape::kOpenAI},
+      // Anthropic
+      {"POST", "/v1/messages", "", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"messages":[)" + user + "]}", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":0,"messages":[)" + user + "]}", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"messages":[]})", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]})", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"temperature":"hot","messages":[)" + user + "]}", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"system":[{"type":"image"}],"messages":[)" + user + "]}", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages/count_tokens", R"({"messages":5})", 400, Shape::kAnthropic},
+      {"GET", "/v1/messages", "", 405, Shape::kAnthropic},
+  };
+  ASSERT_GE(cases.size(), 50u);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Bad& c = cases[i];
+    httplib::Headers headers;
+    if (i == 42) headers.emplace("X-Conversation-Id", "not a valid id!");
+    HttpReply r = request(c.method, c.path, c.body, headers);
+    const std::string what = "case " + std::to_string(i) + ": " + c.method + " " + c.path + " " + c.body;
+    ASSERT_TRUE(r.sent) << what;
+    EXPECT_EQ(r.status, c.status) << what << "\n  body: " << r.body;
+    EXPECT_EQ(r.header("Content-Type"), "application/json") << what;
+    expect_shape(r, c.shape, what);
+  }
+  EXPECT_EQ(get("/health").status, 200);
+  auto ok = post("/api/generate", R"({"model":"scripted","prompt":"still fine?","stream":false,"options":{"num_predict":2}})");
+  EXPECT_EQ(ok.status, 200);
+  EXPECT_EQ(ok.json()["eval_count"], 2);
+}
+
+TEST_F(Malformed, DeeplyNestedJsonIsHarmless) {
+  const std::string deep = std::string(50000, '[') + std::string(50000, ']');
+  auto ignored = post("/v1/chat/completions", R"({"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"metadata":)" + deep + "}");
+  EXPECT_EQ(ignored.status, 200) << ignored.body.substr(0, 200);
+  auto refused = post("/v1/completions", R"({"prompt":)" + deep + "}");
+  EXPECT_EQ(refused.status, 400);
+  auto content = post("/v1/messages", R"({"max_tokens":1,"messages":[{"role":"user","content":)" + deep + "}]}");
+  EXPECT_EQ(content.status, 400);
+  auto unclosed = post("/api/chat", std::string(100000, '['));
+  EXPECT_EQ(unclosed.status, 400);
+  EXPECT_EQ(get("/health").status, 200);
+}
+
+TEST_F(Malformed, ApiKeyIsRequiredExceptForHealth) {
+  server::ServerOptions o;
+  o.api_key = "k3y";
+  restart(o);
+  EXPECT_EQ(get("/health").status, 200);
+  auto anon = get("/v1/models");
+  EXPECT_EQ(anon.status, 401);
+  expect_shape(anon, Shape::kOpenAI, "no key");
+  auto anon_ollama = get("/api/tags");
+  EXPECT_EQ(anon_ollama.status, 401);
+  expect_shape(anon_ollama, Shape::kOllama, "no key");
+  auto anon_anthropic = post("/v1/messages", "{}");
+  EXPECT_EQ(anon_anthropic.status, 401);
+  EXPECT_EQ(anon_anthropic.json()["error"]["type"], "authentication_error");
+  EXPECT_EQ(get("/v1/models", {{"Authorization", "Bearer wrong"}}).status, 401);
+  EXPECT_EQ(get("/v1/models", {{"Authorization", "Bearer k3y"}}).status, 200);
+  EXPECT_EQ(get("/v1/models", {{"x-api-key", "k3y"}}).status, 200);
+  EXPECT_EQ(get("/metrics", {{"Authorization", "Bearer k3y"}}).status, 200);
+  EXPECT_EQ(get("/metrics").status, 401);
+}
+
+TEST_F(Malformed, CorsAllowsListedOriginsOnly) {
+  server::ServerOptions o;
+  o.origins = {"https://ui.example.org"};
+  restart(o);
+  auto local = get("/api/version", {{"Origin", "http://localhost:5173"}});
+  EXPECT_EQ(local.status, 200);
+  EXPECT_EQ(local.header("Access-Control-Allow-Origin"), "http://localhost:5173");
+  auto listed = get("/api/version", {{"Origin", "https://ui.example.org"}});
+  EXPECT_EQ(listed.header("Access-Control-Allow-Origin"), "https://ui.example.org");
+  auto evil = post("/api/generate", R"({"model":"scripted","prompt":"x"})", {{"Origin", "https://evil.example"}});
+  EXPECT_EQ(evil.status, 403);
+  expect_shape(evil, Shape::kOllama, "evil origin");
+  EXPECT_TRUE(backend_->records().empty());  // nothing ran
+  auto preflight = request("OPTIONS", "/v1/chat/completions", "",
+                           {{"Origin", "https://ui.example.org"},
+                            {"Access-Control-Request-Method", "POST"},
+                            {"Access-Control-Request-Headers", "authorization, content-type"}});
+  EXPECT_EQ(preflight.status, 204);
+  EXPECT_EQ(preflight.header("Access-Control-Allow-Headers"), "authorization, content-type");
+  EXPECT_NE(preflight.header("Access-Control-Allow-Methods").find("POST"), std::string::npos);
+  EXPECT_EQ(request("OPTIONS", "/v1/chat/completions", "", {{"Origin", "https://evil.example"}}).status, 403);
+}
+
+TEST_F(Malformed, OversizedBodiesGet413AndTheServerCarriesOn) {
+  server::ServerOptions o;
+  o.max_body_bytes = 1024;
+  restart(o);
+  std::string big = R"({"model":"scripted","prompt":")" + std::string(4096, 'a') + R"("})";
+  auto r = post("/api/generate", big);
+  EXPECT_EQ(r.status, 413);
+  expect_shape(r, Shape::kOllama, "too large");
+  auto a = post("/v1/messages", big);
+  EXPECT_EQ(a.status, 413);
+  EXPECT_EQ(a.json()["error"]["type"], "request_too_large");
+  EXPECT_EQ(get("/health").status, 200);
+}
+
+}  // namespace
+}  // namespace hearth::test
