@@ -4,7 +4,8 @@
 // the baseline. Reports GB/s of weight bytes read (once per call), prints each case's ratio
 // to memcpy and to the scalar variant, and writes JSON (bench_kernels_matmul.json unless
 // --benchmark_out is given). Threads: HEARTH_BENCH_THREADS (default 1, so that numbers are
-// per core); rates use CPU time, which stays meaningful on a shared machine.
+// per core); rates use CPU time, which stays meaningful on a shared machine. HEARTH_BENCH_ROWS
+// (default 2048) makes the weight matrix taller, e.g. past the caches to see memory-bound rates.
 #include <benchmark/benchmark.h>
 
 #include "bench_ratio_reporter.h"
@@ -27,7 +28,16 @@ namespace {
 using hearth::DType;
 using hearth::kernels::CpuVariant;
 
-constexpr int64_t kDim = 2048;
+constexpr int64_t kDim = 2048;  // columns (and rows unless HEARTH_BENCH_ROWS says otherwise)
+
+int64_t matrix_rows() {
+  static const int64_t rows = [] {
+    const char* env = std::getenv("HEARTH_BENCH_ROWS");
+    const int64_t r = env != nullptr ? std::atoll(env) : kDim;
+    return r > 0 ? r : kDim;
+  }();
+  return rows;
+}
 
 const std::vector<float>& random_floats(size_t n, uint32_t seed, float sigma) {
   static std::map<std::pair<size_t, uint32_t>, std::vector<float>> cache;
@@ -60,12 +70,13 @@ const Matrix& matrix_of(DType type) {
   if (!m) {
     m = std::make_unique<Matrix>();
     const size_t row_bytes = *hearth::dtype_row_bytes(type, kDim);
-    m->bytes.resize(row_bytes * kDim);
+    const int64_t rows = matrix_rows();
+    m->bytes.resize(row_bytes * static_cast<size_t>(rows));
     const auto& w = random_floats(static_cast<size_t>(kDim * kDim), 1, 0.02f);
-    for (int64_t r = 0; r < kDim; ++r) {
-      (void)hearth::quantize_row(type, w.data() + r * kDim, m->bytes.data() + r * row_bytes, kDim);
+    for (int64_t r = 0; r < rows; ++r) {  // rows past kDim repeat the first kDim
+      (void)hearth::quantize_row(type, w.data() + (r % kDim) * kDim, m->bytes.data() + r * row_bytes, kDim);
     }
-    m->view = {type, m->bytes.data(), kDim, kDim, row_bytes};
+    m->view = {type, m->bytes.data(), kDim, rows, row_bytes};
   }
   return *m;
 }
@@ -92,7 +103,7 @@ void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t 
   }
   const Matrix& m = matrix_of(type);
   const auto& x = random_floats(static_cast<size_t>(kDim * n_tokens), 2, 1.0f);
-  std::vector<float> y(static_cast<size_t>(kDim * n_tokens));
+  std::vector<float> y(static_cast<size_t>(matrix_rows() * n_tokens));
   hearth::kernels::MatmulScratch scratch;
   for (auto _ : state) {
     auto s = hearth::kernels::matmul(m.view, x.data(), n_tokens, y.data(), pool(), scratch);

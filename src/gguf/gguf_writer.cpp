@@ -98,7 +98,7 @@ void Writer::set(std::string_view key, Value value) {
   kv_.emplace_back(std::string(key), std::move(value));
 }
 
-Status Writer::add_tensor(std::string_view name, DType type, std::vector<int64_t> shape, std::string_view bytes) {
+Result<uint64_t> Writer::check_new_tensor(std::string_view name, DType type, const std::vector<int64_t>& shape) const {
   for (const auto& t : tensors_) {
     if (t.name == name) return make_error(ErrorKind::kInvalidArgument, "duplicate tensor name '" + std::string(name) + "'");
   }
@@ -124,24 +124,30 @@ Status Writer::add_tensor(std::string_view name, DType type, std::vector<int64_t
   if (*row_bytes != 0 && rows > UINT64_MAX / *row_bytes) {
     return make_error(ErrorKind::kOutOfRange, "tensor '" + std::string(name) + "' size overflows");
   }
-  uint64_t expected = *row_bytes * rows;
+  return *row_bytes * rows;
+}
+
+Status Writer::add_tensor(std::string_view name, DType type, std::vector<int64_t> shape, std::string_view bytes) {
+  HEARTH_ASSIGN(uint64_t expected, check_new_tensor(name, type, shape));
   if (expected != bytes.size()) {
     return make_error(ErrorKind::kInvalidArgument, "tensor '" + std::string(name) + "' has " +
                                                        std::to_string(bytes.size()) + " bytes but its type " +
                                                        std::string(dtype_name(type)) + " and shape need " +
                                                        std::to_string(expected));
   }
-  tensors_.push_back(PendingTensor{std::string(name), type, std::move(shape), std::string(bytes)});
+  tensors_.push_back(PendingTensor{std::string(name), type, std::move(shape), std::string(bytes), expected, false});
   return ok_status();
 }
 
-std::string Writer::serialize() const {
+Status Writer::add_tensor_deferred(std::string_view name, DType type, std::vector<int64_t> shape) {
+  HEARTH_ASSIGN(uint64_t expected, check_new_tensor(name, type, shape));
+  tensors_.push_back(PendingTensor{std::string(name), type, std::move(shape), std::string(), expected, true});
+  return ok_status();
+}
+
+std::string Writer::header() const {
   const uint64_t alignment = is_power_of_two(alignment_) ? alignment_ : 32;
   std::string out;
-  size_t total = 64;
-  for (const auto& t : tensors_) total += t.bytes.size() + alignment + t.name.size() + 64;
-  out.reserve(total);
-
   out.append("GGUF", 4);
   put<uint32_t>(out, 3);
   put<uint64_t>(out, tensors_.size());
@@ -158,18 +164,31 @@ std::string Writer::serialize() const {
     for (int64_t d : t.shape) put<uint64_t>(out, static_cast<uint64_t>(d));
     put<uint32_t>(out, static_cast<uint32_t>(t.type));
     put<uint64_t>(out, offset);
-    offset += (t.bytes.size() + alignment - 1) / alignment * alignment;
+    offset += (t.size + alignment - 1) / alignment * alignment;
   }
   // A file without tensors ends right after its metadata (as vocab-only files do).
   if (!tensors_.empty()) pad_to(out, alignment);
+  return out;
+}
+
+std::string Writer::serialize() const {
+  const uint64_t alignment = is_power_of_two(alignment_) ? alignment_ : 32;
+  std::string out = header();
+  size_t total = out.size();
+  for (const auto& t : tensors_) total += t.size + alignment;
+  out.reserve(total);
   for (const auto& t : tensors_) {
-    out.append(t.bytes);
+    if (t.deferred) {
+      out.append(t.size, '\0');
+    } else {
+      out.append(t.bytes);
+    }
     pad_to(out, alignment);
   }
   return out;
 }
 
-Status Writer::write(const std::string& path) const {
+Status Writer::check_alignment() const {
   if (!is_power_of_two(alignment_) || alignment_ > UINT32_MAX) {
     return make_error(ErrorKind::kInvalidArgument,
                       "writer alignment " + std::to_string(alignment_) + " is not a power of two that fits uint32");
@@ -183,7 +202,38 @@ Status Writer::write(const std::string& path) const {
                                                          std::to_string(alignment_));
     }
   }
+  return ok_status();
+}
+
+Status Writer::write(const std::string& path) const {
+  HEARTH_TRY(check_alignment());
   return write_file_atomic(path, serialize());
+}
+
+Status Writer::write_streamed(const std::string& path, const TensorProducer& produce) const {
+  HEARTH_TRY(check_alignment());
+  HEARTH_ASSIGN(AtomicFileWriter out, AtomicFileWriter::create(path));
+  HEARTH_TRY(out.append(header()));
+  std::string bytes;
+  const std::string padding(alignment_, '\0');
+  for (size_t i = 0; i < tensors_.size(); ++i) {
+    const PendingTensor& t = tensors_[i];
+    std::string_view data = t.bytes;
+    if (t.deferred) {
+      bytes.clear();
+      HEARTH_TRY(produce(i, bytes));
+      if (bytes.size() != t.size) {
+        return make_error(ErrorKind::kInvalidArgument, "tensor '" + t.name + "' was produced with " +
+                                                           std::to_string(bytes.size()) + " bytes, " +
+                                                           std::to_string(t.size) + " expected");
+      }
+      data = bytes;
+    }
+    HEARTH_TRY(out.append(data));
+    const uint64_t rem = t.size % alignment_;
+    if (rem != 0) HEARTH_TRY(out.append(std::string_view(padding.data(), alignment_ - rem)));
+  }
+  return out.commit();
 }
 
 }  // namespace hearth::gguf

@@ -37,6 +37,12 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
 
 void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                      int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
+  {
+    const KernelTable& kt = active_kernels();
+    if (kt.attention_f16 != nullptr && kt.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, out, scratch)) {
+      return;
+    }
+  }
   const int dk = p.head_dim_k;
   const int dv = p.head_dim_v;
   head_begin = std::max(head_begin, 0);
@@ -47,7 +53,6 @@ void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& 
   const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
   const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
   if (hi < lo) return;
-  const KernelTable& k = active_kernels();
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
   const bool q8 = kv.type == DType::kQ8_0;

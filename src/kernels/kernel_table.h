@@ -5,13 +5,16 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu_features.h"
 #include "tensor/dtype.h"
 
 namespace hearth::kernels {
 
-struct RopeParams;  // ops.h
+struct KvSpan;           // ops.h
+struct AttentionParams;  // ops.h
+struct RopeParams;       // ops.h
 
 // Dot product of one weight row (n elements of the weight type) with one activation row (n
 // elements of the activation type that weight type pairs with, see activation_type).
@@ -26,11 +29,42 @@ using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
 
 inline constexpr int kDTypeSlots = 32;  // DType ids are < 32
 
+// One call of a whole-matrix kernel (see GemmKernel): output rows of panels [panel_begin,
+// panel_end) (16 rows each; rows past `rows` are not written) for every token.
+struct GemmArgs {
+  const uint8_t* w = nullptr;  // weight rows as stored in GGUF
+  size_t w_row_bytes = 0;
+  int64_t cols = 0;
+  int64_t rows = 0;
+  const uint8_t* act = nullptr;  // n_tokens rows prepared by GemmKernel::prepare_act
+  size_t act_stride = 0;         // bytes between consecutive tokens' activations
+  int64_t n_tokens = 0;
+  int64_t panel_begin = 0;
+  int64_t panel_end = 0;
+  float* y = nullptr;  // y[t * y_stride + r]
+  int64_t y_stride = 0;
+};
+
+// A whole-matrix kernel for one weight type (only SIMD variants have them). Activations are
+// converted once per token into the kernel's own layout; `run` then packs 16 weight rows at a
+// time into an interleaved tile (one register holds 4 elements of each of the 16 rows) and
+// feeds it with every token, so each weight byte is decoded once per call however many tokens
+// there are. Every (row, token) result is computed by the same operations in the same order
+// whatever the token count, so batches give the numbers single tokens give.
+struct GemmKernel {
+  size_t (*act_row_bytes)(int64_t cols) = nullptr;  // a multiple of 64
+  void (*prepare_act)(const float* x, void* dst, int64_t cols) = nullptr;
+  void (*run)(const GemmArgs& args) = nullptr;
+  int64_t cols_multiple = 1;  // the kernel handles rows whose length is a multiple of this
+};
+inline constexpr int64_t kGemmPanelRows = 16;
+
 struct KernelTable {
   CpuVariant variant = CpuVariant::kScalar;
   VecDotFn vec_dot[kDTypeSlots] = {};          // indexed by the weight DType id
   VecDot4Fn vec_dot_x4[kDTypeSlots] = {};      // optional (null: matmul calls vec_dot per token)
   QuantizeActFn quantize_act[kDTypeSlots] = {};  // indexed by the activation DType id
+  GemmKernel gemm[kDTypeSlots] = {};             // indexed by the weight DType id; optional
   // sum of x[i]*x[i] (each product in F32, summed in double), for rms_norm
   double (*sum_squares)(const float* x, int64_t n) = nullptr;
   // sum of a[i]*b[i] over F16 vectors, products and sum in F32 (attention Q.K)
@@ -39,6 +73,11 @@ struct KernelTable {
   void (*axpy_f16)(int64_t n, float a, const uint16_t* v, float* y) = nullptr;
   // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
   void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
+  // Optional attention of one query over an F16 cache for the heads [head_begin, head_end) (same
+  // contract as ops.h attention_heads()); returns false for shapes it does not handle, which then
+  // take the generic path.
+  bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                        int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) = nullptr;
 
   // ---- the pointwise ops of ops.h, same contracts (softcap, run once per token over the
   // logits, stays scalar and is not here). The reference fills them with the scalar code
@@ -70,6 +109,11 @@ void fill_reference_kernels(KernelTable& t);
 void fill_avx2_kernels(KernelTable& t);
 void fill_avx2_more_kernels(KernelTable& t);  // called by fill_avx2_kernels
 void fill_avx512_kernels(KernelTable& t);
+// Called by fill_avx512_kernels: whole-matrix kernels for Q4_0/Q5_0/Q8_0, Q4_K/Q6_K and F16.
+void fill_avx512_gemm_q8_kernels(KernelTable& t);
+void fill_avx512_gemm_kquant_kernels(KernelTable& t);
+void fill_avx512_gemm_f16_kernels(KernelTable& t);
+void fill_avx512_attention_kernels(KernelTable& t);
 
 // The pointwise-op entries, filled by fill_reference_kernels, fill_avx2_kernels and
 // fill_avx512_kernels respectively.

@@ -1,8 +1,11 @@
 // matmul and get_row: weight rows straight from the mmapped file, activations converted once
-// per call into the scratch buffer (to F16/BF16/Q8_0/Q8_1/Q8_K as the weight type asks), then
-// one vec_dot per (row, token) through the active dispatch table (vec_dot_x4 for groups of 4
-// tokens where the variant has one), split over the pool by rows.
+// per call into the scratch buffer. Where the active variant has a whole-matrix kernel for the
+// weight type (GemmKernel), it runs over 16-row panels split across the pool; otherwise the
+// activations become F16/BF16/Q8_0/Q8_1/Q8_K as the weight type asks and one vec_dot runs per
+// (row, token) through the dispatch table (vec_dot_x4 for groups of 4 tokens where the variant
+// has one), split over the pool by rows.
 #include <algorithm>
+#include <span>
 #include <string>
 
 #include "kernels/kernel_table.h"
@@ -32,6 +35,87 @@ Status check_weight(const WeightView& w) {
 // weight rows while a weight row stays in L1 across tokens.
 constexpr int64_t kRowTile = 16;
 
+// The whole-matrix path for several matrices of one input: one activation conversion per
+// distinct activation layout, then one pass over the pool for the panels of all matrices.
+Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                  MatmulScratch& scratch) {
+  const KernelTable& k = active_kernels();
+  const int64_t cols = jobs[0].w->cols;
+  constexpr size_t kMaxJobs = 8;
+  const GemmKernel* kern[kMaxJobs];
+  size_t act_of[kMaxJobs];       // which prepared activation buffer a job reads
+  size_t act_offset[kMaxJobs];   // byte offset of each distinct buffer in the scratch
+  size_t act_stride[kMaxJobs];
+  const GemmKernel* act_kern[kMaxJobs];
+  size_t n_acts = 0, total = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    kern[j] = &k.gemm[static_cast<int>(jobs[j].w->type)];
+    size_t a = 0;
+    while (a < n_acts && !(act_kern[a]->prepare_act == kern[j]->prepare_act &&
+                           act_kern[a]->act_row_bytes == kern[j]->act_row_bytes)) {
+      ++a;
+    }
+    if (a == n_acts) {
+      act_kern[a] = kern[j];
+      act_stride[a] = kern[j]->act_row_bytes(cols);
+      act_offset[a] = total;
+      total += act_stride[a] * static_cast<size_t>(n_tokens);
+      ++n_acts;
+    }
+    act_of[j] = a;
+  }
+  if (scratch.activations.size() < total + 64) scratch.activations.resize(total + 64);
+  uint8_t* base = scratch.activations.data();
+  base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  auto convert = [&](size_t begin, size_t end) {
+    for (size_t a = 0; a < n_acts; ++a) {
+      for (size_t t = begin; t < end; ++t) {
+        act_kern[a]->prepare_act(x + t * cols, base + act_offset[a] + t * act_stride[a], cols);
+      }
+    }
+  };
+  if (n_tokens == 1) {
+    convert(0, 1);
+  } else {
+    pool.parallel_for(static_cast<size_t>(n_tokens), [&](size_t begin, size_t end, int) { convert(begin, end); });
+  }
+  int64_t panel_start[kMaxJobs + 1];
+  panel_start[0] = 0;
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    panel_start[j + 1] = panel_start[j] + (jobs[j].w->rows + kGemmPanelRows - 1) / kGemmPanelRows;
+  }
+  // Panels are handed out in chunks (about 8 per thread) as threads become free.
+  const size_t total_panels = static_cast<size_t>(panel_start[jobs.size()]);
+  const size_t grain = std::max<size_t>(1, total_panels / (8 * static_cast<size_t>(pool.size())));
+  pool.parallel_for_dynamic(total_panels, grain, [&](size_t begin, size_t end, int) {
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), panel_start[j]);
+      const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), panel_start[j + 1]);
+      if (lo >= hi) continue;
+      const WeightView& w = *jobs[j].w;
+      GemmArgs a;
+      a.w = w.data;
+      a.w_row_bytes = w.row_bytes;
+      a.cols = w.cols;
+      a.rows = w.rows;
+      a.act = base + act_offset[act_of[j]];
+      a.act_stride = act_stride[act_of[j]];
+      a.n_tokens = n_tokens;
+      a.y = jobs[j].y;
+      a.y_stride = w.rows;
+      a.panel_begin = lo - panel_start[j];
+      a.panel_end = hi - panel_start[j];
+      kern[j]->run(a);
+    }
+  });
+  return ok_status();
+}
+
+bool has_gemm(const KernelTable& k, const WeightView& w) {
+  const GemmKernel& g = k.gemm[static_cast<int>(w.type)];
+  return g.run != nullptr && w.cols % g.cols_multiple == 0;
+}
+
 }  // namespace
 
 Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
@@ -47,6 +131,10 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   }
   if (n_tokens == 0 || w.rows == 0) return ok_status();
   if (x == nullptr || y == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul: null input or output");
+  if (has_gemm(k, w)) {
+    const MatmulJob job{&w, y};
+    return gemm_multi(std::span<const MatmulJob>(&job, 1), x, n_tokens, pool, scratch);
+  }
   const DType act_type = activation_type(w.type);
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
   size_t act_row_bytes = static_cast<size_t>(w.cols) * sizeof(float);
@@ -92,6 +180,25 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
       }
     }
   });
+  return ok_status();
+}
+
+Status matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                    MatmulScratch& scratch) {
+  if (jobs.empty()) return ok_status();
+  const KernelTable& k = active_kernels();
+  bool together = jobs.size() <= 8 && n_tokens > 0;
+  for (const auto& j : jobs) {
+    if (j.w == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul_multi: job without weights");
+    HEARTH_TRY(check_weight(*j.w));
+    if (j.w->cols != jobs[0].w->cols) {
+      return make_error(ErrorKind::kInvalidArgument, "matmul_multi: matrices of different widths share an input");
+    }
+    together = together && has_gemm(k, *j.w) && j.w->rows > 0 && j.y != nullptr;
+  }
+  if (n_tokens < 0) return make_error(ErrorKind::kInvalidArgument, "matmul: negative token count");
+  if (together && x != nullptr) return gemm_multi(jobs, x, n_tokens, pool, scratch);
+  for (const auto& j : jobs) HEARTH_TRY(matmul(*j.w, x, n_tokens, j.y, pool, scratch));
   return ok_status();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tensor/dtype.h"
@@ -39,6 +40,18 @@ struct MatmulScratch {
 // Work is split over the pool's threads by output rows.
 Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               MatmulScratch& scratch);
+
+// One matrix of a matmul_multi call and where its output goes (n_tokens rows of w->rows floats).
+struct MatmulJob {
+  const WeightView* w = nullptr;
+  float* y = nullptr;
+};
+
+// matmul for several matrices of the same width applied to the same x (Q, K and V; gate and
+// up): the same results as one matmul per job, but x is converted once per activation format
+// and the rows of all matrices are split over the pool in one pass.
+Status matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens, ThreadPool& pool,
+                    MatmulScratch& scratch);
 
 // Row `row` of an embedding table, dequantized into out (w.cols floats).
 Status get_row(const WeightView& w, int64_t row, float* out);

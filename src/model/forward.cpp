@@ -94,9 +94,8 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
       std::copy(row + q_dim + k_dim, row + all, v_.data() + t * v_dim);
     }
   } else {
-    if (auto st = matmul(L.wq, xn_.data(), n, q_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.wk, xn_.data(), n, k_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.wv, xn_.data(), n, v_.data()); !st.ok()) status_ = st;
+    const kernels::MatmulJob jobs[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
   }
   add_bias_rows(q_.data(), L.bq, n, q_dim);
   add_bias_rows(k_.data(), L.bk, n, k_dim);
@@ -205,10 +204,17 @@ void ForwardPass::ffn_block(int32_t il, int64_t n) {
       std::copy(g, g + ff, gate_.data() + t * ff);
     }
   } else if (L.ffn_gate.data != nullptr) {
-    if (auto st = matmul(L.ffn_gate, xn_.data(), n, gate_.data()); !st.ok()) status_ = st;
-    if (auto st = matmul(L.ffn_up, xn_.data(), n, up_.data()); !st.ok()) status_ = st;
-    gelu_act ? kernels::gelu(gate_.data(), n * ff) : kernels::silu(gate_.data(), n * ff);
-    kernels::mul(gate_.data(), up_.data(), n * ff);
+    const kernels::MatmulJob jobs[] = {{&L.ffn_gate, gate_.data()}, {&L.ffn_up, up_.data()}};
+    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
+    // act(gate) * up, split over the pool by tokens (by columns for a single token)
+    const int64_t total = n * ff;
+    const size_t pieces = n > 1 ? static_cast<size_t>(n) : static_cast<size_t>(pool_.size());
+    pool_.parallel_for(pieces, [&](size_t begin, size_t end, int) {
+      const int64_t lo = total * static_cast<int64_t>(begin) / static_cast<int64_t>(pieces);
+      const int64_t hi = total * static_cast<int64_t>(end) / static_cast<int64_t>(pieces);
+      gelu_act ? kernels::gelu(gate_.data() + lo, hi - lo) : kernels::silu(gate_.data() + lo, hi - lo);
+      kernels::mul(gate_.data() + lo, up_.data() + lo, hi - lo);
+    });
   } else {
     if (auto st = matmul(L.ffn_up, xn_.data(), n, gate_.data()); !st.ok()) status_ = st;
     add_bias_rows(gate_.data(), L.ffn_up_b, n, ff);
@@ -226,17 +232,9 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
   status_ = ok_status();
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t d = h.n_embd;
-  grow(x_, static_cast<size_t>(n * d));
-  grow(xn_, static_cast<size_t>(n * d));
-  grow(tmp_, static_cast<size_t>(n * d));
-  grow(q_, static_cast<size_t>(n * h.n_head * h.head_dim_k));
-  grow(k_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_k));
-  grow(v_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_v));
-  grow(attn_, static_cast<size_t>(n * h.n_head * h.head_dim_v));
-  grow(gate_, static_cast<size_t>(n * h.n_ff));
-  grow(up_, static_cast<size_t>(n * h.n_ff));
 
   if (model_.is_encoder()) {
+    reserve_scratch(n);
     embed(batch);
     const kernels::WeightView& pos = w.position_embd;
     std::vector<float> row(static_cast<size_t>(d));
@@ -256,39 +254,91 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
     return ok_status();
   }
 
+  // Decoders run the batch in micro-batches: the cache already holds room for every token, and a
+  // token only attends to positions up to its own, written by its own or an earlier micro-batch,
+  // so the results are those of one pass while the scratch buffers stay micro-batch sized.
+  int64_t n_out = 0;
+  for (const auto& t : batch) n_out += t.output ? 1 : 0;
+  if (logits != nullptr) logits->resize(static_cast<size_t>(n_out * h.n_vocab));
+  if (hidden != nullptr) hidden->resize(static_cast<size_t>(n * d));
+  int64_t out_done = 0;
+  for (int64_t start = 0; start < n; start += kMicroBatchTokens) {
+    const int64_t len = std::min(kMicroBatchTokens, n - start);
+    const auto sub = batch.subspan(static_cast<size_t>(start), static_cast<size_t>(len));
+    HEARTH_TRY(run_decoder(sub, kv));
+    if (hidden != nullptr) std::copy(x_.begin(), x_.begin() + len * d, hidden->begin() + start * d);
+    if (logits != nullptr) HEARTH_TRY(compute_logits(sub, logits->data() + out_done * h.n_vocab, &out_done));
+  }
+  return ok_status();
+}
+
+void ForwardPass::reserve_scratch(int64_t n) {
+  const auto& h = model_.hparams();
+  const int64_t d = h.n_embd;
+  grow(x_, static_cast<size_t>(n * d));
+  grow(xn_, static_cast<size_t>(n * d));
+  grow(tmp_, static_cast<size_t>(n * d));
+  grow(q_, static_cast<size_t>(n * h.n_head * h.head_dim_k));
+  grow(k_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_k));
+  grow(v_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_v));
+  grow(attn_, static_cast<size_t>(n * h.n_head * h.head_dim_v));
+  grow(gate_, static_cast<size_t>(n * h.n_ff));
+  grow(up_, static_cast<size_t>(n * h.n_ff));
+}
+
+Status ForwardPass::run_decoder(std::span<const BatchToken> batch, kv::KvCache& kv) {
+  const auto& h = model_.hparams();
+  const auto& w = model_.weights();
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t d = h.n_embd;
+  reserve_scratch(n);
   embed(batch);
+  // Per-token steps between the matmuls, split over the pool when the batch has several tokens.
+  auto each_token = [&](auto&& fn) {
+    if (n == 1) {
+      fn(int64_t{0});
+      return;
+    }
+    pool_.parallel_for(static_cast<size_t>(n), [&](size_t begin, size_t end, int) {
+      for (size_t t = begin; t < end; ++t) fn(static_cast<int64_t>(t));
+    });
+  };
   for (int32_t il = 0; il < h.n_layer && status_.ok(); ++il) {
     const LayerWeights& L = w.layers[static_cast<size_t>(il)];
-    for (int64_t t = 0; t < n; ++t) kernels::rms_norm(x_.data() + t * d, L.attn_norm, xn_.data() + t * d, d, h.norm_eps);
+    each_token([&](int64_t t) { kernels::rms_norm(x_.data() + t * d, L.attn_norm, xn_.data() + t * d, d, h.norm_eps); });
     attention_block(il, batch, kv);
-    for (int64_t t = 0; t < n; ++t) {
+    each_token([&](int64_t t) {
       float* a = tmp_.data() + t * d;
       if (L.post_attn_norm != nullptr) kernels::rms_norm(a, L.post_attn_norm, a, d, h.norm_eps);
       kernels::add(x_.data() + t * d, a, d);
       kernels::rms_norm(x_.data() + t * d, L.ffn_norm, xn_.data() + t * d, d, h.norm_eps);
-    }
+    });
     ffn_block(il, n);
-    for (int64_t t = 0; t < n; ++t) {
+    each_token([&](int64_t t) {
       float* f = tmp_.data() + t * d;
       if (L.post_ffw_norm != nullptr) kernels::rms_norm(f, L.post_ffw_norm, f, d, h.norm_eps);
       kernels::add(x_.data() + t * d, f, d);
-    }
+    });
   }
-  if (!status_.ok()) return status_;
-  if (hidden != nullptr) hidden->assign(x_.begin(), x_.begin() + n * d);
-  if (logits == nullptr) return ok_status();
+  return status_;
+}
 
+Status ForwardPass::compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done) {
+  const auto& h = model_.hparams();
+  const auto& w = model_.weights();
+  const int64_t d = h.n_embd;
   int64_t n_out = 0;
-  grow(out_rows_, static_cast<size_t>(n * d));
-  for (int64_t t = 0; t < n; ++t) {
-    if (!batch[static_cast<size_t>(t)].output) continue;
-    kernels::rms_norm(x_.data() + t * d, w.output_norm, out_rows_.data() + n_out * d, d, h.norm_eps);
+  grow(out_rows_, batch.size() * static_cast<size_t>(d));
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (!batch[t].output) continue;
+    kernels::rms_norm(x_.data() + static_cast<int64_t>(t) * d, w.output_norm, out_rows_.data() + n_out * d, d,
+                      h.norm_eps);
     ++n_out;
   }
-  logits->resize(static_cast<size_t>(n_out * h.n_vocab));
   if (n_out == 0) return ok_status();
-  HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, logits->data()));
-  if (h.final_softcap > 0) kernels::softcap(logits->data(), h.final_softcap, n_out * h.n_vocab);
+  HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, out));
+  if (h.final_softcap > 0) kernels::softcap(out, h.final_softcap, n_out * h.n_vocab);
+  *n_done += n_out;
   return ok_status();
 }
 

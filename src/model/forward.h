@@ -37,7 +37,15 @@ class ForwardPass {
              std::vector<float>* hidden = nullptr);
 
  private:
+  // Largest run of decoder tokens sent through the layers together (see run()).
+  static constexpr int64_t kMicroBatchTokens = 128;
+
   Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
+  void reserve_scratch(int64_t n);
+  // One micro-batch of a decoder through every layer (hidden states left in x_).
+  Status run_decoder(std::span<const BatchToken> batch, kv::KvCache& kv);
+  // Logits of the batch's output tokens into out; adds their count to *n_done.
+  Status compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done);
   void embed(std::span<const BatchToken> batch);
   void attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
   void ffn_block(int32_t il, int64_t n);

@@ -32,32 +32,56 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 Status write_file_atomic(const std::string& path, std::string_view contents) {
+  HEARTH_ASSIGN(AtomicFileWriter out, AtomicFileWriter::create(path));
+  HEARTH_TRY(out.append(contents));
+  return out.commit();
+}
+
+Result<AtomicFileWriter> AtomicFileWriter::create(const std::string& path) {
   std::random_device rd;
   std::string tmp = path + ".tmp-" + std::to_string(rd());
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return errno_error("cannot create", tmp);
+  return AtomicFileWriter(path, std::move(tmp), fd);
+}
+
+AtomicFileWriter::AtomicFileWriter(AtomicFileWriter&& other) noexcept
+    : path_(std::move(other.path_)), tmp_(std::move(other.tmp_)), fd_(other.fd_) {
+  other.fd_ = -1;
+  other.tmp_.clear();
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!tmp_.empty()) ::unlink(tmp_.c_str());
+}
+
+Status AtomicFileWriter::append(std::string_view bytes) {
+  if (fd_ < 0) return make_error(ErrorKind::kInvalidArgument, "append to a closed file '" + path_ + "'");
   size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t w = ::write(fd, contents.data() + done, contents.size() - done);
+  while (done < bytes.size()) {
+    ssize_t w = ::write(fd_, bytes.data() + done, bytes.size() - done);
     if (w < 0) {
       if (errno == EINTR) continue;
-      Error e = errno_error("cannot write", tmp);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      return e;
+      return errno_error("cannot write", tmp_);
     }
     done += static_cast<size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    Error e = errno_error("cannot flush", tmp);
-    ::unlink(tmp.c_str());
+  return ok_status();
+}
+
+Status AtomicFileWriter::commit() {
+  if (fd_ < 0) return make_error(ErrorKind::kInvalidArgument, "commit of a closed file '" + path_ + "'");
+  const int fd = fd_;
+  fd_ = -1;
+  if (::fsync(fd) != 0) {
+    Error e = errno_error("cannot flush", tmp_);
+    ::close(fd);
     return e;
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    Error e = errno_error("cannot rename into", path);
-    ::unlink(tmp.c_str());
-    return e;
-  }
+  if (::close(fd) != 0) return errno_error("cannot flush", tmp_);
+  if (::rename(tmp_.c_str(), path_.c_str()) != 0) return errno_error("cannot rename into", path_);
+  tmp_.clear();
   return ok_status();
 }
 

@@ -12,4 +12,25 @@ namespace hearth {
 Result<std::string> read_file(const std::string& path);
 Status write_file_atomic(const std::string& path, std::string_view contents);
 
+// The same atomic write for contents produced piece by piece (files larger than memory):
+// append() writes to a temporary file beside `path`, commit() flushes and renames it into
+// place. Destroying an uncommitted writer removes the temporary file.
+class AtomicFileWriter {
+ public:
+  static Result<AtomicFileWriter> create(const std::string& path);
+  AtomicFileWriter(AtomicFileWriter&& other) noexcept;
+  AtomicFileWriter& operator=(AtomicFileWriter&&) = delete;
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  ~AtomicFileWriter();
+
+  Status append(std::string_view bytes);
+  Status commit();
+
+ private:
+  AtomicFileWriter(std::string path, std::string tmp, int fd) : path_(std::move(path)), tmp_(std::move(tmp)), fd_(fd) {}
+  std::string path_;
+  std::string tmp_;
+  int fd_ = -1;
+};
+
 }  // namespace hearth

@@ -230,6 +230,50 @@ TEST(GgufWriter, WriteIsAtomicAndChecksAlignmentKey) {
   EXPECT_EQ(g->alignment(), 64u);
 }
 
+// write_streamed gives the same bytes as write() with every tensor held in memory, asks the
+// producer only for deferred tensors (in order), and leaves no file when a producer fails or
+// returns the wrong size.
+TEST(GgufWriter, WriteStreamedEqualsInMemoryWrite) {
+  const std::string dir = test::make_temp_dir();
+  const std::string a(12, '\x01'), b(18 * 2, '\x07'), c(40, '\x05');
+  Writer held(32), streamed(32);
+  for (Writer* w : {&held, &streamed}) w->set("general.architecture", Value("llama"));
+  ASSERT_TRUE(held.add_tensor("a", DType::kF32, {3}, a).ok());
+  ASSERT_TRUE(held.add_tensor("b", DType::kQ4_0, {32, 2}, b).ok());
+  ASSERT_TRUE(held.add_tensor("c", DType::kF32, {10}, c).ok());
+  ASSERT_TRUE(streamed.add_tensor_deferred("a", DType::kF32, {3}).ok());
+  ASSERT_TRUE(streamed.add_tensor("b", DType::kQ4_0, {32, 2}, b).ok());
+  ASSERT_TRUE(streamed.add_tensor_deferred("c", DType::kF32, {10}).ok());
+  EXPECT_FALSE(streamed.add_tensor_deferred("c", DType::kF32, {10}).ok());
+  EXPECT_FALSE(streamed.add_tensor_deferred("odd", DType::kQ4_0, {31}).ok());
+  std::vector<size_t> asked;
+  auto st = streamed.write_streamed(dir + "/s.gguf", [&](size_t i, std::string& out) {
+    asked.push_back(i);
+    out = i == 0 ? a : c;
+    return ok_status();
+  });
+  ASSERT_TRUE(st.ok()) << st.error().message;
+  EXPECT_EQ(asked, (std::vector<size_t>{0, 2}));
+  auto back = read_file(dir + "/s.gguf");
+  ASSERT_TRUE(back.ok());
+  EXPECT_TRUE(*back == held.serialize());
+  ASSERT_TRUE(File::open(dir + "/s.gguf").ok());
+
+  auto short_data = streamed.write_streamed(dir + "/t.gguf", [&](size_t, std::string& out) {
+    out = "xy";
+    return ok_status();
+  });
+  ASSERT_FALSE(short_data.ok());
+  EXPECT_NE(short_data.error().message.find("expected"), std::string::npos);
+  auto failing = streamed.write_streamed(dir + "/t.gguf", [&](size_t, std::string&) {
+    return Status(make_error(ErrorKind::kIo, "producer failed"));
+  });
+  ASSERT_FALSE(failing.ok());
+  EXPECT_FALSE(test::file_exists(dir + "/t.gguf"));
+  auto leftovers = read_file(dir + "/t.gguf");
+  EXPECT_FALSE(leftovers.ok());
+}
+
 // Re-serializing a shared model from its parsed contents gives the original file byte for
 // byte: stories260K (converted by an older gguf-py), the llama.cpp-quantized random models and
 // the zero-tensor vocab files all use the same layout as this writer.

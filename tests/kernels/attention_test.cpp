@@ -132,6 +132,67 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
   }
 }
 
+// Long spans over many 16-token blocks with grouped heads (4 query heads per KV head) and head
+// sizes 64 and 128: every variant within rounding of the double-precision reference.
+TEST(Attention, LongSpansGroupedHeads) {
+  const int n_kv = 300, block_tokens = 16;
+  for (int head_dim : {64, 128}) {
+    AttentionParams p;
+    p.n_head = 8;
+    p.n_head_kv = 2;
+    p.head_dim_k = head_dim;
+    p.head_dim_v = head_dim;
+    p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+    AttentionParams window = p;
+    window.window = 100;
+    const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60);
+    const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
+    for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
+      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params);
+      for (CpuVariant v : test::variants_under_test()) {
+        SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) + " " +
+                     test::variant_label(v));
+        test::VariantScope scope(v);
+        std::vector<float> out(want.size(), 123.0f), scratch;
+        attention(q.data(), q_pos, n_kv, kv.span, params, out.data(), scratch);
+        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-3) << "at " << i;
+      }
+    }
+  }
+}
+
+// Head ranges that cut a KV group (the decode split over threads): each range computed alone
+// gives exactly what the whole call gives for those heads, and leaves other heads untouched.
+TEST(Attention, HeadRangesMatchTheWholeCall) {
+  const int n_kv = 70, head_dim = 64;
+  AttentionParams p;
+  p.n_head = 8;
+  p.n_head_kv = 2;
+  p.head_dim_k = head_dim;
+  p.head_dim_v = head_dim;
+  p.scale = 0.125f;
+  const PagedKv kv = make_kv(DType::kF16, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70);
+  const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 71, -2.0f, 2.0f);
+  for (CpuVariant v : test::variants_under_test()) {
+    SCOPED_TRACE(test::variant_label(v));
+    test::VariantScope scope(v);
+    std::vector<float> whole(static_cast<size_t>(p.n_head) * head_dim), scratch;
+    attention(q.data(), 69, n_kv, kv.span, p, whole.data(), scratch);
+    for (auto [b, e] : {std::pair{0, 3}, std::pair{3, 6}, std::pair{6, 8}, std::pair{2, 7}}) {
+      std::vector<float> part(whole.size(), 123.0f);
+      attention_heads(q.data(), 69, n_kv, kv.span, p, b, e, part.data(), scratch);
+      for (size_t i = 0; i < part.size(); ++i) {
+        const auto head = static_cast<int>(i / head_dim);
+        if (head >= b && head < e) {
+          ASSERT_EQ(part[i], whole[i]) << "range " << b << "-" << e << " at " << i;
+        } else {
+          ASSERT_EQ(part[i], 123.0f) << "range " << b << "-" << e << " wrote outside at " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(KvRows, RoundTripsAndRejectsBadInput) {
   const std::vector<float> x = random_floats(64, 50, -3.0f, 3.0f);
   std::vector<uint8_t> buf(64 * 4);

@@ -219,6 +219,10 @@ void fill_avx512_kernels(KernelTable& t) {
   t.vec_dot_x4[static_cast<int>(DType::kQ8_0)] = vec_dot_q8_0_x4;
   t.sum_squares = sum_squares;
   t.dot_f16 = dot_f16_impl;
+  fill_avx512_gemm_q8_kernels(t);
+  fill_avx512_gemm_kquant_kernels(t);
+  fill_avx512_gemm_f16_kernels(t);
+  fill_avx512_attention_kernels(t);
 }
 
 }  // namespace hearth::kernels

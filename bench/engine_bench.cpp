@@ -1,0 +1,307 @@
+// End-to-end engine speed against llama.cpp on the same GGUF files, machine and thread count:
+// prompt processing (pp, default 512 tokens in one batch) and generation (tg, default 128
+// single-token steps), repeated in rounds that alternate Hearth and llama-bench so that load
+// from other processes hits both alike; medians are reported. Also measured in the same run:
+// the machine's memcpy and streaming-read bandwidth (decode's ceiling), Hearth's warm load time
+// and its peak RSS while decoding. Prints a table (Hearth, llama.cpp, ratio, GB/s), writes JSON
+// (--json) and can regenerate docs/performance.md (--write-doc). llama.cpp comes from the build
+// named by HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured.
+//
+//   bench_engine_bench --models-dir /work/models-bench --threads 2 --rounds 3
+//       --json engine_bench.json --write-doc docs/performance.md
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/inference_context.h"
+#include "engine_bench_report.h"
+#include "llama_bench_runner.h"
+#include "machine_probe.h"
+#include "util/settings.h"
+
+namespace hearth::bench {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Bytes of weights one decode step reads: every tensor except an untied token embedding (of
+// which one row is read).
+uint64_t decode_weight_bytes(const gguf::File& f) {
+  uint64_t total = 0;
+  const bool tied = f.find_tensor("output.weight") == nullptr;
+  for (const auto& t : f.tensors()) {
+    if (!tied && t.name == "token_embd.weight") continue;
+    total += t.size_bytes;
+  }
+  return total;
+}
+
+// Hearth's side: one loaded context, prompt and generation runs as llama-bench does them
+// (random token ids, BOS first when the model adds one, an empty sequence each run, logits of
+// the last prompt token / of every generated token).
+class HearthRunner {
+ public:
+  static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx) {
+    engine::ContextOptions o;
+    o.n_threads = threads;
+    o.n_ctx = n_ctx;
+    HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(path, o));
+    auto r = std::unique_ptr<HearthRunner>(new HearthRunner());
+    r->ctx_ = std::move(ctx);
+    return r;
+  }
+
+  engine::InferenceContext& ctx() { return *ctx_; }
+
+  Result<double> prompt_tps(int n) {
+    const int32_t seq = ctx_->seq_create();
+    std::vector<model::BatchToken> batch;
+    for (int i = 0; i < n; ++i) batch.push_back({random_token(i == 0), seq, i, i == n - 1});
+    auto start = std::chrono::steady_clock::now();
+    auto st = ctx_->decode(batch, logits_);
+    const double s = seconds_since(start);
+    ctx_->seq_free(seq);
+    if (!st.ok()) return st.error();
+    return n / s;
+  }
+
+  Result<double> generation_tps(int n) {
+    const int32_t seq = ctx_->seq_create();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < n; ++i) {
+      const model::BatchToken t{random_token(i == 0), seq, i, true};
+      auto st = ctx_->decode(std::span<const model::BatchToken>(&t, 1), logits_);
+      if (!st.ok()) {
+        ctx_->seq_free(seq);
+        return st.error();
+      }
+    }
+    const double s = seconds_since(start);
+    ctx_->seq_free(seq);
+    return n / s;
+  }
+
+ private:
+  HearthRunner() = default;
+  int32_t random_token(bool first) {
+    const auto& tok = ctx_->tokenizer();
+    if (first && tok.add_bos() && tok.bos_id() >= 0) return tok.bos_id();
+    return static_cast<int32_t>(rng_() % static_cast<uint32_t>(ctx_->n_vocab()));
+  }
+  std::unique_ptr<engine::InferenceContext> ctx_;
+  std::vector<float> logits_;
+  std::mt19937 rng_{1234};
+};
+
+struct Options {
+  std::vector<std::string> models;
+  int threads = 2;
+  int rounds = 3;
+  int pp = 512;
+  int tg = 128;
+  int load_reps = 5;
+  std::string json_path;
+  std::string doc_path;
+  std::string command_line;
+};
+
+Result<Options> parse_options(int argc, char** argv) {
+  Settings s({
+      {"models_dir", 0, SettingType::kString, "", "benchmark every .gguf file in this folder (sorted by name)",
+       "HEARTH_BENCH_MODELS"},
+      {"filter", 0, SettingType::kString, "", "only files whose name contains this text", ""},
+      {"threads", 't', SettingType::kInt, "2", "threads for both engines", ""},
+      {"rounds", 'r', SettingType::kInt, "3", "alternating Hearth / llama.cpp rounds (medians are reported)", ""},
+      {"pp", 'p', SettingType::kInt, "512", "prompt tokens per prompt-processing run", ""},
+      {"tg", 'n', SettingType::kInt, "128", "tokens per generation run", ""},
+      {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", ""},
+      {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
+      {"write_doc", 0, SettingType::kString, "", "regenerate this Markdown file (docs/performance.md)", ""},
+  });
+  std::vector<std::string> args(argv + 1, argv + argc);
+  HEARTH_TRY(s.parse(args));
+  if (s.help_requested()) {
+    std::printf("%s", s.help_text("bench_engine_bench [--models-dir DIR] [FILE.gguf...] [options]").c_str());
+    std::exit(0);
+  }
+  Options o;
+  o.models = s.positionals();
+  if (const std::string dir = s.get_string("models_dir"); !dir.empty()) {
+    std::error_code ec;
+    std::vector<std::string> found;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+      if (e.path().extension() == ".gguf") found.push_back(e.path().string());
+    }
+    if (ec) return make_error(ErrorKind::kNotFound, "cannot list '" + dir + "': " + ec.message());
+    std::sort(found.begin(), found.end());
+    o.models.insert(o.models.end(), found.begin(), found.end());
+  }
+  if (const std::string f = s.get_string("filter"); !f.empty()) {
+    std::erase_if(o.models, [&](const std::string& m) {
+      return std::filesystem::path(m).filename().string().find(f) == std::string::npos;
+    });
+  }
+  if (o.models.empty()) return make_error(ErrorKind::kInvalidArgument, "no model files (give FILE.gguf or --models-dir)");
+  o.threads = static_cast<int>(s.get_int("threads"));
+  o.rounds = static_cast<int>(std::max<int64_t>(1, s.get_int("rounds")));
+  o.pp = static_cast<int>(s.get_int("pp"));
+  o.tg = static_cast<int>(s.get_int("tg"));
+  o.load_reps = static_cast<int>(std::max<int64_t>(1, s.get_int("load_reps")));
+  o.json_path = s.get_string("json");
+  o.doc_path = s.get_string("write_doc");
+  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  return o;
+}
+
+ModelResult bench_model(const std::string& path, const Options& o, const std::optional<std::string>& llama) {
+  ModelResult m;
+  m.path = path;
+  m.name = std::filesystem::path(path).stem().string();
+  std::fprintf(stderr, "== %s\n", m.name.c_str());
+  {
+    auto f = gguf::File::open(path);
+    if (!f.ok()) {
+      m.error = f.error().to_string();
+      return m;
+    }
+    m.file_bytes = f->file_size();
+    m.decode_weight_bytes = decode_weight_bytes(*f);
+  }
+  const int n_ctx = o.pp + o.tg;
+  // Warm loads: the first one brings the file into the page cache and is not counted.
+  for (int i = 0; i <= o.load_reps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    auto r = HearthRunner::open(path, o.threads, n_ctx);
+    const double ms = seconds_since(start) * 1000.0;
+    if (!r.ok()) {
+      m.error = r.error().to_string();
+      return m;
+    }
+    if (i > 0) m.load_ms.push_back(ms);
+  }
+  m.baseline_rss = current_rss_bytes();
+  m.peak_rss_measured = reset_peak_rss();
+  auto runner = HearthRunner::open(path, o.threads, n_ctx);
+  if (!runner.ok()) {
+    m.error = runner.error().to_string();
+    return m;
+  }
+  const auto& h = (*runner)->ctx().model().hparams();
+  m.kv_bytes = static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(n_ctx) *
+               static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(h.head_dim_k + h.head_dim_v) * 2;
+  // Warm-up, as llama-bench does one before its runs.
+  if (auto w = (*runner)->prompt_tps(o.pp); !w.ok()) {
+    m.error = w.error().to_string();
+    return m;
+  }
+  (void)(*runner)->generation_tps(std::min(o.tg, 4));
+
+  auto hearth_round = [&]() -> bool {
+    auto pp = (*runner)->prompt_tps(o.pp);
+    auto tg = (*runner)->generation_tps(o.tg);
+    if (!pp.ok() || !tg.ok()) {
+      m.error = (!pp.ok() ? pp.error() : tg.error()).to_string();
+      return false;
+    }
+    m.hearth_pp.push_back(*pp);
+    m.hearth_tg.push_back(*tg);
+    std::fprintf(stderr, "   hearth     pp %8.2f  tg %7.2f\n", *pp, *tg);
+    return true;
+  };
+  auto llama_round = [&] {
+    if (!llama) return;
+    LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, o.pp, o.tg);
+    if (!r.error.empty()) {
+      m.llama_error = r.error;
+      return;
+    }
+    m.llama_pp.push_back(r.pp_tps);
+    m.llama_tg.push_back(r.tg_tps);
+    m.llama_peak_rss = std::max(m.llama_peak_rss, r.peak_rss_bytes);
+    m.llama_commit = r.build_commit;
+    std::fprintf(stderr, "   llama.cpp  pp %8.2f  tg %7.2f\n", r.pp_tps, r.tg_tps);
+  };
+  for (int round = 0; round < o.rounds; ++round) {
+    if (round % 2 == 1) llama_round();
+    if (!hearth_round()) return m;
+    if (round % 2 == 0) llama_round();
+  }
+  m.peak_rss = peak_rss_bytes();
+  return m;
+}
+
+std::string today() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
+  return buf;
+}
+
+}  // namespace
+}  // namespace hearth::bench
+
+int main(int argc, char** argv) {
+  using namespace hearth::bench;
+  auto opts = parse_options(argc, argv);
+  if (!opts.ok()) {
+    std::fprintf(stderr, "bench_engine_bench: %s\n", opts.error().message.c_str());
+    return 2;
+  }
+  const Options& o = *opts;
+  RunInfo info;
+  info.cpu = cpu_model_name();
+  info.threads = o.threads;
+  info.pp = o.pp;
+  info.tg = o.tg;
+  info.rounds = o.rounds;
+  info.date = today();
+  info.command = o.command_line;
+  std::fprintf(stderr, "measuring memory bandwidth (%d threads)...\n", o.threads);
+  const Bandwidth bw = measure_bandwidth(o.threads);
+  info.memcpy_gbs = bw.memcpy_gbs;
+  info.read_gbs = bw.read_gbs;
+  const auto llama = llama_bench_path();
+  info.llama_bin = llama ? *llama : "";
+  if (!llama) std::fprintf(stderr, "HEARTH_LLAMA_CPP_BIN is not set: measuring Hearth only\n");
+
+  std::vector<ModelResult> results;
+  for (const auto& path : o.models) {
+    results.push_back(bench_model(path, o, llama));
+    if (!results.back().error.empty()) std::fprintf(stderr, "   error: %s\n", results.back().error.c_str());
+    if (!results.back().llama_commit.empty()) info.llama_commit = results.back().llama_commit;
+  }
+  // The bandwidth again at the end: the machine's load may have changed during the run.
+  const Bandwidth after = measure_bandwidth(o.threads);
+  info.read_gbs = std::max(info.read_gbs, after.read_gbs);
+  info.memcpy_gbs = std::max(info.memcpy_gbs, after.memcpy_gbs);
+
+  std::printf("%s", format_console_table(info, results).c_str());
+  if (!o.json_path.empty()) {
+    std::ofstream out(o.json_path);
+    out << results_json(info, results).dump(2) << "\n";
+    if (!out) std::fprintf(stderr, "cannot write %s\n", o.json_path.c_str());
+  }
+  if (!o.doc_path.empty()) {
+    std::ofstream out(o.doc_path);
+    out << format_performance_doc(info, results);
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", o.doc_path.c_str());
+      return 1;
+    }
+  }
+  for (const auto& r : results) {
+    if (!r.error.empty()) return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,192 @@
+// Results of the engine benchmark (engine_bench.cpp) and their three renderings: the console
+// table, JSON with every sample, and docs/performance.md, which is only ever written from a run
+// (never by hand) so the published numbers are the measured ones.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hearth::bench {
+
+struct RunInfo {
+  std::string cpu, date, command, llama_bin, llama_commit;
+  int threads = 0, pp = 0, tg = 0, rounds = 0;
+  double memcpy_gbs = 0, read_gbs = 0;
+};
+
+struct ModelResult {
+  std::string path, name, error, llama_error, llama_commit;
+  uint64_t file_bytes = 0, decode_weight_bytes = 0, kv_bytes = 0;
+  uint64_t baseline_rss = 0, peak_rss = 0, llama_peak_rss = 0;
+  bool peak_rss_measured = false;
+  std::vector<double> hearth_pp, hearth_tg, llama_pp, llama_tg, load_ms;
+};
+
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+inline double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+
+// Memory the issue allows while decoding: the file, the KV cache and 64 MiB.
+inline uint64_t rss_budget(const ModelResult& m) { return m.file_bytes + m.kv_bytes + (uint64_t{64} << 20); }
+// Hearth's own peak: the process's peak during this model minus what it held before loading.
+inline uint64_t hearth_rss(const ModelResult& m) { return m.peak_rss > m.baseline_rss ? m.peak_rss - m.baseline_rss : 0; }
+
+inline std::string fmt(const char* f, double x) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, x);
+  return buf;
+}
+
+inline std::string ratio_text(double a, double b) { return b > 0 && a > 0 ? fmt("%.2fx", a / b) : "-"; }
+
+// The Markdown table shared by the console and the doc.
+inline std::string markdown_table(const RunInfo& info, const std::vector<ModelResult>& results) {
+  const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg);
+  std::string out = "| model | MiB | " + pp + " Hearth | " + pp + " llama.cpp | ratio | " + tg + " Hearth | " + tg +
+                    " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | load ms | RSS MiB (budget) |\n";
+  out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& m : results) {
+    if (!m.error.empty()) {
+      out += "| " + m.name + " | error: " + m.error + " |||||||||||\n";
+      continue;
+    }
+    const double hpp = median(m.hearth_pp), htg = median(m.hearth_tg);
+    const double lpp = median(m.llama_pp), ltg = median(m.llama_tg);
+    const double gbs = htg * static_cast<double>(m.decode_weight_bytes) / 1e9;
+    const double lgbs = ltg * static_cast<double>(m.decode_weight_bytes) / 1e9;
+    out += "| " + m.name + " | " + fmt("%.0f", mib(m.file_bytes)) + " | " + fmt("%.2f", hpp) + " | " +
+           (lpp > 0 ? fmt("%.2f", lpp) : "-") + " | " + ratio_text(hpp, lpp) + " | " + fmt("%.2f", htg) + " | " +
+           (ltg > 0 ? fmt("%.2f", ltg) : "-") + " | " + ratio_text(htg, ltg) + " | " + fmt("%.1f", gbs) + " | " +
+           (lgbs > 0 ? fmt("%.1f", lgbs) : "-") + " | " + fmt("%.0f%%", 100.0 * gbs / info.read_gbs) + " | " +
+           fmt("%.0f", median(m.load_ms)) + " | " +
+           (m.peak_rss_measured ? fmt("%.0f", mib(hearth_rss(m))) : std::string("?")) + " (" +
+           fmt("%.0f", mib(rss_budget(m))) + ") |\n";
+  }
+  return out;
+}
+
+inline std::string machine_line(const RunInfo& info) {
+  return info.cpu + ", " + std::to_string(info.threads) + " threads; memcpy " + fmt("%.1f", info.memcpy_gbs) +
+         " GB/s, streaming read " + fmt("%.1f", info.read_gbs) + " GB/s (same thread count, same run)";
+}
+
+// Checks of the issue's targets that this run can decide, one line each.
+inline std::vector<std::string> target_lines(const RunInfo& info, const std::vector<ModelResult>& results) {
+  std::vector<std::string> lines;
+  double worst = 1e9;
+  std::string worst_name;
+  for (const auto& m : results) {
+    if (!m.error.empty() || m.llama_pp.empty()) continue;
+    for (auto [h, l, what] : {std::tuple{median(m.hearth_pp), median(m.llama_pp), "pp"},
+                              std::tuple{median(m.hearth_tg), median(m.llama_tg), "tg"}}) {
+      if (l > 0 && h / l < worst) {
+        worst = h / l;
+        worst_name = m.name + " " + what;
+      }
+    }
+  }
+  if (!worst_name.empty()) {
+    lines.push_back("Worst Hearth/llama.cpp ratio: " + fmt("%.2fx", worst) + " (" + worst_name + "); the 1.0x floor " +
+                    (worst >= 1.0 ? "holds" : "does not hold") + " in this run.");
+  }
+  for (const auto& m : results) {
+    if (!m.error.empty()) continue;
+    if (m.name.find("-1b-q8_0") != std::string::npos) {
+      const double gbs = median(m.hearth_tg) * static_cast<double>(m.decode_weight_bytes) / 1e9;
+      lines.push_back("Decode bandwidth, " + m.name + ": " + fmt("%.1f", gbs) + " GB/s = " +
+                      fmt("%.0f%%", 100 * gbs / info.read_gbs) + " of the measured read bandwidth (target 80%).");
+    }
+    if (m.name.find("-1b-q4_0") != std::string::npos) {
+      lines.push_back("Warm load, " + m.name + ": " + fmt("%.0f", median(m.load_ms)) + " ms (target < 200 ms).");
+    }
+  }
+  int within = 0, measured = 0;
+  for (const auto& m : results) {
+    if (!m.error.empty() || !m.peak_rss_measured) continue;
+    ++measured;
+    within += hearth_rss(m) <= rss_budget(m);
+  }
+  if (measured > 0) {
+    lines.push_back("Peak RSS while decoding within file + KV + 64 MiB: " + std::to_string(within) + " of " +
+                    std::to_string(measured) + " models.");
+  }
+  return lines;
+}
+
+inline std::string format_console_table(const RunInfo& info, const std::vector<ModelResult>& results) {
+  std::string out = "\n" + machine_line(info) + "\n\n" + markdown_table(info, results) + "\n";
+  for (const auto& l : target_lines(info, results)) out += l + "\n";
+  for (const auto& m : results) {
+    if (!m.llama_error.empty()) out += m.name + ": llama.cpp failed: " + m.llama_error + "\n";
+  }
+  return out;
+}
+
+inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelResult>& results) {
+  nlohmann::json j;
+  j["machine"] = {{"cpu", info.cpu},           {"threads", info.threads},   {"memcpy_gbs", info.memcpy_gbs},
+                  {"read_gbs", info.read_gbs}, {"date", info.date}};
+  j["settings"] = {{"pp", info.pp}, {"tg", info.tg}, {"rounds", info.rounds}, {"command", info.command}};
+  j["llama_cpp"] = {{"bin", info.llama_bin}, {"commit", info.llama_commit}};
+  for (const auto& m : results) {
+    nlohmann::json r = {{"name", m.name},
+                        {"path", m.path},
+                        {"file_bytes", m.file_bytes},
+                        {"decode_weight_bytes", m.decode_weight_bytes},
+                        {"kv_bytes", m.kv_bytes},
+                        {"hearth", {{"pp_tps", m.hearth_pp}, {"tg_tps", m.hearth_tg}, {"load_ms", m.load_ms},
+                                    {"pp_median", median(m.hearth_pp)}, {"tg_median", median(m.hearth_tg)},
+                                    {"peak_rss_bytes", hearth_rss(m)}, {"rss_budget_bytes", rss_budget(m)}}},
+                        {"llama_cpp", {{"pp_tps", m.llama_pp}, {"tg_tps", m.llama_tg},
+                                       {"pp_median", median(m.llama_pp)}, {"tg_median", median(m.llama_tg)},
+                                       {"peak_rss_bytes", m.llama_peak_rss}}}};
+    if (!m.error.empty()) r["error"] = m.error;
+    if (!m.llama_error.empty()) r["llama_cpp"]["error"] = m.llama_error;
+    j["models"].push_back(r);
+  }
+  return j;
+}
+
+inline std::string format_performance_doc(const RunInfo& info, const std::vector<ModelResult>& results) {
+  std::string out =
+      "# Performance\n\n"
+      "Generated by `bench/engine_bench.cpp` from one run; do not edit by hand. To regenerate:\n\n"
+      "```sh\n"
+      "scripts/build.sh release --target bench_engine_bench hearth-dev\n"
+      "# once: the models (random weights, real shapes; see hearth-dev make-model --help)\n"
+      "for t in f16 q8_0 q4_0 q4_k_m q6_k; do\n"
+      "  build/release/src/devtools/hearth-dev make-model --arch llama --shape 1b --type $t -o /work/models-bench/llama-1b-$t.gguf\n"
+      "  build/release/src/devtools/hearth-dev make-model --arch qwen2 --shape 0.5b --type $t -o /work/models-bench/qwen2-0.5b-$t.gguf\n"
+      "  build/release/src/devtools/hearth-dev make-model --arch llama --shape 3b --type $t -o /work/models-bench/llama-3b-$t.gguf\n"
+      "done\n"
+      "HEARTH_LLAMA_CPP_BIN=/path/to/llama.cpp/build/bin build/release/bench/bench_engine_bench \\\n"
+      "  --models-dir /work/models-bench --threads 2 --rounds 3 --write-doc docs/performance.md\n"
+      "```\n\n"
+      "This run: `" + info.command + "` on " + info.date + ".\n\n"
+      "- Machine: " + machine_line(info) + ".\n"
+      "- llama.cpp: `llama-bench` build " + (info.llama_commit.empty() ? std::string("(not run)") : info.llama_commit) +
+      ", default settings (mmap, F16 KV cache, no flash attention), one repetition per round; Hearth and llama.cpp "
+      "alternate in " + std::to_string(info.rounds) + " rounds and the table shows medians.\n"
+      "- pp" + std::to_string(info.pp) + ": tokens/s of one batch of " + std::to_string(info.pp) +
+      " random tokens (logits of the last); tg" + std::to_string(info.tg) + ": tokens/s of " +
+      std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
+      "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding) times tg tokens/s; "
+      "% of read bw compares Hearth's with the streaming-read bandwidth above.\n"
+      "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
+      "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
+      markdown_table(info, results) + "\n";
+  for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
+  return out;
+}
+
+}  // namespace hearth::bench

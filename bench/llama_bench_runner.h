@@ -1,0 +1,103 @@
+// Runs llama.cpp's llama-bench (from the build named by HEARTH_LLAMA_CPP_BIN, never part of
+// this project) on a model file and reads its JSON output, so that a Hearth benchmark can
+// compare both engines on the same file in the same run. Also reports the child's peak RSS.
+#pragma once
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace hearth::bench {
+
+struct LlamaBenchResult {
+  double pp_tps = 0;  // prompt processing tokens/s (0 when not run)
+  double tg_tps = 0;  // generation tokens/s
+  uint64_t peak_rss_bytes = 0;
+  std::string build_commit;
+  std::string error;  // non-empty when the run failed
+};
+
+// The llama-bench executable under $HEARTH_LLAMA_CPP_BIN, or nullopt when the variable is unset.
+inline std::optional<std::string> llama_bench_path() {
+  const char* bin = std::getenv("HEARTH_LLAMA_CPP_BIN");
+  if (bin == nullptr || *bin == '\0') return std::nullopt;
+  return std::string(bin) + "/llama-bench";
+}
+
+// Runs argv (argv[0] is the program path), returns its standard output; peak RSS of the child
+// in *peak_rss. Standard error goes to /dev/null. exit_code < 0: it could not be started.
+inline std::string run_capture(const std::vector<std::string>& argv, int& exit_code, uint64_t* peak_rss) {
+  int fds[2];
+  exit_code = -1;
+  if (::pipe(fds) != 0) return "";
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
+  posix_spawn_file_actions_addclose(&actions, fds[0]);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(fds[1]);
+  std::string out;
+  if (rc == 0) {
+    char buf[65536];
+    ssize_t n;
+    while ((n = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (rc != 0) return out;
+  int status = 0;
+  struct rusage ru {};
+  if (::wait4(pid, &status, 0, &ru) == pid) {
+    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+    if (peak_rss != nullptr) *peak_rss = static_cast<uint64_t>(ru.ru_maxrss) * 1024;
+  }
+  return out;
+}
+
+// One llama-bench process: pp (prompt tokens in one batch) and tg (generated tokens), one
+// repetition each, `threads` threads, defaults otherwise (mmap on, F16 KV cache, no flash
+// attention), the same settings as Hearth's side of the benchmark.
+inline LlamaBenchResult run_llama_bench(const std::string& exe, const std::string& model, int threads, int pp, int tg) {
+  LlamaBenchResult r;
+  int code = 0;
+  const std::string out = run_capture({exe, "-m", model, "-t", std::to_string(threads), "-p", std::to_string(pp), "-n",
+                                       std::to_string(tg), "-r", "1", "-o", "json"},
+                                      code, &r.peak_rss_bytes);
+  if (code != 0) {
+    r.error = code < 0 ? "could not start " + exe : "llama-bench exited with status " + std::to_string(code);
+    return r;
+  }
+  auto j = nlohmann::json::parse(out, nullptr, false);
+  if (!j.is_array()) {
+    r.error = "llama-bench printed no JSON array";
+    return r;
+  }
+  for (const auto& t : j) {
+    const int n_prompt = t.value("n_prompt", 0);
+    const int n_gen = t.value("n_gen", 0);
+    const double tps = t.value("avg_ts", 0.0);
+    if (n_prompt > 0 && n_gen == 0) r.pp_tps = tps;
+    if (n_gen > 0 && n_prompt == 0) r.tg_tps = tps;
+    r.build_commit = t.value("build_commit", "");
+  }
+  if ((pp > 0 && r.pp_tps <= 0) || (tg > 0 && r.tg_tps <= 0)) r.error = "llama-bench reported no rate";
+  return r;
+}
+
+}  // namespace hearth::bench

@@ -1,0 +1,203 @@
+// The loop nest shared by the AVX-512 whole-matrix kernels (GemmKernel in kernel_table.h) and
+// the register transposes their weight packers use. A kernel type supplies how to pack a run of
+// blocks of 16 weight rows into the interleaved tile (lane r of every register = row r) and a
+// micro-kernel that multiplies such a tile with up to 8 tokens; this driver walks tokens in
+// chunks that stay in L2, 16-row panels, and runs of blocks that stay in L1, keeping each
+// token's 16 row sums in a small buffer between runs. Include only from files compiled with the
+// AVX-512 flags; everything has internal linkage (see isa_local.h).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+
+namespace hearth::kernels {
+namespace {
+
+inline int32_t load_i32(const void* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// The 16 weight rows of one panel; rows past the matrix repeat its last row (their results are
+// computed and dropped), so packers never branch on a short panel.
+struct PanelRows {
+  const uint8_t* base = nullptr;  // row 0 of the panel
+  const uint8_t* row[16] = {};
+  __m512i offsets;                // row r's byte offset from base, for gathers
+  int valid = 0;                  // rows that exist
+
+  PanelRows(const GemmArgs& a, int64_t panel) {
+    const int64_t r0 = panel * kGemmPanelRows;
+    valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
+    base = a.w + static_cast<size_t>(r0) * a.w_row_bytes;
+    alignas(64) int32_t off[16];
+    for (int r = 0; r < 16; ++r) {
+      const size_t rr = static_cast<size_t>(std::min(r, valid - 1));
+      row[r] = base + rr * a.w_row_bytes;
+      off[r] = static_cast<int32_t>(rr * a.w_row_bytes);
+    }
+    offsets = _mm512_load_si512(off);
+  }
+
+  // The 16-bit value at byte offset `at` of each row, as floats (an F16 field of every row's block).
+  __m512 gather_f16(size_t at) const {
+    const __m512i v = _mm512_i32gather_epi32(offsets, base + at, 1);
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(v));
+  }
+  // The 32-bit word at byte offset `at` of each row.
+  __m512i gather_i32(size_t at) const { return _mm512_i32gather_epi32(offsets, base + at, 1); }
+};
+
+// 16 rows of 8 dwords (row r at in[r]) to 8 registers of 16 dwords: out[c] lane r = in[r] dword c.
+inline void transpose_16x8_epi32(const __m256i in[16], __m512i out[8]) {
+  __m512i r[8], t[8], u[8];
+  for (int i = 0; i < 8; ++i) r[i] = _mm512_inserti64x4(_mm512_castsi256_si512(in[i]), in[i + 8], 1);
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_epi32(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi32(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i + 0] = _mm512_unpacklo_epi64(t[4 * i + 0], t[4 * i + 2]);
+    u[4 * i + 1] = _mm512_unpackhi_epi64(t[4 * i + 0], t[4 * i + 2]);
+    u[4 * i + 2] = _mm512_unpacklo_epi64(t[4 * i + 1], t[4 * i + 3]);
+    u[4 * i + 3] = _mm512_unpackhi_epi64(t[4 * i + 1], t[4 * i + 3]);
+  }
+  // u[k] (k < 4) holds column k of rows 0-3 / 8-11 in its 128-bit lanes 0 / 2 and column k+4 in
+  // lanes 1 / 3; u[k+4] the same for rows 4-7 / 12-15. Interleave the lanes into row order.
+  const __m512i lo = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);
+  const __m512i hi = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);
+  for (int k = 0; k < 4; ++k) {
+    out[k] = _mm512_permutex2var_epi64(u[k], lo, u[k + 4]);
+    out[k + 4] = _mm512_permutex2var_epi64(u[k], hi, u[k + 4]);
+  }
+}
+
+// 16 rows of 4 dwords (16 bytes at row[r] + at) to 4 registers of 16 dwords: out[c] lane r =
+// dword c of row r.
+inline void transpose_16x4_epi32(const uint8_t* const row[16], size_t at, __m512i out[4]) {
+  __m512i z[4];
+  for (int g = 0; g < 4; ++g) {
+    // 128-bit lane k of z[g] holds row g + 4k, so that the in-lane transpose below leaves lane
+    // 4k + g holding row 4k + g.
+    __m512i v = _mm512_castsi128_si512(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row[g] + at)));
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[g + 4] + at)), 1);
+    v = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[g + 8] + at)), 2);
+    z[g] = _mm512_inserti32x4(v, _mm_loadu_si128(reinterpret_cast<const __m128i*>(row[g + 12] + at)), 3);
+  }
+  const __m512i t0 = _mm512_unpacklo_epi32(z[0], z[1]);
+  const __m512i t1 = _mm512_unpackhi_epi32(z[0], z[1]);
+  const __m512i t2 = _mm512_unpacklo_epi32(z[2], z[3]);
+  const __m512i t3 = _mm512_unpackhi_epi32(z[2], z[3]);
+  out[0] = _mm512_unpacklo_epi64(t0, t2);
+  out[1] = _mm512_unpackhi_epi64(t0, t2);
+  out[2] = _mm512_unpacklo_epi64(t1, t3);
+  out[3] = _mm512_unpackhi_epi64(t1, t3);
+}
+
+// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pairwise lane shuffles and
+// adds (45 operations), for kernels that accumulate one row per register.
+inline __m512i reduce_rows_16(const __m512i part[16]) {
+  // Each level pairs registers (a, b) and adds the two halves of their lanes, keeping row order.
+  auto level = [](__m512i a, __m512i b, __m512i lo_idx, __m512i hi_idx) {
+    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, lo_idx, b), _mm512_permutex2var_epi32(a, hi_idx, b));
+  };
+  const __m512i l1_lo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i l1_hi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
+  const __m512i l2_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
+  const __m512i l2_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
+  const __m512i l3_lo = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
+  const __m512i l3_hi = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
+  const __m512i l4_lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i l4_hi = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+  __m512i w[8], x[4], y[2];
+  for (int m = 0; m < 8; ++m) w[m] = level(part[2 * m], part[2 * m + 1], l1_lo, l1_hi);  // 8 lanes per row
+  for (int m = 0; m < 4; ++m) x[m] = level(w[2 * m], w[2 * m + 1], l2_lo, l2_hi);        // 4 lanes per row
+  for (int m = 0; m < 2; ++m) y[m] = level(x[2 * m], x[2 * m + 1], l3_lo, l3_hi);        // 2 lanes per row
+  return level(y[0], y[1], l4_lo, l4_hi);
+}
+
+inline __m256i load256u(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
+
+// Most tokens whose activations and row sums one pass over a panel keeps at hand.
+inline constexpr int64_t kMaxTokenChunk = 256;
+
+// Kernel requirements (see the kernel files):
+//   kBlockCols: elements per weight block; kPackedBlockBytes: one packed block of 16 rows;
+//   kRunBlocks: blocks packed at a time (the packed run stays in L1); kTile: tokens per
+//   micro-kernel call (at most 8; fewer where the micro-kernel needs more registers per token);
+//   static void pack(const PanelRows&, int64_t first_block, int n_blocks, uint8_t* out);
+//   template <int T> static void micro(const uint8_t* packed, int n_blocks, int64_t first_block,
+//       const uint8_t* act, size_t act_stride, int64_t cols, float* sums, bool first_run);
+//   micro multiplies the packed run with T tokens (act, act + act_stride, ...) and adds into
+//   sums[16 * t + r] (set instead when first_run).
+template <class Kernel>
+void gemm_drive(const GemmArgs& a) {
+  alignas(64) uint8_t packed[Kernel::kRunBlocks * Kernel::kPackedBlockBytes];
+  alignas(64) float sums[kMaxTokenChunk * kGemmPanelRows];
+  const int64_t n_blocks = a.cols / Kernel::kBlockCols;
+  // Token chunks whose activations fit comfortably in L2 next to the packed weights.
+  int64_t chunk = static_cast<int64_t>((size_t{1} << 20) / std::max<size_t>(a.act_stride, 1));
+  chunk = std::clamp<int64_t>(chunk / 8 * 8, 8, kMaxTokenChunk);
+  for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk) {
+    const int64_t nt = std::min(chunk, a.n_tokens - t0);
+    const uint8_t* act = a.act + static_cast<size_t>(t0) * a.act_stride;
+    for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
+      const PanelRows rows(a, p);
+      // The next panel's rows follow this panel's in memory: prefetch them a slice per run so
+      // memory keeps streaming while this panel is packed and multiplied.
+      const int64_t n_runs = (n_blocks + Kernel::kRunBlocks - 1) / Kernel::kRunBlocks;
+      const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
+      const size_t slice = (panel_bytes / static_cast<size_t>(n_runs) + 63) / 64 * 64;
+      const uint8_t* next = rows.base + panel_bytes;
+      const uint8_t* next_end = p + 1 < a.panel_end ? next + panel_bytes : next;
+      for (int64_t b0 = 0; b0 < n_blocks; b0 += Kernel::kRunBlocks) {
+        const int nb = static_cast<int>(std::min<int64_t>(Kernel::kRunBlocks, n_blocks - b0));
+        for (size_t off = 0; off < slice && next + off < next_end; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
+        }
+        next += slice;
+        const bool first = b0 == 0;
+        if constexpr (requires { Kernel::kDirectTokens; }) {
+          // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
+          if (nt <= Kernel::kDirectTokens) {
+            Kernel::direct(rows, b0, nb, act, a.act_stride, a.cols, static_cast<int>(nt), sums, first);
+            continue;
+          }
+        }
+        Kernel::pack(rows, b0, nb, packed);
+        int64_t t = 0;
+        constexpr int kTile = Kernel::kTile;
+        for (; t + kTile <= nt; t += kTile) {
+          Kernel::template micro<kTile>(packed, nb, b0, act + t * a.act_stride, a.act_stride, a.cols, sums + 16 * t,
+                                        first);
+        }
+        const uint8_t* at = act + t * a.act_stride;
+        float* st = sums + 16 * t;
+        switch (nt - t) {
+          case 7: if constexpr (kTile > 7) Kernel::template micro<7>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 6: if constexpr (kTile > 6) Kernel::template micro<6>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 5: Kernel::template micro<5>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 4: Kernel::template micro<4>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 3: Kernel::template micro<3>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 2: Kernel::template micro<2>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          case 1: Kernel::template micro<1>(packed, nb, b0, at, a.act_stride, a.cols, st, first); break;
+          default: break;
+        }
+      }
+      const __mmask16 keep = static_cast<__mmask16>((1u << rows.valid) - 1);
+      float* out = a.y + static_cast<size_t>(t0) * static_cast<size_t>(a.y_stride) + p * kGemmPanelRows;
+      for (int64_t t = 0; t < nt; ++t) {
+        _mm512_mask_storeu_ps(out + t * a.y_stride, keep, _mm512_load_ps(sums + 16 * t));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hearth::kernels

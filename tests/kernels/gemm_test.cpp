@@ -1,0 +1,135 @@
+// The whole-matrix kernels (GemmKernel) of every variant that has them against the scalar
+// reference matmul: bit-identical for the integer-dot types (they do the reference's integer
+// sums and its float operations in its order), within float rounding for F16. Shapes cover
+// panels with missing rows, block runs with a remainder, token tiles with a remainder and more
+// tokens than one chunk.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "tensor/quantize.h"
+
+namespace hearth::kernels {
+namespace {
+
+using test::random_floats;
+
+struct Case {
+  DType type;
+  int64_t cols;
+  bool exact;
+};
+
+std::vector<float> run_matmul(CpuVariant v, const WeightView& w, const std::vector<float>& x, int64_t n_tokens,
+                              ThreadPool& pool) {
+  test::VariantScope scope(v);
+  MatmulScratch scratch;
+  std::vector<float> y(static_cast<size_t>(w.rows * n_tokens), -1.0f);
+  EXPECT_TRUE(matmul(w, x.data(), n_tokens, y.data(), pool, scratch).ok());
+  return y;
+}
+
+TEST(Gemm, MatchesScalarReference) {
+  const Case cases[] = {{DType::kQ4_0, 32 * 37, true}, {DType::kQ5_0, 32 * 37, true}, {DType::kQ8_0, 32 * 37, true},
+                        {DType::kQ4_0, 64, true},        {DType::kQ4_K, 256 * 5, true},  {DType::kQ6_K, 256 * 5, true},
+                        {DType::kQ6_K, 256, true},       {DType::kF16, 16 * 37, false},  {DType::kF16, 1000, false}};
+  const int64_t rows = 37;
+  ThreadPool pool(2);
+  int checked = 0;
+  for (const Case& c : cases) {
+    const std::vector<float> wf = random_floats(static_cast<size_t>(rows * c.cols), 300 + static_cast<uint32_t>(c.type));
+    const size_t row_bytes = *dtype_row_bytes(c.type, c.cols);
+    std::vector<uint8_t> wq(row_bytes * rows);
+    for (int64_t r = 0; r < rows; ++r) {
+      ASSERT_TRUE(quantize_row(c.type, wf.data() + r * c.cols, wq.data() + r * row_bytes, c.cols).ok());
+    }
+    const WeightView w{c.type, wq.data(), c.cols, rows, row_bytes};
+    for (int64_t n_tokens : {1, 2, 7, 8, 9, 300}) {
+      const std::vector<float> x = random_floats(static_cast<size_t>(c.cols * n_tokens), 11, -3.0f, 3.0f);
+      const std::vector<float> want = run_matmul(CpuVariant::kScalar, w, x, n_tokens, pool);
+      for (CpuVariant v : test::variants_under_test()) {
+        if (kernels_for(v).gemm[static_cast<int>(c.type)].run == nullptr) continue;
+        SCOPED_TRACE(test::variant_label(v) + " " + std::string(dtype_name(c.type)) + " cols=" +
+                     std::to_string(c.cols) + " tokens=" + std::to_string(n_tokens));
+        const std::vector<float> got = run_matmul(v, w, x, n_tokens, pool);
+        for (size_t i = 0; i < got.size(); ++i) {
+          if (c.exact) {
+            ASSERT_EQ(got[i], want[i]) << "at token " << i / rows << " row " << i % rows;
+          } else {
+            ASSERT_NEAR(got[i], want[i], 1e-4f * (1.0f + std::fabs(want[i]))) << "at " << i;
+          }
+        }
+        ++checked;
+      }
+    }
+  }
+  if (!test::variants_under_test().empty() && cpu_variant_supported(CpuVariant::kAvx512)) {
+    EXPECT_GT(checked, 0);
+  }
+}
+
+}  // namespace
+}  // namespace hearth::kernels
+
+namespace hearth::kernels {
+namespace {
+
+// matmul_multi gives exactly what one matmul per matrix gives, for matrices that share an
+// activation layout (Q4_K + Q6_K), that need different ones (Q4_0 + Q8_0) and for types
+// without a whole-matrix kernel (Q4_1, which makes the call fall back to separate matmuls).
+TEST(MatmulMulti, EqualsSeparateMatmuls) {
+  const int64_t cols = 512;
+  ThreadPool pool(2);
+  const std::vector<std::vector<std::pair<DType, int64_t>>> groups = {
+      {{DType::kQ4_K, 48}, {DType::kQ6_K, 16}, {DType::kQ4_K, 21}},
+      {{DType::kQ4_0, 32}, {DType::kQ8_0, 7}},
+      {{DType::kQ4_0, 16}, {DType::kQ4_1, 16}}};
+  for (const auto& group : groups) {
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<WeightView> views;
+    for (const auto& [type, rows] : group) {
+      const std::vector<float> wf = random_floats(static_cast<size_t>(rows * cols), 500 + static_cast<uint32_t>(rows));
+      const size_t row_bytes = *dtype_row_bytes(type, cols);
+      data.emplace_back(row_bytes * static_cast<size_t>(rows));
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_TRUE(quantize_row(type, wf.data() + r * cols, data.back().data() + r * row_bytes, cols).ok());
+      }
+      views.push_back({type, data.back().data(), cols, rows, row_bytes});
+    }
+    for (int64_t n_tokens : {1, 5}) {
+      const std::vector<float> x = random_floats(static_cast<size_t>(cols * n_tokens), 21, -2.0f, 2.0f);
+      for (CpuVariant v : test::variants_under_test()) {
+        test::VariantScope scope(v);
+        MatmulScratch scratch;
+        std::vector<std::vector<float>> together(views.size()), alone(views.size());
+        std::vector<MatmulJob> jobs;
+        for (size_t j = 0; j < views.size(); ++j) {
+          together[j].assign(static_cast<size_t>(views[j].rows * n_tokens), -1.0f);
+          alone[j].assign(together[j].size(), -2.0f);
+          jobs.push_back({&views[j], together[j].data()});
+          ASSERT_TRUE(matmul(views[j], x.data(), n_tokens, alone[j].data(), pool, scratch).ok());
+        }
+        ASSERT_TRUE(matmul_multi(jobs, x.data(), n_tokens, pool, scratch).ok());
+        for (size_t j = 0; j < views.size(); ++j) {
+          SCOPED_TRACE(test::variant_label(v) + " job " + std::to_string(j) + " tokens " + std::to_string(n_tokens));
+          EXPECT_EQ(together[j], alone[j]);
+        }
+      }
+    }
+  }
+  WeightView a{DType::kQ4_0, nullptr, 64, 1, 36};
+  std::vector<uint8_t> bytes(36);
+  a.data = bytes.data();
+  WeightView b{DType::kQ4_0, bytes.data(), 32, 1, 18};
+  std::vector<float> x(64), y0(1), y1(1);
+  const MatmulJob mixed[] = {{&a, y0.data()}, {&b, y1.data()}};
+  MatmulScratch scratch;
+  EXPECT_FALSE(matmul_multi(mixed, x.data(), 1, pool, scratch).ok());
+}
+
+}  // namespace
+}  // namespace hearth::kernels
