@@ -37,11 +37,9 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
 
 void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                      int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
-  {
-    const KernelTable& kt = active_kernels();
-    if (kt.attention_f16 != nullptr && kt.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, out, scratch)) {
-      return;
-    }
+  const KernelTable& k = active_kernels();
+  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, out, scratch)) {
+    return;
   }
   const int dk = p.head_dim_k;
   const int dv = p.head_dim_v;
