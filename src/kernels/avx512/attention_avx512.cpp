@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 
@@ -18,50 +19,6 @@ namespace {
 
 constexpr int kMaxHeadDim = 256;
 constexpr int kMaxGroup = 16;
-
-// e^x in F32 for x <= ~88: 2^n * p(r) with x = n ln2 + r, |r| <= ln2/2, a degree-6 polynomial
-// (relative error about 2e-7); inputs below -87 give 0.
-inline __m512 exp_ps(__m512 x) {
-  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
-  const __m512 ln2_hi = _mm512_set1_ps(0.693359375f);
-  const __m512 ln2_lo = _mm512_set1_ps(-2.12194440e-4f);
-  const __m512 too_small = _mm512_set1_ps(-87.0f);
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-  const __mmask16 zero = _mm512_cmp_ps_mask(x, too_small, _CMP_LT_OQ);
-  x = _mm512_max_ps(x, too_small);
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, ln2_hi, x);
-  r = _mm512_fnmadd_ps(n, ln2_lo, r);
-  __m512 p = _mm512_set1_ps(1.0f / 720.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512 result = _mm512_scalef_ps(p, n);
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~zero), result);
-}
-
-// Lane k of the result = sum of the 16 lanes of part[k] (pairwise halves, row order kept).
-inline __m512 reduce_16(const __m512 part[16]) {
-  auto level = [](__m512 a, __m512 b, __m512i lo, __m512i hi) {
-    return _mm512_add_ps(_mm512_permutex2var_ps(a, lo, b), _mm512_permutex2var_ps(a, hi, b));
-  };
-  const __m512i l1_lo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-  const __m512i l1_hi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const __m512i l2_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-  const __m512i l2_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const __m512i l3_lo = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-  const __m512i l3_hi = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
-  const __m512i l4_lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i l4_hi = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  __m512 w[8], x[4], y[2];
-  for (int m = 0; m < 8; ++m) w[m] = level(part[2 * m], part[2 * m + 1], l1_lo, l1_hi);
-  for (int m = 0; m < 4; ++m) x[m] = level(w[2 * m], w[2 * m + 1], l2_lo, l2_hi);
-  for (int m = 0; m < 2; ++m) y[m] = level(x[2 * m], x[2 * m + 1], l3_lo, l3_hi);
-  return level(y[0], y[1], l4_lo, l4_hi);
-}
 
 inline const uint16_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos,
                               size_t offset) {
@@ -157,7 +114,7 @@ bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv
       for (int g = 0; g < group; ++g) {
         __m512 rows[16];
         for (int i = 0; i < 16; ++i) rows[i] = _mm512_load_ps(part[g][i]);
-        __m512 s = _mm512_mul_ps(reduce_16(rows), scale);
+        __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
         if (p.softcap != 0.0f) {
           alignas(64) float lanes[16];
           _mm512_store_ps(lanes, s);

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 
 namespace hearth::kernels {
@@ -98,28 +99,6 @@ inline void transpose_16x4_epi32(const uint8_t* const row[16], size_t at, __m512
   out[1] = _mm512_unpackhi_epi64(t0, t2);
   out[2] = _mm512_unpacklo_epi64(t1, t3);
   out[3] = _mm512_unpackhi_epi64(t1, t3);
-}
-
-// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pairwise lane shuffles and
-// adds (45 operations), for kernels that accumulate one row per register.
-inline __m512i reduce_rows_16(const __m512i part[16]) {
-  // Each level pairs registers (a, b) and adds the two halves of their lanes, keeping row order.
-  auto level = [](__m512i a, __m512i b, __m512i lo_idx, __m512i hi_idx) {
-    return _mm512_add_epi32(_mm512_permutex2var_epi32(a, lo_idx, b), _mm512_permutex2var_epi32(a, hi_idx, b));
-  };
-  const __m512i l1_lo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-  const __m512i l1_hi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const __m512i l2_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-  const __m512i l2_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const __m512i l3_lo = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-  const __m512i l3_hi = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
-  const __m512i l4_lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i l4_hi = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  __m512i w[8], x[4], y[2];
-  for (int m = 0; m < 8; ++m) w[m] = level(part[2 * m], part[2 * m + 1], l1_lo, l1_hi);  // 8 lanes per row
-  for (int m = 0; m < 4; ++m) x[m] = level(w[2 * m], w[2 * m + 1], l2_lo, l2_hi);        // 4 lanes per row
-  for (int m = 0; m < 2; ++m) y[m] = level(x[2 * m], x[2 * m + 1], l3_lo, l3_hi);        // 2 lanes per row
-  return level(y[0], y[1], l4_lo, l4_hi);
 }
 
 inline __m256i load256u(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
