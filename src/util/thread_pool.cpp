@@ -50,24 +50,59 @@ void ThreadPool::worker_loop(int index) {
       }
       gen = generation_.load(std::memory_order_acquire);
     }
-    if (gen == seen) {
-      std::unique_lock<std::mutex> lock(mu_);
-      ++sleepers_;
-      cv_start_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
-      --sleepers_;
-      gen = generation_.load(std::memory_order_relaxed);
-    }
-    seen = gen;
     const FunctionRef<void(int)>* job = nullptr;
+    bool shared = false;
     {
-      // stop_ and job_ are written under mu_ before the generation bump that published them.
-      std::lock_guard<std::mutex> lock(mu_);
+      // generation_, job_ and job_shared_ change together under mu_: read them together, so a
+      // worker that woke late acts on the newest job only.
+      std::unique_lock<std::mutex> lock(mu_);
+      if (generation_.load(std::memory_order_relaxed) == seen && !stop_) {
+        ++sleepers_;
+        cv_start_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+        --sleepers_;
+      }
       if (stop_) return;
+      seen = generation_.load(std::memory_order_relaxed);
       job = job_;
+      shared = job_shared_;
     }
+    if (!shared) {
+      (*job)(index);
+      pending_.fetch_sub(1, std::memory_order_release);
+      continue;
+    }
+    // Join the shared job only while it is open; once the caller has closed it, it may have
+    // returned and *job may be gone.
+    uint64_t t = ticket_.load(std::memory_order_acquire);
+    bool joined = false;
+    while ((t >> kTicketGenShift) == seen && (t & kTicketClosed) == 0) {
+      if (ticket_.compare_exchange_weak(t, t + 1, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        joined = true;
+        break;
+      }
+    }
+    if (!joined) continue;
     (*job)(index);
-    pending_.fetch_sub(1, std::memory_order_release);
+    ticket_.fetch_sub(1, std::memory_order_release);
   }
+}
+
+void ThreadPool::publish(const FunctionRef<void(int)>* fn, bool shared) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = fn;
+    job_shared_ = shared;
+    const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+    if (shared) {
+      ticket_.store(gen << kTicketGenShift, std::memory_order_release);
+    } else {
+      pending_.store(n_threads_ - 1, std::memory_order_relaxed);
+    }
+    generation_.store(gen, std::memory_order_release);
+    wake = sleepers_ > 0;
+  }
+  if (wake) cv_start_.notify_all();
 }
 
 void ThreadPool::run_on_all(FunctionRef<void(int)> fn) {
@@ -75,19 +110,23 @@ void ThreadPool::run_on_all(FunctionRef<void(int)> fn) {
     fn(0);
     return;
   }
-  bool wake = false;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    pending_.store(n_threads_ - 1, std::memory_order_relaxed);
-    generation_.fetch_add(1, std::memory_order_release);
-    wake = sleepers_ > 0;
-  }
-  if (wake) cv_start_.notify_all();
+  publish(&fn, /*shared=*/false);
   fn(0);
   for (int i = 0; pending_.load(std::memory_order_acquire) != 0; ++i) {
     cpu_relax();
     if ((i & 255) == 255) std::this_thread::yield();
+  }
+}
+
+void ThreadPool::run_shared(FunctionRef<void(int)> fn) {
+  publish(&fn, /*shared=*/true);
+  fn(0);
+  // Close the job: workers that have not joined yet will skip it; wait for those that did.
+  uint64_t t = ticket_.fetch_or(kTicketClosed, std::memory_order_acq_rel) | kTicketClosed;
+  for (int i = 0; (t & kTicketActive) != 0; ++i) {
+    cpu_relax();
+    if ((i & 255) == 255) std::this_thread::yield();
+    t = ticket_.load(std::memory_order_acquire);
   }
 }
 
@@ -98,14 +137,17 @@ void ThreadPool::parallel_for(size_t n, FunctionRef<void(size_t, size_t, int)> f
     fn(0, n, 0);
     return;
   }
-  auto body = [&](int t) {
-    size_t ti = static_cast<size_t>(t);
-    if (ti >= threads) return;
-    size_t begin = n * ti / threads;
-    size_t end = n * (ti + 1) / threads;
-    if (begin < end) fn(begin, end, t);
+  std::atomic<size_t> next_chunk{0};
+  auto body = [&](int) {
+    for (;;) {
+      const size_t c = next_chunk.fetch_add(1, std::memory_order_relaxed);
+      if (c >= threads) return;
+      const size_t begin = n * c / threads;
+      const size_t end = n * (c + 1) / threads;
+      if (begin < end) fn(begin, end, static_cast<int>(c));
+    }
   };
-  run_on_all(body);
+  run_shared(body);
 }
 
 void ThreadPool::parallel_for_dynamic(size_t n, size_t grain, FunctionRef<void(size_t, size_t, int)> fn) {
@@ -123,7 +165,7 @@ void ThreadPool::parallel_for_dynamic(size_t n, size_t grain, FunctionRef<void(s
       fn(begin, begin + grain < n ? begin + grain : n, t);
     }
   };
-  run_on_all(body);
+  run_shared(body);
 }
 
 int physical_core_count() {

@@ -71,6 +71,46 @@ TEST(ThreadPool, DynamicParallelForCoversEveryIndexOnce) {
   }
 }
 
+// With more runnable threads than cores (busy spinners beside the pool), workers often wake
+// after the caller has claimed every chunk: every index must still run exactly once, chunk /
+// thread indices must stay below size() and never be in use by two threads at once (they pick
+// scratch buffers), and each static chunk must keep its boundaries.
+TEST(ThreadPool, LoopsStayCorrectWhenWorkersAreLate) {
+  ThreadPool pool(3);
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> hogs;
+  for (int i = 0; i < 4; ++i) {
+    hogs.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+      }
+    });
+  }
+  std::atomic<int> in_use[3] = {};
+  const size_t n = 301;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<std::atomic<int>> hits(n);
+    auto check = [&](size_t b, size_t e, int t) {
+      ASSERT_GE(t, 0);
+      ASSERT_LT(t, 3);
+      ASSERT_EQ(in_use[t].fetch_add(1), 0) << "index " << t << " used by two threads at once";
+      for (size_t i = b; i < e; ++i) hits[i]++;
+      in_use[t].fetch_sub(1);
+    };
+    if (round % 2 == 0) {
+      pool.parallel_for(n, [&](size_t b, size_t e, int c) {
+        EXPECT_EQ(b, n * static_cast<size_t>(c) / 3);
+        EXPECT_EQ(e, n * static_cast<size_t>(c + 1) / 3);
+        check(b, e, c);
+      });
+    } else {
+      pool.parallel_for_dynamic(n, 16, check);
+    }
+    for (size_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "round " << round << " i=" << i;
+  }
+  stop = true;
+  for (auto& h : hogs) h.join();
+}
+
 TEST(ThreadPool, DefaultUsesPhysicalCores) {
   ThreadPool pool;
   EXPECT_EQ(pool.size(), physical_core_count());
