@@ -25,7 +25,8 @@ Result<Json> parse_json_object(std::string_view body) {
   Json value;
   try {
     value = Json::parse(body.begin(), body.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
+    // parse_error for bad syntax, out_of_range for numbers beyond double (e.g. 599e555).
     std::string what = e.what();
     // nlohmann's text: "[json.exception.parse_error.101] parse error at line 1, column 2: ..."
     auto pos = what.find("] ");

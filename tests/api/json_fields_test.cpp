@@ -20,6 +20,7 @@ TEST(JsonFields, ParseRejectsMalformedBodies) {
       {"null", "must be a JSON object, got null"},
       {std::string("{\"a\":\"\xff\xfe\"}"), "not valid JSON"},  // invalid UTF-8 inside a string
       {std::string("{\"a\":\"\xc3\"}"), "not valid JSON"},      // truncated UTF-8 sequence
+      {"{\"a\":599e555}", "not valid JSON"},                          // number beyond double: out_of_range, not parse_error
   };
   for (const auto& c : cases) {
     auto r = parse_json_object(c.body);
