@@ -187,6 +187,37 @@ TEST(JsonSchemaGrammar, Strings) {
   EXPECT_TRUE(email.accepts(R"("anything")"));
 }
 
+TEST(JsonSchemaGrammar, SimplePatterns) {
+  SchemaMatcher phone(R"({"type": "string", "pattern": "^\\d{3}-\\d{4}$"})");
+  EXPECT_TRUE(phone.accepts(R"("555-1234")"));
+  EXPECT_FALSE(phone.accepts(R"("555-12345")"));
+  EXPECT_FALSE(phone.accepts(R"("55-1234")"));
+
+  SchemaMatcher code(R"({"type": "string", "pattern": "^(?:[A-Z][a-z]+|x{2,3})(_[0-9a-f]+)?$"})");
+  for (const char* ok : {R"("Abc")", R"("xx")", R"("xxx_0af")", R"("Zz_9")"}) EXPECT_TRUE(code.accepts(ok)) << ok;
+  for (const char* bad : {R"("abc")", R"("x")", R"("xxxx")", R"("Abc_")", R"("Abc_g")"}) EXPECT_FALSE(code.accepts(bad)) << bad;
+
+  // Unanchored: the match may sit anywhere in the string.
+  SchemaMatcher contains(R"({"type": "string", "pattern": "cat"})");
+  EXPECT_TRUE(contains.accepts(R"("a cat here")"));
+  EXPECT_TRUE(contains.accepts(R"("cat")"));
+  EXPECT_FALSE(contains.accepts(R"("dog")"));
+
+  // Characters JSON escapes are produced escaped; a negated class never yields a bare quote.
+  SchemaMatcher quoted(R"({"type": "string", "pattern": "^\"[^\"]*\"\\.$"})");
+  EXPECT_TRUE(quoted.accepts(R"("\"hi\".")")) << quoted.gbnf();
+  EXPECT_FALSE(quoted.accepts(R"("\"hi\"x")"));
+  SchemaMatcher dot(R"({"type": "string", "pattern": "^.{2}$"})");
+  EXPECT_TRUE(dot.accepts(R"("aé")"));
+  EXPECT_FALSE(dot.accepts(R"("a")"));
+
+  for (const char* unsupported : {R"(^(?=a)b$)", R"(^(a)\\1$)", R"(\\bword)", R"(^a$b)", R"(^[[:alpha:]]$)", R"(a**)", R"(\\p{L})"}) {
+    Error e = schema_error(std::string(R"({"type": "string", "pattern": ")") + unsupported + "\"}");
+    EXPECT_EQ(e.kind, ErrorKind::kUnsupported) << unsupported;
+    EXPECT_NE(e.message.find("'pattern'"), std::string::npos) << e.message;
+  }
+}
+
 TEST(JsonSchemaGrammar, NumbersBooleansNullAndEnumsOfAnyJson) {
   SchemaMatcher num(R"({"type": "number"})");
   for (const char* ok : {"0", "-1", "3.25", "1e5", "-2.5E-3"}) EXPECT_TRUE(num.accepts(ok)) << ok;

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "sampler/grammar/json_schema_pattern.h"
+
 namespace hearth::sampler {
 namespace {
 
@@ -338,7 +340,16 @@ class SchemaConverter {
   Result<std::string> convert_string(const Json& s, const std::string& path) {
     HEARTH_ASSIGN(auto min_len, count(s, "minLength", path));
     HEARTH_ASSIGN(auto max_len, count(s, "maxLength", path));
-    if (s.contains("pattern")) return unsupported("pattern", path);
+    if (auto p = s.find("pattern"); p != s.end()) {
+      if (!p->is_string()) return invalid(path + "/pattern", "must be a string");
+      if (min_len || max_len) return unsupported("pattern' beside 'minLength'/'maxLength", path);
+      auto body = json_pattern_to_gbnf(p->get<std::string>(), use("json-char"));
+      if (!body.ok()) {
+        return make_error(ErrorKind::kUnsupported, "json schema: unsupported keyword 'pattern' at " + path +
+                                                       " (only simple regular expressions are supported; this one has " + body.error().message + ")");
+      }
+      return "\"\\\"\" " + *body + " \"\\\"\"";
+    }
     if (auto f = s.find("format"); f != s.end() && f->is_string() && !min_len && !max_len) {
       const std::string format = f->get<std::string>();
       // Other formats only annotate (JSON Schema 2020-12 makes format an annotation by default).

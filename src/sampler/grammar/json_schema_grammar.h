@@ -14,7 +14,7 @@
 // unknown string formats, ...) are ignored; keywords that would restrict validity in ways the
 // grammar does not express (not, allOf of several, if/then/else, patternProperties, minimum
 // other than 0, maximum, multipleOf, uniqueItems, contains, minProperties, a pattern beyond a
-// simple anchored regex, ...) are kUnsupported errors naming the keyword and where it is.
+// simple regex (json_schema_pattern.h), ...) are kUnsupported errors naming the keyword and where it is.
 #pragma once
 
 #include <string>
