@@ -216,6 +216,9 @@ TEST(JsonSchemaGrammar, SimplePatterns) {
     EXPECT_EQ(e.kind, ErrorKind::kUnsupported) << unsupported;
     EXPECT_NE(e.message.find("'pattern'"), std::string::npos) << e.message;
   }
+  // Deep group nesting is refused, not a stack overflow.
+  std::string deep = std::string(5000, '(') + "a" + std::string(5000, ')');
+  EXPECT_EQ(schema_error(R"({"type": "string", "pattern": ")" + deep + "\"}").kind, ErrorKind::kUnsupported);
 }
 
 TEST(JsonSchemaGrammar, NumbersBooleansNullAndEnumsOfAnyJson) {

@@ -11,6 +11,8 @@ namespace hearth::sampler {
 namespace {
 
 constexpr uint32_t kMaxCodePoint = 0x10FFFF;
+// Each group is a C++ stack frame here and two parentheses in the GBNF (which allows 128).
+constexpr int kMaxGroupDepth = 32;
 
 // The pattern's code points; nullopt for invalid UTF-8.
 std::optional<std::u32string> decode_utf8(std::string_view s) {
@@ -185,6 +187,7 @@ class PatternReader {
   Result<std::string> atom() {
     char32_t c = p_[i_];
     if (c == '(') {
+      if (++depth_ > kMaxGroupDepth) return fail("groups nested deeper than " + std::to_string(kMaxGroupDepth));
       ++i_;
       if (at('?')) {
         if (i_ + 1 < p_.size() && p_[i_ + 1] == ':') {
@@ -196,6 +199,7 @@ class PatternReader {
       HEARTH_ASSIGN(std::string inner, alternation());
       if (!at(')')) return fail("unbalanced '('");
       ++i_;
+      --depth_;
       return inner.empty() ? std::string("\"\"") : inner;
     }
     if (c == '[') return char_class();
@@ -274,6 +278,7 @@ class PatternReader {
   std::u32string p_;
   std::string json_char_;
   size_t i_ = 0;
+  int depth_ = 0;
 };
 
 }  // namespace
