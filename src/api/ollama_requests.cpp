@@ -2,6 +2,7 @@
 #include "api/generation_options.h"
 #include "api/go_template.h"
 #include "api/ollama.h"
+#include "api/structured_output.h"
 
 namespace hearth::api {
 namespace {
@@ -26,16 +27,8 @@ Status check_no_images(const Json& obj, const std::string& where) {
   return ok_status();
 }
 
-// `format`: "" or absent is free text; "json" or a JSON schema asks for structured output,
-// which needs grammar-constrained sampling that Hearth does not have yet.
-Status check_format(const Json& body) {
-  auto it = body.find("format");
-  if (it == body.end() || it->is_null() || (it->is_string() && it->get<std::string>().empty())) return ok_status();
-  return make_error(ErrorKind::kUnsupported, "'format' (structured JSON output) is not supported yet");
-}
-
 // Fields every generate/chat body shares: stream (default true), options, keep_alive,
-// logprobs, think.
+// logprobs, think, format.
 Status read_shared(const Json& body, CompletionJob& job) {
   job.dialect = Dialect::kOllama;
   job.request.sampling = ollama_default_sampling();
@@ -47,7 +40,7 @@ Status read_shared(const Json& body, CompletionJob& job) {
   if (options) HEARTH_TRY(read_generation_options(*options, "options.", job));
   HEARTH_ASSIGN(auto truncate, read_bool(body, "truncate"));
   if (truncate) job.request.truncate = *truncate;
-  HEARTH_TRY(check_format(body));
+  HEARTH_TRY(read_ollama_format(body, job));
   auto keep_alive = body.find("keep_alive");
   if (keep_alive != body.end() && !keep_alive->is_null() && !keep_alive->is_string() && !keep_alive->is_number()) {
     return field_type_error("", "keep_alive", "a duration string or a number of seconds", *keep_alive);

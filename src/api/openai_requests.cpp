@@ -3,6 +3,7 @@
 
 #include "api/generation_options.h"
 #include "api/openai.h"
+#include "api/structured_output.h"
 
 namespace hearth::api {
 namespace {
@@ -47,17 +48,6 @@ Status check_chat_message(const Json& m, size_t index) {
   return ok_status();
 }
 
-// OpenAI's response_format / Responses' text.format: only plain text is supported for now.
-Status check_text_format(const Json* format, const char* field) {
-  if (!format) return ok_status();
-  std::string type = string_field(*format, "type", "text");
-  if (type != "text") {
-    return make_error(ErrorKind::kUnsupported, std::string("'") + field + "' of type '" + type +
-                                                   "' (structured output) is not supported yet; use type 'text'");
-  }
-  return ok_status();
-}
-
 Status read_common(const Json& body, CompletionJob& job) {
   job.dialect = Dialect::kOpenAI;
   job.request.sampling = llama_server_default_sampling();
@@ -76,6 +66,7 @@ Status read_common(const Json& body, CompletionJob& job) {
     job.n_choices = static_cast<int32_t>(*n);
   }
   HEARTH_TRY(read_generation_options(body, "", job));
+  HEARTH_TRY(read_openai_structured_output(body, job));
   return ok_status();
 }
 
@@ -155,8 +146,6 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
     job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
     if (*top_logprobs > 0) job.request.logprobs = true;
   }
-  HEARTH_ASSIGN(const Json* response_format, read_object(body, "response_format"));
-  HEARTH_TRY(check_text_format(response_format, "response_format"));
   HEARTH_ASSIGN(const Json* modalities, read_array(body, "modalities"));
   if (modalities) {
     for (const auto& m : *modalities) {

@@ -7,6 +7,7 @@
 #include "api/openai.h"
 #include "api/response_encoder.h"
 #include "api/stream_framing.h"
+#include "api/structured_output.h"
 
 namespace hearth::api {
 namespace {
@@ -239,13 +240,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
     HEARTH_TRY(check_range("max_output_tokens", *max_output, 1, 1 << 30));
     job.request.n_predict = static_cast<int32_t>(*max_output);
   }
-  HEARTH_ASSIGN(const Json* text, read_object(body, "text"));
-  if (text) {
-    HEARTH_ASSIGN(const Json* format, read_object(*text, "format", "text."));
-    if (format && string_field(*format, "type", "text") != "text") {
-      return make_error(ErrorKind::kUnsupported, "'text.format' (structured output) is not supported yet; use type 'text'");
-    }
-  }
+  HEARTH_TRY(read_responses_structured_output(body, job));
   auto input = body.find("input");
   if (input == body.end() || input->is_null()) return invalid("'input' is required");
   HEARTH_ASSIGN(Json messages, input_messages(*input));

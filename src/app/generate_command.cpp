@@ -1,5 +1,6 @@
 // `hearth generate -m FILE -p TEXT`: loads a model and streams a continuation of the prompt,
 // ending with prompt and generation speeds; --json prints one object instead (for scripts).
+// --grammar FILE, --grammar-text GBNF or --json-schema FILE constrain the output.
 #include <cstdio>
 #include <iostream>
 #include <iterator>
@@ -9,8 +10,29 @@
 #include "app/commands.h"
 #include "app/sampling_flags.h"
 #include "engine/generation.h"
+#include "sampler/grammar/json_schema_grammar.h"
+#include "util/file_io.h"
 
 namespace hearth::app {
+namespace {
+
+// The GBNF the grammar flags ask for ("" when none); at most one of them may be given.
+Result<std::string> grammar_from(const Settings& s) {
+  int given = 0;
+  for (const char* flag : {"grammar", "grammar_text", "json_schema"}) given += s.is_set(flag) ? 1 : 0;
+  if (given > 1) return make_error(ErrorKind::kInvalidArgument, "give only one of --grammar, --grammar-text and --json-schema");
+  if (s.is_set("grammar_text")) return s.get_string("grammar_text");
+  if (s.is_set("grammar")) return read_file(s.get_string("grammar"));
+  if (!s.is_set("json_schema")) return std::string();
+  HEARTH_ASSIGN(std::string text, read_file(s.get_string("json_schema")));
+  auto schema = nlohmann::ordered_json::parse(text, nullptr, false);
+  if (schema.is_discarded()) {
+    return make_error(ErrorKind::kInvalidArgument, "--json-schema: " + s.get_string("json_schema") + " is not valid JSON");
+  }
+  return sampler::json_schema_to_gbnf(schema);
+}
+
+}  // namespace
 
 int run_generate(const CommandArgs& args) {
   std::vector<SettingSpec> specs = model_run_settings();
@@ -22,6 +44,9 @@ int run_generate(const CommandArgs& args) {
   specs.push_back({"no_bos", 0, SettingType::kBool, "false", "do not add the model's BOS/EOS tokens to the prompt", ""});
   specs.push_back({"parse_special", 0, SettingType::kBool, "false", "match special-token text in the prompt", ""});
   specs.push_back({"json", 0, SettingType::kBool, "false", "print one JSON object instead of streaming text", ""});
+  specs.push_back({"grammar", 0, SettingType::kString, "", "GBNF grammar file the output must match", ""});
+  specs.push_back({"grammar_text", 0, SettingType::kString, "", "GBNF grammar text the output must match", ""});
+  specs.push_back({"json_schema", 0, SettingType::kString, "", "JSON Schema file the output must be valid against", ""});
   Settings s(specs);
   if (auto st = s.parse(args); !st.ok()) {
     std::fprintf(stderr, "hearth generate: %s\n", st.error().message.c_str());
@@ -41,6 +66,11 @@ int run_generate(const CommandArgs& args) {
     std::fprintf(stderr, "hearth generate: %s\n", (!ctx_opts.ok() ? ctx_opts.error() : sampling.error()).message.c_str());
     return 2;
   }
+  auto grammar = grammar_from(s);
+  if (!grammar.ok()) {
+    std::fprintf(stderr, "hearth generate: %s\n", grammar.error().message.c_str());
+    return 2;
+  }
   std::string prompt = s.get_string("prompt");
   if (!s.is_set("prompt")) prompt.assign(std::istreambuf_iterator<char>(std::cin), std::istreambuf_iterator<char>());
 
@@ -56,6 +86,7 @@ int run_generate(const CommandArgs& args) {
   o.parse_special = s.get_bool("parse_special");
   o.stop_at_eog = !s.get_bool("ignore_eos");
   o.stop = s.get_list("stop");
+  o.grammar = std::move(grammar).value();
   const bool json = s.get_bool("json");
   if (!json) {
     std::fputs(prompt.c_str(), stdout);

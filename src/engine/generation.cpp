@@ -48,8 +48,9 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
                                                   " tokens, more than the context of " + std::to_string(ctx.n_ctx()) +
                                                   " allows (raise --ctx-size)");
   }
+  HEARTH_ASSIGN(auto grammar, ctx.grammar_constraint(o.grammar));
   HEARTH_ASSIGN(auto chain, sampler::SamplerChain::create(o.sampling, static_cast<size_t>(ctx.n_vocab()),
-                                                          static_cast<size_t>(ctx.n_ctx())));
+                                                          static_cast<size_t>(ctx.n_ctx()), std::move(grammar)));
   for (int32_t t : r.prompt_tokens) chain.accept(t);
 
   const int32_t seq = ctx.seq_create();
@@ -72,6 +73,15 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
       break;
     }
     int32_t token = chain.sample(logits.data()).token;
+    if (token < 0) {
+      // Only under a grammar: no token of the vocabulary continues the match.
+      if (chain.grammar_complete()) {
+        r.stop_reason = "eog";
+        break;
+      }
+      st = make_error(ErrorKind::kUnsupported, "the grammar allows no token of this model's vocabulary at this point");
+      break;
+    }
     r.tokens.push_back(token);
     if (o.stop_at_eog && ctx.tokenizer().is_eog(token)) {
       r.stop_reason = "eog";
@@ -86,6 +96,10 @@ Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<i
     }
     if (!emit.empty() && on_piece && !on_piece(emit)) {
       r.stop_reason = "cancelled";
+      break;
+    }
+    if (chain.grammar_finished()) {
+      r.stop_reason = "eog";
       break;
     }
     model::BatchToken next{token, seq, pos, true};

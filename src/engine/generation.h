@@ -21,6 +21,7 @@ struct GenerateOptions {
   bool parse_special = false;  // match special-token text in the prompt
   bool stop_at_eog = true;
   std::vector<std::string> stop;
+  std::string grammar;         // GBNF the output must match; empty: free text
   int32_t n_batch = 512;       // prompt tokens per forward pass
 };
 
@@ -28,7 +29,7 @@ struct GenerateResult {
   std::vector<int32_t> prompt_tokens;
   std::vector<int32_t> tokens;  // generated ids (the stop string's tokens included)
   std::string text;             // generated text, cut before a stop string
-  std::string stop_reason;      // "length", "eog", "stop", "context", "cancelled"
+  std::string stop_reason;      // "length", "eog" (also: the grammar is complete), "stop", "context", "cancelled"
   double prompt_ms = 0.0;
   double generation_ms = 0.0;
 };

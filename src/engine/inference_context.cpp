@@ -40,6 +40,24 @@ Status InferenceContext::decode(std::span<const model::BatchToken> batch, std::v
   return forward_->run(batch, *kv_, &logits);
 }
 
+Result<sampler::GrammarConstraint> InferenceContext::grammar_constraint(std::string_view gbnf) const {
+  if (gbnf.empty()) return sampler::GrammarConstraint{};
+  HEARTH_ASSIGN(auto grammar, sampler::compile_gbnf(gbnf));
+  std::call_once(grammar_vocab_once_, [this] {
+    // Rows of the output matrix beyond the tokenizer's tokens get no bytes: never allowed.
+    const auto n = static_cast<size_t>(n_vocab());
+    std::vector<std::string> pieces(n);
+    std::vector<uint8_t> eog(n, 0);
+    for (size_t i = 0; i < n; ++i) {
+      const auto id = static_cast<int32_t>(i);
+      pieces[i] = tokenizer_.token_to_piece(id, /*special=*/false);
+      eog[i] = id < tokenizer_.n_vocab() && tokenizer_.is_eog(id) ? 1 : 0;
+    }
+    grammar_vocab_ = sampler::TokenTrie::build(pieces, eog);
+  });
+  return sampler::GrammarConstraint{std::move(grammar), grammar_vocab_};
+}
+
 Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& tokens, bool normalize) {
   if (tokens.empty()) return make_error(ErrorKind::kInvalidArgument, "cannot embed an empty input");
   const auto& h = model_->hparams();

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "sampler/sampler_chain.h"
 #include "tokenizer/tokenizer.h"
 #include "util/result.h"
 #include "util/thread_pool.h"
@@ -48,6 +50,11 @@ class InferenceContext {
   // output tokens in batch order, n_vocab floats each.
   Status decode(std::span<const model::BatchToken> batch, std::vector<float>& logits);
 
+  // Compiles GBNF text for sampling with this model's vocabulary (an empty text gives an empty
+  // constraint: free text). The vocabulary's byte trie is built on first use and shared.
+  // Errors: kInvalidArgument with the grammar's line, column and reason. Thread-safe.
+  Result<sampler::GrammarConstraint> grammar_constraint(std::string_view gbnf) const;
+
   // Pooled embedding of a token sequence (the model's pooling; mean for decoders), optionally
   // L2-normalised. Uses a temporary sequence.
   Result<std::vector<float>> embed(const std::vector<int32_t>& tokens, bool normalize);
@@ -61,6 +68,8 @@ class InferenceContext {
   std::unique_ptr<model::ForwardPass> forward_;
   int32_t n_ctx_ = 0;
   double load_ms_ = 0.0;
+  mutable std::once_flag grammar_vocab_once_;
+  mutable std::shared_ptr<const sampler::TokenTrie> grammar_vocab_;
 };
 
 }  // namespace hearth::engine

@@ -157,8 +157,10 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(CompletionRequest requ
   request.prompt = std::move(fitted->tokens);
   sampler::SamplerParams params = request.sampling;
   params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
+  auto grammar = ctx_.grammar_constraint(request.grammar);
+  if (!grammar.ok()) return error_stream(id, grammar.error());
   auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
-                                             static_cast<size_t>(n_ctx_slot_));
+                                             static_cast<size_t>(n_ctx_slot_), std::move(grammar).value());
   if (!chain.ok()) return error_stream(id, chain.error());
   Task task;
   task.id = id;

@@ -73,6 +73,18 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
   }
 
   const sampler::SampleResult s = a.prep.chain.sample(logits);
+  if (s.token < 0) {
+    // Only under a grammar: no token of the vocabulary continues the match here.
+    if (a.prep.chain.grammar_complete()) {
+      finish_with_text(StopReason::kEog, a.streamer.flush(), now, use_stamp, finals);
+      out.reason = StopReason::kEog;
+    } else {
+      fail(make_error(ErrorKind::kUnsupported, "the grammar allows no token of this model's vocabulary at this point"),
+           use_stamp, finals);
+    }
+    out.finished = true;
+    return out;
+  }
   out.sampled = true;
   out.first = a.n_generated == 0;
   out.since_previous_s = std::chrono::duration<double>(now - (out.first ? a.submitted : a.last_token)).count();
@@ -102,6 +114,9 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
     a.unsent.push_back(std::move(t));
     if (a.streamer.stopped()) {
       reason = StopReason::kStopString;
+    } else if (a.prep.chain.grammar_finished()) {
+      // The output is a complete match and the grammar allows nothing after it.
+      reason = StopReason::kEog;
     } else if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {
       reason = StopReason::kLength;
     } else if (in_cache + 1 >= n_ctx_slot) {

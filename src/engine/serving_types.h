@@ -19,6 +19,7 @@ struct CompletionRequest {
   int32_t n_predict = -1;             // tokens to generate; -1: until EOS or the context is full
   std::vector<std::string> stop;      // stop strings; the text ends before the first match
   bool ignore_eos = false;            // keep going past end-of-generation tokens
+  std::string grammar;                // GBNF the output must match (root rule `root`); empty: free text
   bool logprobs = false;              // report each generated token's log-probability
   int32_t top_logprobs = 0;           // ... and the top-n alternatives (needs logprobs)
   bool truncate = false;              // prompt longer than the slot's context: keep the first

@@ -8,7 +8,8 @@
 
 namespace hearth::sampler {
 
-Result<SamplerChain> SamplerChain::create(const SamplerParams& params, size_t n_vocab, size_t history_capacity) {
+Result<SamplerChain> SamplerChain::create(const SamplerParams& params, size_t n_vocab, size_t history_capacity,
+                                          GrammarConstraint grammar) {
   HEARTH_TRY(validate_sampler_params(params));
   if (n_vocab == 0) return make_error(ErrorKind::kInvalidArgument, "sampler needs a vocabulary of at least 1 token");
   for (const auto& [id, bias] : params.logit_bias) {
@@ -18,10 +19,18 @@ Result<SamplerChain> SamplerChain::create(const SamplerParams& params, size_t n_
                             std::to_string(n_vocab));
     }
   }
-  return SamplerChain(params, n_vocab, history_capacity);
+  if ((grammar.grammar == nullptr) != (grammar.vocab == nullptr)) {
+    return make_error(ErrorKind::kInvalidArgument, "a grammar needs the vocabulary's token bytes (and they need a grammar)");
+  }
+  if (grammar.vocab && grammar.vocab->n_vocab() != n_vocab) {
+    return make_error(ErrorKind::kInvalidArgument, "the grammar's vocabulary has " + std::to_string(grammar.vocab->n_vocab()) +
+                                                       " tokens, the sampler " + std::to_string(n_vocab));
+  }
+  return SamplerChain(params, n_vocab, history_capacity, std::move(grammar));
 }
 
-SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity)
+SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity,
+                           GrammarConstraint grammar)
     : params_(params),
       n_vocab_(n_vocab),
       history_capacity_(std::max<size_t>(history_capacity, 1)),
@@ -34,6 +43,11 @@ SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t h
   top_.resize(static_cast<size_t>(params.n_probs));
   logprob_scratch_.resize(params.n_probs > 0 ? n_vocab : 0);
   dry_hits_.reserve(64);
+  if (grammar.grammar) {
+    grammar_.emplace(std::move(grammar.grammar));
+    grammar_vocab_ = std::move(grammar.vocab);
+    allowed_.assign((n_vocab + 63) / 64, 0);
+  }
 }
 
 std::span<const int32_t> SamplerChain::history() const {
@@ -53,6 +67,7 @@ void SamplerChain::reset() {
   history_.clear();
   history_begin_ = 0;
   mirostat_mu_ = 2.0f * params_.mirostat_tau;
+  if (grammar_) grammar_->reset();
 }
 
 void SamplerChain::apply_stage(SamplerKind kind) {
@@ -88,6 +103,11 @@ SampleResult SamplerChain::sample(const float* logits) {
   auto& c = candidates_;
   c.load(logits, n_vocab_);
   for (const auto& [id, bias] : params_.logit_bias) c.items[static_cast<size_t>(id)].logit += bias;
+  if (grammar_) {
+    grammar_->fill_mask(*grammar_vocab_, allowed_);
+    apply_token_mask(c, allowed_);
+    if (c.size == 0) return SampleResult{};
+  }
 
   int32_t chosen;
   if (params_.temperature <= 0.0f) {
@@ -112,6 +132,7 @@ SampleResult SamplerChain::sample(const float* logits) {
   out.token = chosen;
   compute_logprobs(logits, chosen, out);
   accept(chosen);
+  if (grammar_) grammar_->accept_token(*grammar_vocab_, chosen);  // allowed by the mask, so it matches
   return out;
 }
 

@@ -1,15 +1,22 @@
-// A configured sampler chain for one sequence: applies logit bias, then the samplers in the
-// configured order, then draws a token (greedy, seeded random, or mirostat), and reports the
-// log-probability of the chosen token and of the top-n candidates. Buffers are allocated once
-// at construction; sample() allocates nothing.
+// A configured sampler chain for one sequence: applies logit bias, then the grammar mask (when
+// the chain samples under a grammar), then the samplers in the configured order, then draws a
+// token (greedy, seeded random, or mirostat), and reports the log-probability of the chosen
+// token and of the top-n candidates. Buffers are allocated once at construction; sample()
+// allocates nothing, except that a grammar's matcher grows its caches when generation reaches
+// parse states it has not seen before (see grammar/grammar_matcher.h).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
 
 #include "sampler/candidates.h"
+#include "sampler/grammar/compiled_grammar.h"
+#include "sampler/grammar/grammar_matcher.h"
+#include "sampler/grammar/token_trie.h"
 #include "sampler/sampler_params.h"
 #include "sampler/samplers.h"
 #include "util/result.h"
@@ -22,29 +29,47 @@ struct TokenLogprob {
 };
 
 struct SampleResult {
-  int32_t token = -1;
+  int32_t token = -1;                  // -1: the grammar allows no token of the vocabulary here
   float logprob = 0.0f;                // log-softmax of the raw logits at `token`
   std::span<const TokenLogprob> top;   // n_probs best by raw logit; valid until the next call
+};
+
+// Sampling under a grammar: the compiled grammar and the vocabulary's bytes (built once per
+// tokenizer). Both set, or neither.
+struct GrammarConstraint {
+  std::shared_ptr<const CompiledGrammar> grammar;
+  std::shared_ptr<const TokenTrie> vocab;
 };
 
 class SamplerChain {
  public:
   // history_capacity: the most tokens penalties and DRY may look back over (the context size).
-  static Result<SamplerChain> create(const SamplerParams& params, size_t n_vocab, size_t history_capacity);
+  // With a grammar, only tokens it allows are sampled (end-of-generation tokens only where the
+  // grammar may end), and each sampled token advances it.
+  static Result<SamplerChain> create(const SamplerParams& params, size_t n_vocab, size_t history_capacity,
+                                     GrammarConstraint grammar = {});
 
-  // Samples from raw logits (n_vocab floats) and records the token in the history.
+  // Samples from raw logits (n_vocab floats), records the token in the history and advances
+  // the grammar. Under a grammar that allows no token here, returns token -1 and changes nothing.
   SampleResult sample(const float* logits);
   // Adds a token to the history without sampling (prompt tokens, forced tokens).
   void accept(int32_t token);
-  // Forgets the history and resets mirostat; the RNG keeps its stream.
+  // Forgets the history, resets mirostat and the grammar; the RNG keeps its stream.
   void reset();
+
+  bool has_grammar() const { return grammar_.has_value(); }
+  // Under a grammar: the text so far is a complete match.
+  bool grammar_complete() const { return grammar_ && grammar_->is_complete(); }
+  // Under a grammar: the text so far is a complete match and nothing may follow it, so
+  // generation is over (the caller need not wait for an end-of-generation token).
+  bool grammar_finished() const { return grammar_ && grammar_->is_complete() && !grammar_->can_continue(); }
 
   const SamplerParams& params() const { return params_; }
   uint64_t seed() const { return seed_; }
   std::span<const int32_t> history() const;
 
  private:
-  SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity);
+  SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity, GrammarConstraint grammar);
   void apply_stage(SamplerKind kind);
   void compute_logprobs(const float* logits, int32_t chosen, SampleResult& out);
 
@@ -61,6 +86,9 @@ class SamplerChain {
   std::vector<TokenLogprob> top_;  // n_probs
   std::vector<TokenLogprob> logprob_scratch_;
   std::vector<DryHit> dry_hits_;
+  std::optional<GrammarMatcher> grammar_;
+  std::shared_ptr<const TokenTrie> grammar_vocab_;
+  std::vector<uint64_t> allowed_;  // the grammar's token mask, n_vocab bits
 };
 
 }  // namespace hearth::sampler

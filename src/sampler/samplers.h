@@ -29,6 +29,10 @@ struct DryHit {
 void apply_dry(Candidates& c, std::span<const int32_t> history, float multiplier, float base, int32_t allowed_length,
                std::span<const int32_t> breakers, std::vector<DryHit>& hits);
 
+// Keeps only the candidates whose bit is set in `allowed` (bit t of word t / 64): a grammar's
+// mask. Runs before every other sampler; may leave no candidate.
+void apply_token_mask(Candidates& c, std::span<const uint64_t> allowed);
+
 void apply_top_k(Candidates& c, int32_t k, size_t min_keep);
 void apply_top_p(Candidates& c, float p, size_t min_keep);
 void apply_min_p(Candidates& c, float p, size_t min_keep);

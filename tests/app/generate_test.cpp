@@ -1,6 +1,7 @@
 // `hearth generate`, `hearth perplexity` and `hearth embed` as a user runs them: the JSON form
 // of generate (which outside checks read) against llama.cpp's greedy golden, streaming text
-// with speeds, perplexity against the reference, and clear errors for bad input.
+// with speeds, grammar-constrained output, perplexity against the reference, and clear errors
+// for bad input.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -52,6 +53,40 @@ TEST(GenerateCommand, BadInputSaysWhatToDo) {
   auto badtemp = run_hearth("generate -m x.gguf --temp warm");
   EXPECT_EQ(badtemp.status, 2);
   EXPECT_NE(badtemp.err.find("--temp"), std::string::npos);
+}
+
+TEST(GenerateCommand, GrammarFlagsConstrainTheOutput) {
+  HEARTH_REQUIRE_FILE(stories());
+  const std::string base = "generate -m " + shell_quote(stories()) + " -p 'Once upon a time' -n 60 --seed 4 --json ";
+  auto text = run_hearth(base + "--grammar-text " + shell_quote("root ::= (\"yes\" | \"no\") \"!\""));
+  ASSERT_EQ(text.status, 0) << text.err;
+  auto out = nlohmann::json::parse(text.out);
+  const std::string t = out["text"].get<std::string>();
+  EXPECT_TRUE(t == "yes!" || t == "no!") << t;
+  EXPECT_EQ(out["stop_reason"], "eog");  // the grammar is complete, nothing may follow
+
+  const std::string dir = make_temp_dir();
+  std::ofstream(dir + "/schema.json") << R"({"type":"object","properties":{"ok":{"type":"boolean"},"n":{"enum":[1,2,3]}},"required":["ok","n"]})";
+  auto schema = run_hearth(base + "--json-schema " + shell_quote(dir + "/schema.json"));
+  ASSERT_EQ(schema.status, 0) << schema.err;
+  auto value = nlohmann::json::parse(nlohmann::json::parse(schema.out)["text"].get<std::string>());
+  ASSERT_TRUE(value.is_object()) << value;
+  EXPECT_EQ(value.size(), 2u);
+  EXPECT_TRUE(value["ok"].is_boolean());
+  EXPECT_TRUE(value["n"] == 1 || value["n"] == 2 || value["n"] == 3) << value;
+
+  std::ofstream(dir + "/grammar.gbnf") << "root ::= [0-9]{3}\n";
+  auto file = run_hearth(base + "--grammar " + shell_quote(dir + "/grammar.gbnf"));
+  ASSERT_EQ(file.status, 0) << file.err;
+  EXPECT_EQ(nlohmann::json::parse(file.out)["text"].get<std::string>().size(), 3u);
+
+  auto both = run_hearth(base + "--grammar-text 'root ::= \"a\"' --json-schema " + shell_quote(dir + "/schema.json"));
+  EXPECT_EQ(both.status, 2);
+  EXPECT_NE(both.err.find("only one of"), std::string::npos) << both.err;
+  std::ofstream(dir + "/bad.json") << R"({"type":"integer","maximum":4})";
+  auto bad = run_hearth(base + "--json-schema " + shell_quote(dir + "/bad.json"));
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.err.find("unsupported keyword 'maximum'"), std::string::npos) << bad.err;
 }
 
 TEST(PerplexityCommand, MatchesReference) {

@@ -61,10 +61,11 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_k":"x"}})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_p":7}})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","images":["aGk="]})", 400, Shape::kOllama},
-      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","format":"json"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","format":"yaml"})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","suffix":"x"})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","context":[999999]})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","template":"{{ .Messages }}"})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","format":{"type":"integer","maximum":5}})", 400, Shape::kOllama},
       {"POST", "/api/chat", R"({"model":"scripted","messages":"hi"})", 400, Shape::kOllama},
       {"POST", "/api/chat", R"({"model":"scripted","messages":[5]})", 400, Shape::kOllama},
       {"POST", "/api/chat", R"({"model":"scripted","messages":[{"role":"user","content":"x","images":["aGk="]}]})", 400, Shape::kOllama},
@@ -93,6 +94,8 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]})", 400, Shape::kOpenAI},
       {"POST", "/v1/chat/completions", std::string("{\"messages\":[{\"role\":\"user\",\"content\":\"\xc0\xaf\"}]}"), 400, Shape::kOpenAI},
       {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(]})", 400, Shape::kOpenAI},  // conversation id below
+      {"POST", "/v1/completions", R"({"prompt":"x","grammar":"root ::= undefined-rule"})", 400, Shape::kOpenAI},
+      {"POST", "/v1/completions", R"({"prompt":"x","json_schema":{"$ref":"#/nowhere"}})", 400, Shape::kOpenAI},
       {"POST", "/v1/completions", R"({"prompt":null})", 400, Shape::kOpenAI},
       {"POST", "/v1/completions", R"({"prompt":[100000]})", 400, Shape::kOpenAI},
       {"POST", "/v1/completions", R"({"prompt":"x","suffix":"y"})", 400, Shape::kOpenAI},
@@ -129,7 +132,10 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
   for (size_t i = 0; i < cases.size(); ++i) {
     const Bad& c = cases[i];
     httplib::Headers headers;
-    if (i == 42) headers.emplace("X-Conversation-Id", "not a valid id!");
+    // The one well-formed chat body is refused for its conversation id.
+    if (c.path == "/v1/chat/completions" && c.body == R"({"messages":[)" + user + R"(]})") {
+      headers.emplace("X-Conversation-Id", "not a valid id!");
+    }
     HttpReply r = request(c.method, c.path, c.body, headers);
     const std::string what = "case " + std::to_string(i) + ": " + c.method + " " + c.path + " " + c.body;
     ASSERT_TRUE(r.sent) << what;

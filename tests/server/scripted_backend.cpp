@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "gguf/gguf_file.h"
+#include "sampler/grammar/compiled_grammar.h"
 #include "server/default_chat_template.h"
 
 namespace hearth::test {
@@ -75,6 +76,11 @@ void ScriptedBackend::run_completion(std::shared_ptr<engine::ResultStream> strea
     record->finished = true;
   };
   if (req.prompt.empty()) return fail(ErrorKind::kInvalidArgument, "empty prompt");
+  // Like the engine: a grammar that does not compile fails the request before any token.
+  if (!req.grammar.empty()) {
+    auto grammar = sampler::compile_gbnf(req.grammar);
+    if (!grammar.ok()) return fail(grammar.error().kind, grammar.error().message);
+  }
   if (!failure_marker_.empty() && tokenizer_.decode(req.prompt, true).find(failure_marker_) != std::string::npos) {
     return fail(ErrorKind::kInternal, "scripted engine failure");
   }

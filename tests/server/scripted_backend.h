@@ -1,9 +1,9 @@
 // A ModelBackend for route tests that needs no inference: a real tokenizer (from a small
 // shared GGUF), the ChatML template, and a scripted "engine" that streams a fixed reply one
-// token per tick on its own thread, honouring n_predict, stop strings, logprobs, cancellation
-// and truncation, and records what it was asked. Embeddings are deterministic functions of
-// the tokens. Lets the tests check HTTP behaviour (framing, errors, disconnects, replay)
-// exactly and quickly.
+// token per tick on its own thread, honouring n_predict, stop strings, logprobs, cancellation,
+// truncation and grammar compile errors (the reply itself ignores the grammar), and records
+// what it was asked. Embeddings are deterministic functions of the tokens. Lets the tests
+// check HTTP behaviour (framing, errors, disconnects, replay) exactly and quickly.
 #pragma once
 
 #include <atomic>
