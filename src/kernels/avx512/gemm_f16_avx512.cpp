@@ -1,22 +1,30 @@
 // AVX-512 whole-matrix kernel for F16 weights. Activations are rounded to F16 (as the reference
 // converts them) and kept as floats. F16 rows need no per-block scales, so the kernel works on
 // rows as stored: a tile of 4 rows x up to 6 tokens keeps one 16-lane accumulator per (row,
-// token), each FMA adding 16 columns; at the end of every run of 512 columns the lanes are
-// summed (in a fixed order) into the (row, token) total. The operations for one (row, token)
-// do not depend on the tile, so batches give the numbers single tokens give.
+// token), each FMA adding 16 columns. Columns go in runs of 256 (a panel's run of weights stays
+// in L1); at the end of a run each accumulator is added to that (row, token)'s 16-lane running
+// sum, and only after the last run are the lanes summed, 16 rows at once by a reduction tree.
+// With enough tokens to share it, a panel's run is first converted to F32 once (the conversion
+// otherwise competes with the FMAs for the same port). Converting is exact and the sums are
+// formed in the same order either way, so the operations for one (row, token) do not depend on
+// the tile or the token count: batches give the numbers single tokens give.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
+#include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 
 namespace hearth::kernels {
 namespace {
 
 constexpr int64_t kColsPerStep = 16;
-constexpr int64_t kRunCols = 512;  // columns per run: a panel's run of weights stays in L1
+constexpr int64_t kRunCols = 256;
 constexpr int kTileRows = 4;
 constexpr int kTileTokens = 6;
+constexpr int64_t kConvertMinTokens = 2 * kTileTokens;  // fewer tokens read the F16 rows directly
+constexpr int64_t kMaxChunkTokens = 256;
 
 size_t f16_act_row_bytes(int64_t cols) { return static_cast<size_t>((4 * cols + 63) / 64 * 64); }
 
@@ -30,76 +38,107 @@ void prepare_act_f16(const float* x, void* dst, int64_t cols) {
   for (; i < cols; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
 }
 
-// sums[t * 16 + r] += dot(row r, token t) over columns [c0, c0 + n) for R rows and T tokens.
-template <int R, int T>
-void tile_f16(const uint8_t* const* rows, const float* const* x, int64_t c0, int64_t n, int row0, float* sums) {
+inline __m512 load_w(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load_w(const float* p) { return _mm512_load_ps(p); }
+
+// lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
+// columns [0, n) of the run (rows and x point at the run's first column).
+template <int R, int T, typename W>
+void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
-  for (int64_t c = c0; c < c0 + n; c += kColsPerStep) {
+  for (int64_t c = 0; c < n; c += kColsPerStep) {
     __m512 w[R];
-    for (int r = 0; r < R; ++r) {
-      w[r] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows[r] + 2 * c)));
-    }
+    for (int r = 0; r < R; ++r) w[r] = load_w(rows[r] + c);
     for (int t = 0; t < T; ++t) {
       const __m512 a = _mm512_loadu_ps(x[t] + c);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
     }
   }
-  // Written out first and summed from memory: reducing straight from acc makes GCC keep acc in
-  // memory inside the loop above.
-  alignas(64) float lanes[R * T * 16];
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) _mm512_store_ps(lanes + 16 * (T * r + t), acc[r][t]);
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) sums[16 * t + row0 + r] += _mm512_reduce_add_ps(_mm512_load_ps(lanes + 16 * (T * r + t)));
+    for (int t = 0; t < T; ++t) {
+      float* v = lanes + 16 * (16 * t + row0 + r);
+      _mm512_store_ps(v, _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
+    }
   }
 }
 
-template <int T>
-void tile_rows(const uint8_t* const* rows, const float* const* x, int64_t c0, int64_t n, float* sums) {
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, c0, n, r0, sums);
+template <int T, typename W>
+void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes) {
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes);
 }
+
+// One run of columns for every token of the chunk, in tiles of up to 6 tokens.
+template <typename W>
+void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt, int64_t c0, int64_t n, float* lanes) {
+  for (int64_t t = 0; t < nt; t += kTileTokens) {
+    const float* x[kTileTokens];
+    const int tt = static_cast<int>(std::min<int64_t>(kTileTokens, nt - t));
+    for (int i = 0; i < tt; ++i) {
+      x[i] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t + i) * a.act_stride) + c0;
+    }
+    float* l = lanes + 256 * t;
+    switch (tt) {
+      case 6: tile_rows<6>(rows, x, n, l); break;
+      case 5: tile_rows<5>(rows, x, n, l); break;
+      case 4: tile_rows<4>(rows, x, n, l); break;
+      case 3: tile_rows<3>(rows, x, n, l); break;
+      case 2: tile_rows<2>(rows, x, n, l); break;
+      default: tile_rows<1>(rows, x, n, l); break;
+    }
+  }
+}
+
+// Per-thread buffers: the 16 x 16 lane sums of every token of a chunk, and one converted run.
+struct F16Scratch {
+  std::vector<float> lanes;
+  alignas(64) float converted[16][kRunCols];
+  float* lanes64(size_t n) {
+    if (lanes.size() < n + 16) lanes.resize(n + 16);
+    auto p = reinterpret_cast<uintptr_t>(lanes.data());
+    return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
+  }
+};
 
 void run_f16(const GemmArgs& a) {
-  alignas(64) float sums[256 * 16];
-  int64_t chunk = static_cast<int64_t>((size_t{1} << 19) / static_cast<size_t>(4 * std::min(a.cols, kRunCols)));
-  chunk = std::clamp<int64_t>(chunk, 1, 256);
+  thread_local F16Scratch scratch;
+  const int64_t chunk = std::min<int64_t>(kMaxChunkTokens, a.n_tokens);
+  float* lanes = scratch.lanes64(static_cast<size_t>(chunk) * 256);
   for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk) {
     const int64_t nt = std::min(chunk, a.n_tokens - t0);
+    const bool convert = nt >= kConvertMinTokens;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const int64_t r0 = p * kGemmPanelRows;
       const int valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
-      const uint8_t* rows[16];
+      const uint16_t* rows[16];
       for (int r = 0; r < 16; ++r) {
-        rows[r] = a.w + static_cast<size_t>(r0 + std::min(r, valid - 1)) * a.w_row_bytes;
+        rows[r] = reinterpret_cast<const uint16_t*>(a.w + static_cast<size_t>(r0 + std::min(r, valid - 1)) * a.w_row_bytes);
       }
-      std::fill(sums, sums + nt * 16, 0.0f);
+      std::fill(lanes, lanes + nt * 256, 0.0f);
       for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
         const int64_t n = std::min(kRunCols, a.cols - c0);
-        int64_t t = 0;
-        for (; t < nt; t += kTileTokens) {
-          const float* x[kTileTokens];
-          const int tt = static_cast<int>(std::min<int64_t>(kTileTokens, nt - t));
-          for (int i = 0; i < tt; ++i) {
-            x[i] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t + i) * a.act_stride);
+        if (convert) {
+          const float* conv[16];
+          for (int r = 0; r < 16; ++r) {
+            for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(scratch.converted[r] + c, load_w(rows[r] + c0 + c));
+            conv[r] = scratch.converted[r];
           }
-          float* s = sums + 16 * t;
-          switch (tt) {
-            case 6: tile_rows<6>(rows, x, c0, n, s); break;
-            case 5: tile_rows<5>(rows, x, c0, n, s); break;
-            case 4: tile_rows<4>(rows, x, c0, n, s); break;
-            case 3: tile_rows<3>(rows, x, c0, n, s); break;
-            case 2: tile_rows<2>(rows, x, c0, n, s); break;
-            default: tile_rows<1>(rows, x, c0, n, s); break;
-          }
+          run_tokens(conv, a, t0, nt, c0, n, lanes);
+        } else {
+          const uint16_t* run_rows[16];
+          for (int r = 0; r < 16; ++r) run_rows[r] = rows[r] + c0;
+          run_tokens(run_rows, a, t0, nt, c0, n, lanes);
         }
       }
       const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
       float* out = a.y + static_cast<size_t>(t0) * static_cast<size_t>(a.y_stride) + r0;
-      for (int64_t t = 0; t < nt; ++t) _mm512_mask_storeu_ps(out + t * a.y_stride, keep, _mm512_load_ps(sums + 16 * t));
+      for (int64_t t = 0; t < nt; ++t) {
+        __m512 part[16];
+        for (int r = 0; r < 16; ++r) part[r] = _mm512_load_ps(lanes + 16 * (16 * t + r));
+        _mm512_mask_storeu_ps(out + t * a.y_stride, keep, reduce_rows_16(part));
+      }
     }
   }
 }
