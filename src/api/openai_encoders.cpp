@@ -90,6 +90,17 @@ class OpenAiEncoderBase : public ResponseEncoder {
     return c;
   }
   size_t prompt_of(int32_t choice) const { return static_cast<size_t>(choice / n_per_prompt_); }
+  // The end of a stream: the usage-only chunk when the client asked for it, then [DONE].
+  std::string stream_end(const char* chunk_object) const {
+    std::string out;
+    if (include_usage_) {
+      Json c = chunk_envelope(chunk_object);
+      c["choices"] = Json::array();
+      c["usage"] = usage();
+      out += sse_data(c);
+    }
+    return out + sse_done();
+  }
 
   ResponseMeta meta_;
   bool stream_;
@@ -126,16 +137,7 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
   }
 
   std::string end() override {
-    if (stream_) {
-      std::string out;
-      if (include_usage_) {
-        Json c = chunk_envelope("chat.completion.chunk");
-        c["choices"] = Json::array();
-        c["usage"] = usage();
-        out += sse_data(c);
-      }
-      return out + sse_done();
-    }
+    if (stream_) return stream_end("chat.completion.chunk");
     Json body = chunk_envelope("chat.completion");
     body["choices"] = Json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
@@ -198,16 +200,7 @@ class OpenAiCompletionEncoder final : public OpenAiEncoderBase {
   }
 
   std::string end() override {
-    if (stream_) {
-      std::string out;
-      if (include_usage_) {
-        Json c = chunk_envelope("text_completion");
-        c["choices"] = Json::array();
-        c["usage"] = usage();
-        out += sse_data(c);
-      }
-      return out + sse_done();
-    }
+    if (stream_) return stream_end("text_completion");
     Json body = chunk_envelope("text_completion");
     body["choices"] = Json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
