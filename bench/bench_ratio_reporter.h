@@ -59,6 +59,22 @@ class RatioReporter : public benchmark::ConsoleReporter {
   std::map<std::string, double> rates_;
 };
 
+// For benchmarks named "<case>/<cpu variant>": each row also shows its rate relative to the
+// same case's scalar variant.
+class VariantRatioReporter : public RatioReporter {
+ public:
+  using RatioReporter::RatioReporter;
+
+ protected:
+  std::string extra_column(const std::string& name, double rate) const override {
+    auto sc = rates().find(name.substr(0, name.rfind('/')) + "/scalar");
+    if (sc == rates().end() || sc->second <= 0) return "";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "  %7.2fx scalar", rate / sc->second);
+    return buf;
+  }
+};
+
 // Runs the registered benchmarks with `reporter`, writing JSON to default_json unless the
 // command line names its own --benchmark_out. Returns the process exit status.
 inline int run_benchmarks(int argc, char** argv, const std::string& default_json, RatioReporter& reporter) {

@@ -115,21 +115,6 @@ void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t 
       benchmark::Counter(static_cast<double>(n_tokens), benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// Weight rates relative to memcpy and to the scalar variant, after the usual console table.
-class RatioReporter : public hearth::bench::RatioReporter {
- public:
-  RatioReporter() : hearth::bench::RatioReporter("GB/s", "weight GB/s relative to memcpy (%.2f GB/s) and to scalar, this run:") {}
-
- protected:
-  std::string extra_column(const std::string& name, double rate) const override {
-    auto sc = rates().find(name.substr(0, name.rfind('/')) + "/scalar");
-    if (sc == rates().end() || sc->second <= 0) return "";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "  %7.2fx scalar", rate / sc->second);
-    return buf;
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -147,6 +132,6 @@ int main(int argc, char** argv) {
       }
     }
   }
-  RatioReporter reporter;
+  hearth::bench::VariantRatioReporter reporter("GB/s", "weight GB/s relative to memcpy (%.2f GB/s) and to scalar, this run:");
   return hearth::bench::run_benchmarks(argc, argv, "bench_kernels_matmul.json", reporter);
 }

@@ -112,21 +112,6 @@ std::vector<PointwiseCase> cases() {
   };
 }
 
-// Rates relative to memcpy and to the scalar variant, after the usual console table.
-class RatioReporter : public hearth::bench::RatioReporter {
- public:
-  RatioReporter() : hearth::bench::RatioReporter("GB/s", "GB/s read+written relative to memcpy (%.2f GB/s) and to scalar, this run:") {}
-
- protected:
-  std::string extra_column(const std::string& name, double rate) const override {
-    auto sc = rates().find(name.substr(0, name.rfind('/')) + "/scalar");
-    if (sc == rates().end() || sc->second <= 0) return "";
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "  %7.2fx scalar", rate / sc->second);
-    return buf;
-  }
-};
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -137,6 +122,6 @@ int main(int argc, char** argv) {
       benchmark::RegisterBenchmark(name.c_str(), BM_Pointwise, c, v)->MinTime(0.1);
     }
   }
-  RatioReporter reporter;
+  hearth::bench::VariantRatioReporter reporter("GB/s", "GB/s read+written relative to memcpy (%.2f GB/s) and to scalar, this run:");
   return hearth::bench::run_benchmarks(argc, argv, "bench_kernels_pointwise.json", reporter);
 }
