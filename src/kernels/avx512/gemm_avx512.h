@@ -137,18 +137,33 @@ void gemm_drive(const GemmArgs& a) {
       const uint8_t* next_end = p + 1 < a.panel_end ? next + panel_bytes : next;
       for (int64_t b0 = 0; b0 < n_blocks; b0 += Kernel::kRunBlocks) {
         const int nb = static_cast<int>(std::min<int64_t>(Kernel::kRunBlocks, n_blocks - b0));
-        for (size_t off = 0; off < slice && next + off < next_end; off += 64) {
-          _mm_prefetch(reinterpret_cast<const char*>(next + off), _MM_HINT_T1);
-        }
+        const uint8_t* run_next = next;
         next += slice;
+        auto prefetch = [&](size_t from, size_t to) {
+          for (size_t off = from; off < to && run_next + off < next_end; off += 64) {
+            _mm_prefetch(reinterpret_cast<const char*>(run_next + off), _MM_HINT_T1);
+          }
+        };
         const bool first = b0 == 0;
         if constexpr (requires { Kernel::kDirectTokens; }) {
           // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
+          // Memory is then the limit, so the run's prefetches are spread between its blocks: a
+          // burst of them would wait for fill buffers while the multiply waits behind it.
           if (nt <= Kernel::kDirectTokens) {
-            Kernel::direct(rows, b0, nb, act, a.act_stride, a.cols, static_cast<int>(nt), sums, first);
+            constexpr int kStep = 2;
+            const size_t lines = slice / 64;
+            size_t done = 0;
+            for (int s = 0; s < nb; s += kStep) {
+              const int ns = std::min(kStep, nb - s);
+              const size_t upto = lines * static_cast<size_t>(s + ns) / static_cast<size_t>(nb) * 64;
+              prefetch(done, upto);
+              done = upto;
+              Kernel::direct(rows, b0 + s, ns, act, a.act_stride, a.cols, static_cast<int>(nt), sums, first && s == 0);
+            }
             continue;
           }
         }
+        prefetch(0, slice);
         Kernel::pack(rows, b0, nb, packed);
         int64_t t = 0;
         constexpr int kTile = Kernel::kTile;
