@@ -54,6 +54,10 @@ struct CompletionJob {
   bool include_usage = false;          // OpenAI stream_options.include_usage
   bool echo = false;                   // /v1/completions: the prompt text precedes the output
   bool load_only = false;              // ollama: empty prompt/messages only loads the model
+  // Responses API: what the response object echoes back (the request's instructions and
+  // text.format, {"type":"text"} when none was given).
+  std::optional<std::string> instructions;
+  nlohmann::json text_format = {{"type", "text"}};
 };
 
 // One embeddings request: each input is text or already token ids.

@@ -102,6 +102,8 @@ class ResponsesEncoder final : public ResponseEncoder {
         max_output_tokens_(job.request.n_predict),
         temperature_(job.request.sampling.temperature),
         top_p_(job.request.sampling.top_p),
+        instructions_(job.instructions ? Json(*job.instructions) : Json()),
+        text_format_(job.text_format),
         message_id_("msg_" + meta_.id.substr(meta_.id.find('_') + 1)) {}
 
   const char* content_type() const override { return stream_ ? "text/event-stream" : "application/json"; }
@@ -184,7 +186,7 @@ class ResponsesEncoder final : public ResponseEncoder {
               {"status", status},
               {"error", nullptr},
               {"incomplete_details", std::string(status) == "incomplete" ? Json{{"reason", "max_output_tokens"}} : Json()},
-              {"instructions", nullptr},
+              {"instructions", instructions_},
               {"max_output_tokens", max_output_tokens_ > 0 ? Json(max_output_tokens_) : Json()},
               {"model", meta_.model},
               {"output", finished ? Json::array({message_item(status, true)}) : Json::array()},
@@ -192,7 +194,7 @@ class ResponsesEncoder final : public ResponseEncoder {
               {"previous_response_id", nullptr},
               {"store", false},
               {"temperature", temperature_},
-              {"text", {{"format", {{"type", "text"}}}}},
+              {"text", {{"format", text_format_}}},
               {"tool_choice", "auto"},
               {"tools", Json::array()},
               {"top_p", top_p_},
@@ -212,6 +214,8 @@ class ResponsesEncoder final : public ResponseEncoder {
   int32_t max_output_tokens_;
   float temperature_;
   float top_p_;
+  Json instructions_;
+  Json text_format_;
   std::string message_id_;
   ChoiceState choice_;
   int64_t sequence_ = 0;
@@ -245,6 +249,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   if (input == body.end() || input->is_null()) return invalid("'input' is required");
   HEARTH_ASSIGN(Json messages, input_messages(*input));
   HEARTH_ASSIGN(auto instructions, read_string(body, "instructions"));
+  job.instructions = instructions;
   if (instructions && !instructions->empty()) {
     messages.insert(messages.begin(), Json{{"role", "system"}, {"content", *instructions}});
   }

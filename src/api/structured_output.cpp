@@ -99,7 +99,10 @@ Status read_responses_structured_output(const Json& body, CompletionJob& job) {
   HEARTH_ASSIGN(const Json* text, read_object(body, "text"));
   if (text) {
     HEARTH_ASSIGN(const Json* format, read_object(*text, "format", "text."));
-    if (format) HEARTH_TRY(read_format_object(*format, "text.format", choice));
+    if (format) {
+      HEARTH_TRY(read_format_object(*format, "text.format", choice));
+      job.text_format = *format;
+    }
   }
   HEARTH_TRY(read_llama_server_fields(body, choice));
   job.request.grammar = std::move(choice.gbnf);

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "api/json_fields.h"
+#include "api/openai.h"
 #include "api/response_encoder.h"
 
 namespace hearth::api {
@@ -320,6 +321,21 @@ TEST(ResponsesEncoder, StreamEventsAndFinalResponse) {
   EXPECT_EQ(body["status"], "incomplete");
   EXPECT_EQ(body["incomplete_details"]["reason"], "max_output_tokens");
   EXPECT_EQ(body["output"][0]["id"], "msg_def");
+  EXPECT_TRUE(body["instructions"].is_null());
+  EXPECT_EQ(body["text"]["format"], Json::parse(R"({"type":"text"})"));
+}
+
+TEST(ResponsesEncoder, EchoesInstructionsAndTextFormat) {
+  auto job = parse_openai_responses(Json::parse(
+      R"({"input":"hi","instructions":"Be brief.","text":{"format":{"type":"json_schema","name":"p",)"
+      R"("schema":{"type":"object","properties":{"a":{"type":"integer"}},"required":["a"]}}}})"));
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  auto enc = make_openai_responses_encoder(*job, meta("resp_echo"));
+  Json body = Json::parse(run(*enc));
+  EXPECT_EQ(body["instructions"], "Be brief.");
+  EXPECT_EQ(body["text"]["format"]["type"], "json_schema");
+  EXPECT_EQ(body["text"]["format"]["name"], "p");
+  EXPECT_EQ(body["text"]["format"]["schema"]["required"][0], "a");
 }
 
 TEST(ErrorBody, EachDialectsShape) {
