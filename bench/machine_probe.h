@@ -26,7 +26,7 @@ inline double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 // Sums a buffer with 8 independent accumulators (vectorized by the compiler), so the loop is
 // limited by memory, not by a dependency chain. Built for the widest vectors the CPU has (the
-// baseline SSE2 build tops out near 19 GB/s on a machine whose AVX-512 loads reach 23, and then
+// baseline SSE2 build tops out near 19-20 GB/s on a machine whose AVX-512 loads reach 23-31, so
 // a decoder could show more than 100% of the "ceiling").
 __attribute__((target_clones("avx512f", "avx2", "default"))) inline uint64_t stream_sum(const uint64_t* p, size_t n) {
   uint64_t s[8] = {};
