@@ -86,32 +86,36 @@ TEST(Matmul, RandomMatricesEveryTypeEveryVariant) {
   }
 }
 
-// A batch must give exactly the numbers single tokens give (vec_dot_x4 vs vec_dot).
+// A batch must give exactly the numbers single tokens give (vec_dot_x4 vs vec_dot). Batches of
+// 3 and 6 take the kernels' few-token (decode) paths, 11 their batched ones.
 TEST(Matmul, BatchEqualsSingleTokensBitForBit) {
-  const int64_t rows = 21, n_tokens = 11;
+  const int64_t rows = 21;
   ThreadPool pool(2);
-  // 1000 columns (float types only) exercise the vector loops' tails
-  for (int64_t cols : {768, 1000}) {
-    for (DType type : kTypes) {
-      if (!dtype_row_bytes(type, static_cast<uint64_t>(cols)).ok()) continue;
-      const std::vector<float> x = random_floats(static_cast<size_t>(cols * n_tokens), 17, -2.0f, 2.0f);
-      const std::vector<float> wf = random_floats(static_cast<size_t>(rows * cols), 200 + static_cast<uint32_t>(type));
-      const size_t row_bytes = *dtype_row_bytes(type, cols);
-      std::vector<uint8_t> wq(row_bytes * rows);
-      for (int64_t r = 0; r < rows; ++r) {
-        ASSERT_TRUE(quantize_row(type, wf.data() + r * cols, wq.data() + r * row_bytes, cols).ok());
-      }
-      const WeightView w{type, wq.data(), cols, rows, row_bytes};
-      for (CpuVariant v : test::variants_under_test()) {
-        SCOPED_TRACE(test::variant_label(v) + " " + std::string(dtype_name(type)) + " cols=" + std::to_string(cols));
-        test::VariantScope scope(v);
-        MatmulScratch scratch;
-        std::vector<float> batch(static_cast<size_t>(rows * n_tokens));
-        ASSERT_TRUE(matmul(w, x.data(), n_tokens, batch.data(), pool, scratch).ok());
-        for (int64_t t = 0; t < n_tokens; ++t) {
-          std::vector<float> single(static_cast<size_t>(rows));
-          ASSERT_TRUE(matmul(w, x.data() + t * cols, 1, single.data(), pool, scratch).ok());
-          for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(batch[t * rows + r], single[r]) << "token " << t << " row " << r;
+  for (int64_t n_tokens : {3, 6, 11}) {
+    // 1000 columns (float types only) exercise the vector loops' tails
+    for (int64_t cols : {768, 1000}) {
+      for (DType type : kTypes) {
+        if (!dtype_row_bytes(type, static_cast<uint64_t>(cols)).ok()) continue;
+        const std::vector<float> x = random_floats(static_cast<size_t>(cols * n_tokens), 17, -2.0f, 2.0f);
+        const std::vector<float> wf = random_floats(static_cast<size_t>(rows * cols), 200 + static_cast<uint32_t>(type));
+        const size_t row_bytes = *dtype_row_bytes(type, cols);
+        std::vector<uint8_t> wq(row_bytes * rows);
+        for (int64_t r = 0; r < rows; ++r) {
+          ASSERT_TRUE(quantize_row(type, wf.data() + r * cols, wq.data() + r * row_bytes, cols).ok());
+        }
+        const WeightView w{type, wq.data(), cols, rows, row_bytes};
+        for (CpuVariant v : test::variants_under_test()) {
+          SCOPED_TRACE(test::variant_label(v) + " " + std::string(dtype_name(type)) + " cols=" + std::to_string(cols) +
+                       " tokens=" + std::to_string(n_tokens));
+          test::VariantScope scope(v);
+          MatmulScratch scratch;
+          std::vector<float> batch(static_cast<size_t>(rows * n_tokens));
+          ASSERT_TRUE(matmul(w, x.data(), n_tokens, batch.data(), pool, scratch).ok());
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            std::vector<float> single(static_cast<size_t>(rows));
+            ASSERT_TRUE(matmul(w, x.data() + t * cols, 1, single.data(), pool, scratch).ok());
+            for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(batch[t * rows + r], single[r]) << "token " << t << " row " << r;
+          }
         }
       }
     }

@@ -7,7 +7,9 @@
 // With enough tokens to share it, a panel's run is first converted to F32 once (the conversion
 // otherwise competes with the FMAs for the same port). Converting is exact and the sums are
 // formed in the same order either way, so the operations for one (row, token) do not depend on
-// the tile or the token count: batches give the numbers single tokens give.
+// the tile or the token count: batches give the numbers single tokens give. Decode (at most one
+// tile of tokens) is bound by memory, so it prefetches the next panel as it goes, as many lines
+// per step as the step reads.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -65,6 +67,46 @@ void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, 
   }
 }
 
+// tile_f16 for a chunk of at most one token tile that also prefetches the next panel: each
+// step consumes two cache lines of this panel (4 rows x 32 bytes) and asks for the next two
+// lines of the next one, so memory keeps streaming at the rate the multiply reads, with no burst
+// waiting for fill buffers. next advances past what was asked; nothing at or past end is asked for.
+template <int R, int T>
+void tile_f16_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, int row0, float* lanes,
+                        const uint8_t*& next, const uint8_t* end) {
+  static_assert(R * 32 == 128, "two lines prefetched per step match the lines one step reads");
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < n; c += kColsPerStep) {
+    if (next < end) {
+      _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+      _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
+      next += 128;
+    }
+    __m512 w[R];
+    for (int r = 0; r < R; ++r) w[r] = load_w(rows[r] + c);
+    for (int t = 0; t < T; ++t) {
+      const __m512 a = _mm512_loadu_ps(x[t] + c);
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) {
+      float* v = lanes + 16 * (16 * t + row0 + r);
+      _mm512_store_ps(v, _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
+    }
+  }
+}
+
+// One run of columns for a chunk of at most one token tile, streaming the next panel in.
+template <int T>
+void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes, const uint8_t*& next,
+                   const uint8_t* end) {
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16_streaming<kTileRows, T>(rows + r0, x, n, r0, lanes, next, end);
+}
+
 template <int T, typename W>
 void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes) {
   for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes);
@@ -117,9 +159,30 @@ void run_f16(const GemmArgs& a) {
         rows[r] = reinterpret_cast<const uint16_t*>(a.w + static_cast<size_t>(r0 + std::min(r, valid - 1)) * a.w_row_bytes);
       }
       std::fill(lanes, lanes + nt * 256, 0.0f);
+      // The next panel's rows follow this panel's in memory; the last panel handed to this call
+      // prefetches nothing, and the matrix's end bounds a short final panel.
+      const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
+      const uint8_t* next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
+      const uint8_t* next_end =
+          p + 1 < a.panel_end ? std::min(next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes) : next;
       for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
         const int64_t n = std::min(kRunCols, a.cols - c0);
-        if (convert) {
+        if (nt <= kTileTokens) {
+          const uint16_t* run_rows[16];
+          for (int r = 0; r < 16; ++r) run_rows[r] = rows[r] + c0;
+          const float* x[kTileTokens];
+          for (int t = 0; t < nt; ++t) {
+            x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride) + c0;
+          }
+          switch (nt) {
+            case 6: run_streaming<6>(run_rows, x, n, lanes, next, next_end); break;
+            case 5: run_streaming<5>(run_rows, x, n, lanes, next, next_end); break;
+            case 4: run_streaming<4>(run_rows, x, n, lanes, next, next_end); break;
+            case 3: run_streaming<3>(run_rows, x, n, lanes, next, next_end); break;
+            case 2: run_streaming<2>(run_rows, x, n, lanes, next, next_end); break;
+            default: run_streaming<1>(run_rows, x, n, lanes, next, next_end); break;
+          }
+        } else if (convert) {
           const float* conv[16];
           for (int r = 0; r < 16; ++r) {
             for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(scratch.converted[r] + c, load_w(rows[r] + c0 + c));
