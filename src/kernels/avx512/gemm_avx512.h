@@ -55,6 +55,19 @@ struct PanelRows {
   __m512i gather_i32(size_t at) const { return _mm512_i32gather_epi32(offsets, base + at, 1); }
 };
 
+// Prefetches of what follows in memory at the rate a multiply reads: after a step has read
+// `bytes` of its panel, read(bytes) asks for as many bytes of the next panel (into L2). Spread
+// this way memory keeps streaming, and no burst of prefetches waits for fill buffers ahead of
+// the loads the multiply needs now. Nothing at or past `end` is asked for.
+struct StreamAhead {
+  const uint8_t* next = nullptr;
+  const uint8_t* end = nullptr;
+  void read(size_t bytes) {
+    const uint8_t* to = std::min(end, next + bytes);
+    for (; next < to; next += 64) _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
+  }
+};
+
 // 16 rows of 8 dwords (row r at in[r]) to 8 registers of 16 dwords: out[c] lane r = in[r] dword c.
 inline void transpose_16x8_epi32(const __m256i in[16], __m512i out[8]) {
   __m512i r[8], t[8], u[8];
@@ -106,6 +119,15 @@ inline __m256i load256u(const uint8_t* p) { return _mm256_loadu_si256(reinterpre
 // Most tokens whose activations and row sums one pass over a panel keeps at hand.
 inline constexpr int64_t kMaxTokenChunk = 256;
 
+// Each token's 16 row sums of panel p to the output (rows past the matrix dropped).
+inline void store_panel(const GemmArgs& a, const PanelRows& rows, int64_t p, int64_t t0, int64_t nt, const float* sums) {
+  const __mmask16 keep = static_cast<__mmask16>((1u << rows.valid) - 1);
+  float* out = a.y + static_cast<size_t>(t0) * static_cast<size_t>(a.y_stride) + p * kGemmPanelRows;
+  for (int64_t t = 0; t < nt; ++t) {
+    _mm512_mask_storeu_ps(out + t * a.y_stride, keep, _mm512_load_ps(sums + 16 * t));
+  }
+}
+
 // Kernel requirements (see the kernel files):
 //   kBlockCols: elements per weight block; kPackedBlockBytes: one packed block of 16 rows;
 //   kRunBlocks: blocks packed at a time (the packed run stays in L1); kTile: tokens per
@@ -115,6 +137,11 @@ inline constexpr int64_t kMaxTokenChunk = 256;
 //       const uint8_t* act, size_t act_stride, int64_t cols, float* sums, bool first_run);
 //   micro multiplies the packed run with T tokens (act, act + act_stride, ...) and adds into
 //   sums[16 * t + r] (set instead when first_run).
+// Optionally kDirectTokens and
+//   static void direct(const PanelRows&, int64_t first_block, int n_blocks, const uint8_t* act,
+//       size_t act_stride, int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead&);
+//   which multiplies the stored rows with up to kDirectTokens tokens without packing, calling
+//   StreamAhead::read with the bytes of weights each step has read.
 template <class Kernel>
 void gemm_drive(const GemmArgs& a) {
   alignas(64) uint8_t packed[Kernel::kRunBlocks * Kernel::kPackedBlockBytes];
@@ -128,42 +155,33 @@ void gemm_drive(const GemmArgs& a) {
     const uint8_t* act = a.act + static_cast<size_t>(t0) * a.act_stride;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const PanelRows rows(a, p);
-      // The next panel's rows follow this panel's in memory: prefetch them a slice per run so
-      // memory keeps streaming while this panel is packed and multiplied.
-      const int64_t n_runs = (n_blocks + Kernel::kRunBlocks - 1) / Kernel::kRunBlocks;
+      // The next panel's rows follow this panel's in memory: prefetch them while this panel is
+      // packed and multiplied (the last panel handed to this call prefetches nothing).
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
-      const size_t slice = (panel_bytes / static_cast<size_t>(n_runs) + 63) / 64 * 64;
       const uint8_t* next = rows.base + panel_bytes;
       const uint8_t* next_end = p + 1 < a.panel_end ? next + panel_bytes : next;
+      if constexpr (requires { Kernel::kDirectTokens; }) {
+        // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
+        // Memory is then the limit, so the kernel prefetches as it reads (StreamAhead).
+        if (nt <= Kernel::kDirectTokens) {
+          StreamAhead ahead{next, next_end};
+          Kernel::direct(rows, 0, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums,
+                         true, ahead);
+          store_panel(a, rows, p, t0, nt, sums);
+          continue;
+        }
+      }
+      // Packing: a slice of the next panel per run, one burst before the run is packed.
+      const int64_t n_runs = (n_blocks + Kernel::kRunBlocks - 1) / Kernel::kRunBlocks;
+      const size_t slice = (panel_bytes / static_cast<size_t>(n_runs) + 63) / 64 * 64;
       for (int64_t b0 = 0; b0 < n_blocks; b0 += Kernel::kRunBlocks) {
         const int nb = static_cast<int>(std::min<int64_t>(Kernel::kRunBlocks, n_blocks - b0));
         const uint8_t* run_next = next;
         next += slice;
-        auto prefetch = [&](size_t from, size_t to) {
-          for (size_t off = from; off < to && run_next + off < next_end; off += 64) {
-            _mm_prefetch(reinterpret_cast<const char*>(run_next + off), _MM_HINT_T1);
-          }
-        };
-        const bool first = b0 == 0;
-        if constexpr (requires { Kernel::kDirectTokens; }) {
-          // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
-          // Memory is then the limit, so the run's prefetches are spread between its blocks: a
-          // burst of them would wait for fill buffers while the multiply waits behind it.
-          if (nt <= Kernel::kDirectTokens) {
-            constexpr int kStep = 2;
-            const size_t lines = slice / 64;
-            size_t done = 0;
-            for (int s = 0; s < nb; s += kStep) {
-              const int ns = std::min(kStep, nb - s);
-              const size_t upto = lines * static_cast<size_t>(s + ns) / static_cast<size_t>(nb) * 64;
-              prefetch(done, upto);
-              done = upto;
-              Kernel::direct(rows, b0 + s, ns, act, a.act_stride, a.cols, static_cast<int>(nt), sums, first && s == 0);
-            }
-            continue;
-          }
+        for (size_t off = 0; off < slice && run_next + off < next_end; off += 64) {
+          _mm_prefetch(reinterpret_cast<const char*>(run_next + off), _MM_HINT_T1);
         }
-        prefetch(0, slice);
+        const bool first = b0 == 0;
         Kernel::pack(rows, b0, nb, packed);
         int64_t t = 0;
         constexpr int kTile = Kernel::kTile;
@@ -184,11 +202,7 @@ void gemm_drive(const GemmArgs& a) {
           default: break;
         }
       }
-      const __mmask16 keep = static_cast<__mmask16>((1u << rows.valid) - 1);
-      float* out = a.y + static_cast<size_t>(t0) * static_cast<size_t>(a.y_stride) + p * kGemmPanelRows;
-      for (int64_t t = 0; t < nt; ++t) {
-        _mm512_mask_storeu_ps(out + t * a.y_stride, keep, _mm512_load_ps(sums + 16 * t));
-      }
+      store_panel(a, rows, p, t0, nt, sums);
     }
   }
 }

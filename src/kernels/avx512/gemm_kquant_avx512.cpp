@@ -114,17 +114,17 @@ struct Q4_KKernel {
   // 1..2 tokens: each 32-byte slice of the 16 rows is transposed and multiplied right away (the
   // packed path's operations without the round trip through memory).
   static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run) {
+                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
     if (n_tokens == 1) {
-      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run, ahead);
     } else {
-      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run, ahead);
     }
   }
 
   template <int T>
   static void direct_tokens(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act,
-                            size_t stride, int64_t cols, float* sums, bool first_run) {
+                            size_t stride, int64_t cols, float* sums, bool first_run, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
@@ -143,6 +143,7 @@ struct Q4_KKernel {
       __m512i sumi[T];
       for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
       for (int j = 0; j < 4; ++j) {
+        ahead.read(16 * sizeof(BlockQ4_K) / 4);
         __m256i in[16];
         for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 16 + 32 * j);
         __m512i q[8];
@@ -274,7 +275,7 @@ struct Q6_KKernel {
   // register of scaled partial sums per row, and reduce_rows_16 turns the 16 of them into one
   // lane per row. The integer sums are the packed path's, so results are identical.
   static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run) {
+                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i low2 = _mm512_set1_epi8(0x03);
     // qh bytes feed two 32-element halves with different shifts: 0 | 2 and 4 | 6 (per 16-bit lane)
@@ -294,6 +295,7 @@ struct Q6_KKernel {
       const int64_t sb = first_block + b;
       const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ6_K);
       for (int r = 0; r < 16; ++r) {
+        ahead.read(sizeof(BlockQ6_K));
         const uint8_t* p = rows.row[r] + at;
         const __m512i ql0 = _mm512_loadu_si512(p);
         const __m512i ql1 = _mm512_loadu_si512(p + 64);

@@ -186,11 +186,16 @@ struct LegacyKernel {
   }
 
   static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run) {
-    if (n_tokens == 1) {
-      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
-    } else {
-      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run);
+                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
+    constexpr int kStep = 2;
+    for (int s = 0; s < n_blocks; s += kStep) {
+      const int ns = std::min(kStep, n_blocks - s);
+      ahead.read(static_cast<size_t>(16 * ns) * Loader::kBlockBytes);
+      if (n_tokens == 1) {
+        direct_tokens<1>(rows, first_block + s, ns, act, stride, cols, sums, first_run && s == 0);
+      } else {
+        direct_tokens<2>(rows, first_block + s, ns, act, stride, cols, sums, first_run && s == 0);
+      }
     }
   }
 
