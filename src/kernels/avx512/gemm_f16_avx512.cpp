@@ -43,48 +43,39 @@ void prepare_act_f16(const float* x, void* dst, int64_t cols) {
 inline __m512 load_w(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
 inline __m512 load_w(const float* p) { return _mm512_load_ps(p); }
 
-// lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
-// columns [0, n) of the run (rows and x point at the run's first column).
-template <int R, int T, typename W>
-void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes) {
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t c = 0; c < n; c += kColsPerStep) {
-    __m512 w[R];
-    for (int r = 0; r < R; ++r) w[r] = load_w(rows[r] + c);
-    for (int t = 0; t < T; ++t) {
-      const __m512 a = _mm512_loadu_ps(x[t] + c);
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
-    }
-  }
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float* v = lanes + 16 * (16 * t + row0 + r);
-      _mm512_store_ps(v, _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
-    }
-  }
-}
+// What a tile asks of memory ahead of each step: nothing (batches reuse each run from L1), or
+// the next panel at the rate the tile reads this one (decode; see NextPanelStream).
+struct NoPrefetch {
+  void step() {}
+};
 
-// tile_f16 for a chunk of at most one token tile that also prefetches the next panel: each
-// step consumes two cache lines of this panel (4 rows x 32 bytes) and asks for the next two
-// lines of the next one, so memory keeps streaming at the rate the multiply reads, with no burst
-// waiting for fill buffers. next advances past what was asked; nothing at or past end is asked for.
-template <int R, int T>
-void tile_f16_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, int row0, float* lanes,
-                        const uint8_t*& next, const uint8_t* end) {
-  static_assert(R * 32 == 128, "two lines prefetched per step match the lines one step reads");
-  __m512 acc[R][T];
-  for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
-  for (int64_t c = 0; c < n; c += kColsPerStep) {
+// Each step of a 4-row tile consumes two cache lines of this panel (4 rows x 32 bytes) and asks
+// for the next two lines of the next panel, so memory keeps streaming at the rate the multiply
+// reads, with no burst waiting for fill buffers. next advances past what was asked; nothing at or
+// past end is asked for.
+struct NextPanelStream {
+  const uint8_t* next = nullptr;
+  const uint8_t* end = nullptr;
+  void step() {
     if (next < end) {
       _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
       _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
       next += 128;
     }
+  }
+};
+static_assert(kTileRows * 32 == 128, "NextPanelStream asks for the two lines one step of a tile reads");
+
+// lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
+// columns [0, n) of the run (rows and x point at the run's first column).
+template <int R, int T, typename W, typename Prefetch>
+void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead) {
+  __m512 acc[R][T];
+  for (int r = 0; r < R; ++r) {
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  for (int64_t c = 0; c < n; c += kColsPerStep) {
+    ahead.step();
     __m512 w[R];
     for (int r = 0; r < R; ++r) w[r] = load_w(rows[r] + c);
     for (int t = 0; t < T; ++t) {
@@ -102,14 +93,15 @@ void tile_f16_streaming(const uint16_t* const* rows, const float* const* x, int6
 
 // One run of columns for a chunk of at most one token tile, streaming the next panel in.
 template <int T>
-void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes, const uint8_t*& next,
-                   const uint8_t* end) {
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16_streaming<kTileRows, T>(rows + r0, x, n, r0, lanes, next, end);
+void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes,
+                   NextPanelStream& ahead) {
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes, ahead);
 }
 
 template <int T, typename W>
 void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes) {
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes);
+  NoPrefetch none;
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes, none);
 }
 
 // One run of columns for every token of the chunk, in tiles of up to 6 tokens.
@@ -162,9 +154,11 @@ void run_f16(const GemmArgs& a) {
       // The next panel's rows follow this panel's in memory; the last panel handed to this call
       // prefetches nothing, and the matrix's end bounds a short final panel.
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
-      const uint8_t* next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
-      const uint8_t* next_end =
-          p + 1 < a.panel_end ? std::min(next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes) : next;
+      NextPanelStream ahead;
+      ahead.next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
+      ahead.end = p + 1 < a.panel_end
+                      ? std::min(ahead.next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes)
+                      : ahead.next;
       for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
         const int64_t n = std::min(kRunCols, a.cols - c0);
         if (nt <= kTileTokens) {
@@ -175,12 +169,12 @@ void run_f16(const GemmArgs& a) {
             x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride) + c0;
           }
           switch (nt) {
-            case 6: run_streaming<6>(run_rows, x, n, lanes, next, next_end); break;
-            case 5: run_streaming<5>(run_rows, x, n, lanes, next, next_end); break;
-            case 4: run_streaming<4>(run_rows, x, n, lanes, next, next_end); break;
-            case 3: run_streaming<3>(run_rows, x, n, lanes, next, next_end); break;
-            case 2: run_streaming<2>(run_rows, x, n, lanes, next, next_end); break;
-            default: run_streaming<1>(run_rows, x, n, lanes, next, next_end); break;
+            case 6: run_streaming<6>(run_rows, x, n, lanes, ahead); break;
+            case 5: run_streaming<5>(run_rows, x, n, lanes, ahead); break;
+            case 4: run_streaming<4>(run_rows, x, n, lanes, ahead); break;
+            case 3: run_streaming<3>(run_rows, x, n, lanes, ahead); break;
+            case 2: run_streaming<2>(run_rows, x, n, lanes, ahead); break;
+            default: run_streaming<1>(run_rows, x, n, lanes, ahead); break;
           }
         } else if (convert) {
           const float* conv[16];
