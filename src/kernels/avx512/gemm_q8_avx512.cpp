@@ -187,6 +187,8 @@ struct LegacyKernel {
 
   static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
                      int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
+    // The next panel's prefetches go between steps of 2 blocks: asked for inside the block loop,
+    // the Q8_0 GEMV decoded 4-5% slower.
     constexpr int kStep = 2;
     for (int s = 0; s < n_blocks; s += kStep) {
       const int ns = std::min(kStep, n_blocks - s);
