@@ -138,10 +138,11 @@ inline void store_panel(const GemmArgs& a, const PanelRows& rows, int64_t p, int
 //   micro multiplies the packed run with T tokens (act, act + act_stride, ...) and adds into
 //   sums[16 * t + r] (set instead when first_run).
 // Optionally kDirectTokens and
-//   static void direct(const PanelRows&, int64_t first_block, int n_blocks, const uint8_t* act,
-//       size_t act_stride, int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead&);
-//   which multiplies the stored rows with up to kDirectTokens tokens without packing, calling
-//   StreamAhead::read with the bytes of weights each step has read.
+//   static void direct(const PanelRows&, int n_blocks, const uint8_t* act, size_t act_stride,
+//       int64_t cols, int n_tokens, float* sums, StreamAhead&);
+//   which multiplies the whole panel as stored (all n_blocks) with up to kDirectTokens tokens
+//   without packing, sets sums[16 * t + r], and calls StreamAhead::read with the bytes of
+//   weights each step has read.
 template <class Kernel>
 void gemm_drive(const GemmArgs& a) {
   alignas(64) uint8_t packed[Kernel::kRunBlocks * Kernel::kPackedBlockBytes];
@@ -165,8 +166,7 @@ void gemm_drive(const GemmArgs& a) {
         // Memory is then the limit, so the kernel prefetches as it reads (StreamAhead).
         if (nt <= Kernel::kDirectTokens) {
           StreamAhead ahead{next, next_end};
-          Kernel::direct(rows, 0, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums,
-                         true, ahead);
+          Kernel::direct(rows, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums, ahead);
           store_panel(a, rows, p, t0, nt, sums);
           continue;
         }

@@ -113,23 +113,22 @@ struct Q4_KKernel {
 
   // 1..2 tokens: each 32-byte slice of the 16 rows is transposed and multiplied right away (the
   // packed path's operations without the round trip through memory).
-  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
+  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                     int n_tokens, float* sums, StreamAhead& ahead) {
     if (n_tokens == 1) {
-      direct_tokens<1>(rows, first_block, n_blocks, act, stride, cols, sums, first_run, ahead);
+      direct_tokens<1>(rows, n_blocks, act, stride, cols, sums, ahead);
     } else {
-      direct_tokens<2>(rows, first_block, n_blocks, act, stride, cols, sums, first_run, ahead);
+      direct_tokens<2>(rows, n_blocks, act, stride, cols, sums, ahead);
     }
   }
 
   template <int T>
-  static void direct_tokens(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act,
-                            size_t stride, int64_t cols, float* sums, bool first_run, StreamAhead& ahead) {
+  static void direct_tokens(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                            float* sums, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
-    for (int b = 0; b < n_blocks; ++b) {
-      const int64_t sb = first_block + b;
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < n_blocks; ++sb) {
       const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ4_K);
       const int8_t* qs[T];
       const uint8_t* rec[T];
@@ -274,8 +273,8 @@ struct Q6_KKernel {
   // 64 quants in element order (the group scales broadcast over each group's 4 lanes), one
   // register of scaled partial sums per row, and reduce_rows_16 turns the 16 of them into one
   // lane per row. The integer sums are the packed path's, so results are identical.
-  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
+  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                     int n_tokens, float* sums, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     const __m512i low2 = _mm512_set1_epi8(0x03);
     // qh bytes feed two 32-element halves with different shifts: 0 | 2 and 4 | 6 (per 16-bit lane)
@@ -287,12 +286,9 @@ struct Q6_KKernel {
       for (int l = 0; l < 16; ++l) idx[l] = 4 * k + l / 4;
       group_idx[k] = _mm512_load_si512(idx);
     }
-    for (int t = 0; t < n_tokens; ++t) {
-      if (first_run) _mm512_store_ps(sums + 16 * t, _mm512_setzero_ps());
-    }
+    for (int t = 0; t < n_tokens; ++t) _mm512_store_ps(sums + 16 * t, _mm512_setzero_ps());
     alignas(64) int32_t part[4][16][16];
-    for (int b = 0; b < n_blocks; ++b) {
-      const int64_t sb = first_block + b;
+    for (int64_t sb = 0; sb < n_blocks; ++sb) {
       const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ6_K);
       for (int r = 0; r < 16; ++r) {
         ahead.read(sizeof(BlockQ6_K));

@@ -185,8 +185,8 @@ struct LegacyKernel {
     micro_q8<T>(packed, nb, b0, act, stride, cols, sums, first);
   }
 
-  static void direct(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act, size_t stride,
-                     int64_t cols, int n_tokens, float* sums, bool first_run, StreamAhead& ahead) {
+  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                     int n_tokens, float* sums, StreamAhead& ahead) {
     // The next panel's prefetches go between steps of 2 blocks: asked for inside the block loop,
     // the Q8_0 GEMV decoded 4-5% slower.
     constexpr int kStep = 2;
@@ -194,9 +194,9 @@ struct LegacyKernel {
       const int ns = std::min(kStep, n_blocks - s);
       ahead.read(static_cast<size_t>(16 * ns) * Loader::kBlockBytes);
       if (n_tokens == 1) {
-        direct_tokens<1>(rows, first_block + s, ns, act, stride, cols, sums, first_run && s == 0);
+        direct_tokens<1>(rows, s, ns, act, stride, cols, sums, s == 0);
       } else {
-        direct_tokens<2>(rows, first_block + s, ns, act, stride, cols, sums, first_run && s == 0);
+        direct_tokens<2>(rows, s, ns, act, stride, cols, sums, s == 0);
       }
     }
   }
