@@ -68,6 +68,11 @@ struct StreamAhead {
   }
 };
 
+// Asks for [p, p + bytes) in L2.
+inline void prefetch_l2(const uint8_t* p, size_t bytes) {
+  for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T1);
+}
+
 // 16 rows of 8 dwords (row r at in[r]) to 8 registers of 16 dwords: out[c] lane r = in[r] dword c.
 inline void transpose_16x8_epi32(const __m256i in[16], __m512i out[8]) {
   __m512i r[8], t[8], u[8];
@@ -165,6 +170,9 @@ void gemm_drive(const GemmArgs& a) {
         // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
         // Memory is then the limit, so the kernel prefetches as it reads (StreamAhead).
         if (nt <= Kernel::kDirectTokens) {
+          // The first panel of a call has had no one to prefetch it: ask for all of it at once
+          // (memory may wait on a burst here, but otherwise the first steps wait on every load).
+          if (p == a.panel_begin) prefetch_l2(rows.base, static_cast<size_t>(rows.valid) * a.w_row_bytes);
           StreamAhead ahead{next, next_end};
           Kernel::direct(rows, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums, ahead);
           store_panel(a, rows, p, t0, nt, sums);

@@ -154,6 +154,12 @@ void run_f16(const GemmArgs& a) {
       // The next panel's rows follow this panel's in memory; the last panel handed to this call
       // prefetches nothing, and the matrix's end bounds a short final panel.
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
+      // A call's first panel had no one to prefetch it (see gemm_avx512.h).
+      if (nt <= kTileTokens && p == a.panel_begin) {
+        const uint8_t* first = a.w + static_cast<size_t>(r0) * a.w_row_bytes;
+        const size_t bytes = static_cast<size_t>(valid) * a.w_row_bytes;
+        for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(first + off), _MM_HINT_T1);
+      }
       NextPanelStream ahead;
       ahead.next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
       ahead.end = p + 1 < a.panel_end
