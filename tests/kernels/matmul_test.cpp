@@ -87,13 +87,15 @@ TEST(Matmul, RandomMatricesEveryTypeEveryVariant) {
 }
 
 // A batch must give exactly the numbers single tokens give (vec_dot_x4 vs vec_dot). Batches of
-// 3 and 6 take the kernels' few-token (decode) paths, 11 their batched ones.
+// 3 and 6 take the kernels' few-token (decode) paths, 11 and 13 their batched ones (13: the F16
+// kernel's converted-run path).
 TEST(Matmul, BatchEqualsSingleTokensBitForBit) {
   const int64_t rows = 21;
   ThreadPool pool(2);
-  for (int64_t n_tokens : {3, 6, 11}) {
-    // 1000 columns (float types only) exercise the vector loops' tails
-    for (int64_t cols : {768, 1000}) {
+  for (int64_t n_tokens : {3, 6, 11, 13}) {
+    // 1000 columns (float types only) exercise the vector loops' tails; 2304 the F16 kernel's
+    // second, short column run
+    for (int64_t cols : {768, 1000, 2304}) {
       for (DType type : kTypes) {
         if (!dtype_row_bytes(type, static_cast<uint64_t>(cols)).ok()) continue;
         const std::vector<float> x = random_floats(static_cast<size_t>(cols * n_tokens), 17, -2.0f, 2.0f);
