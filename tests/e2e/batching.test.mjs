@@ -176,10 +176,13 @@ describe('continuous batching: more requests than slots', { skip: !stories && 's
   });
 
   it('queued requests wait for a slot and still produce their own greedy output', async () => {
+    // 160 tokens each: with 40, a release build on this tiny model could finish all six between
+    // two polls of the waiting gauge (seen about once in five runs).
     const prompts = PROMPTS.slice(0, 6);
+    const maxTokens = 160;
     const alone = [];
-    for (const p of prompts) alone.push(await runAlone(server, p, 40));
-    const handles = prompts.map((p) => openStream(server, '/v1/completions', { body: completionBody(p, 40) }));
+    for (const p of prompts) alone.push(await runAlone(server, p, maxTokens));
+    const handles = prompts.map((p) => openStream(server, '/v1/completions', { body: completionBody(p, maxTokens) }));
     // Six requests on two slots: some must be seen waiting.
     let maxWaiting = 0;
     const watching = (async () => {
