@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/avx512/gemm_avx512.h"
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 
@@ -164,9 +165,7 @@ void run_f16(const GemmArgs& a) {
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
       // A call's first panel had no one to prefetch it (see gemm_avx512.h).
       if (nt <= kTileTokens && p == a.panel_begin) {
-        const uint8_t* first = a.w + static_cast<size_t>(r0) * a.w_row_bytes;
-        const size_t bytes = static_cast<size_t>(valid) * a.w_row_bytes;
-        for (size_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(first + off), _MM_HINT_T1);
+        prefetch_l2(a.w + static_cast<size_t>(r0) * a.w_row_bytes, static_cast<size_t>(valid) * a.w_row_bytes);
       }
       NextPanelStream ahead;
       ahead.next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
