@@ -1,7 +1,8 @@
 // End-to-end engine speed against llama.cpp on the same GGUF files, machine and thread count:
 // prompt processing (pp, default 512 tokens in one batch) and generation (tg, default 128
-// single-token steps), repeated in rounds that alternate Hearth and llama-bench so that load
-// from other processes hits both alike; medians are reported. Also measured in the same run:
+// single-token steps), repeated in rounds; in each round the two engines' pp runs and then their
+// tg runs go back to back, the first engine alternating by round, so that load from other
+// processes hits both alike; medians are reported. Also measured in the same run:
 // the machine's memcpy and streaming-read bandwidth (decode's ceiling), Hearth's warm load time
 // and its peak RSS while decoding. Prints a table (Hearth, llama.cpp, ratio, GB/s), writes JSON
 // (--json) and can regenerate docs/performance.md (--write-doc). llama.cpp comes from the build
@@ -207,35 +208,37 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   }
   (void)(*runner)->generation_tps(std::min(o.tg, 4));
 
-  auto hearth_round = [&]() -> bool {
-    auto pp = (*runner)->prompt_tps(o.pp);
-    auto tg = (*runner)->generation_tps(o.tg);
-    if (!pp.ok() || !tg.ok()) {
-      m.error = (!pp.ok() ? pp.error() : tg.error()).to_string();
+  // One measurement of one kind (prompt processing or generation) by each engine.
+  auto hearth_run = [&](bool prompt) -> bool {
+    auto tps = prompt ? (*runner)->prompt_tps(o.pp) : (*runner)->generation_tps(o.tg);
+    if (!tps.ok()) {
+      m.error = tps.error().to_string();
       return false;
     }
-    m.hearth_pp.push_back(*pp);
-    m.hearth_tg.push_back(*tg);
-    std::fprintf(stderr, "   hearth     pp %8.2f  tg %7.2f\n", *pp, *tg);
+    (prompt ? m.hearth_pp : m.hearth_tg).push_back(*tps);
+    std::fprintf(stderr, "   hearth     %s %8.2f\n", prompt ? "pp" : "tg", *tps);
     return true;
   };
-  auto llama_round = [&] {
-    if (!llama) return;
-    LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, o.pp, o.tg);
+  auto llama_run = [&](bool prompt) {
+    if (!llama || !m.llama_error.empty()) return;
+    LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, prompt ? o.pp : 0, prompt ? 0 : o.tg);
     if (!r.error.empty()) {
       m.llama_error = r.error;
       return;
     }
-    m.llama_pp.push_back(r.pp_tps);
-    m.llama_tg.push_back(r.tg_tps);
+    (prompt ? m.llama_pp : m.llama_tg).push_back(prompt ? r.pp_tps : r.tg_tps);
     m.llama_peak_rss = std::max(m.llama_peak_rss, r.peak_rss_bytes);
     m.llama_commit = r.build_commit;
-    std::fprintf(stderr, "   llama.cpp  pp %8.2f  tg %7.2f\n", r.pp_tps, r.tg_tps);
+    std::fprintf(stderr, "   llama.cpp  %s %8.2f\n", prompt ? "pp" : "tg", prompt ? r.pp_tps : r.tg_tps);
   };
+  // The machine's memory bandwidth drifts over minutes (other tenants), so the two engines'
+  // measurements of one kind run back to back, and which engine goes first alternates by round.
   for (int round = 0; round < o.rounds; ++round) {
-    if (round % 2 == 1) llama_round();
-    if (!hearth_round()) return m;
-    if (round % 2 == 0) llama_round();
+    for (const bool prompt : {true, false}) {
+      if (round % 2 == 1) llama_run(prompt);
+      if (!hearth_run(prompt)) return m;
+      if (round % 2 == 0) llama_run(prompt);
+    }
   }
   m.peak_rss = peak_rss_bytes();
   return m;

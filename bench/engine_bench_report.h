@@ -175,8 +175,10 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "This run: `" + info.command + "` on " + info.date + ".\n\n"
       "- Machine: " + machine_line(info) + ".\n"
       "- llama.cpp: `llama-bench` build " + (info.llama_commit.empty() ? std::string("(not run)") : info.llama_commit) +
-      ", default settings (mmap, F16 KV cache, no flash attention), one repetition per round; Hearth and llama.cpp "
-      "alternate in " + std::to_string(info.rounds) + " rounds and the table shows medians.\n"
+      ", default settings (mmap, F16 KV cache, no flash attention), one repetition per run. In each of " +
+      std::to_string(info.rounds) + " rounds the two engines' pp runs and then their tg runs go back to back, the "
+      "engine that goes first alternating by round (the machine's bandwidth drifts over minutes); the table shows "
+      "medians.\n"
       "- pp" + std::to_string(info.pp) + ": tokens/s of one batch of " + std::to_string(info.pp) +
       " random tokens (logits of the last); tg" + std::to_string(info.tg) + ": tokens/s of " +
       std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
