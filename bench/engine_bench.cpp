@@ -53,10 +53,11 @@ uint64_t decode_weight_bytes(const gguf::File& f) {
 // the last prompt token / of every generated token).
 class HearthRunner {
  public:
-  static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx) {
+  static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx, bool interleave) {
     engine::ContextOptions o;
     o.n_threads = threads;
     o.n_ctx = n_ctx;
+    o.interleave_weights = interleave;
     HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(path, o));
     auto r = std::unique_ptr<HearthRunner>(new HearthRunner());
     r->ctx_ = std::move(ctx);
@@ -112,6 +113,7 @@ struct Options {
   int pp = 512;
   int tg = 128;
   int load_reps = 5;
+  bool interleave = true;
   std::string json_path;
   std::string doc_path;
   std::string command_line;
@@ -127,6 +129,8 @@ Result<Options> parse_options(int argc, char** argv) {
       {"pp", 'p', SettingType::kInt, "512", "prompt tokens per prompt-processing run", ""},
       {"tg", 'n', SettingType::kInt, "128", "tokens per generation run", ""},
       {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", ""},
+      {"weights", 0, SettingType::kString, "interleaved",
+       "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
       {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
       {"write_doc", 0, SettingType::kString, "", "regenerate this Markdown file (docs/performance.md)", ""},
   });
@@ -159,6 +163,11 @@ Result<Options> parse_options(int argc, char** argv) {
   o.pp = static_cast<int>(s.get_int("pp"));
   o.tg = static_cast<int>(s.get_int("tg"));
   o.load_reps = static_cast<int>(std::max<int64_t>(1, s.get_int("load_reps")));
+  const std::string layout = s.get_string("weights");
+  if (layout != "interleaved" && layout != "gguf") {
+    return make_error(ErrorKind::kInvalidArgument, "--weights must be interleaved or gguf, not '" + layout + "'");
+  }
+  o.interleave = layout == "interleaved";
   o.json_path = s.get_string("json");
   o.doc_path = s.get_string("write_doc");
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
@@ -183,7 +192,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   // Warm loads: the first one brings the file into the page cache and is not counted.
   for (int i = 0; i <= o.load_reps; ++i) {
     auto start = std::chrono::steady_clock::now();
-    auto r = HearthRunner::open(path, o.threads, n_ctx);
+    auto r = HearthRunner::open(path, o.threads, n_ctx, o.interleave);
     const double ms = seconds_since(start) * 1000.0;
     if (!r.ok()) {
       m.error = r.error().to_string();
@@ -193,7 +202,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   }
   m.baseline_rss = current_rss_bytes();
   m.peak_rss_measured = reset_peak_rss();
-  auto runner = HearthRunner::open(path, o.threads, n_ctx);
+  auto runner = HearthRunner::open(path, o.threads, n_ctx, o.interleave);
   if (!runner.ok()) {
     m.error = runner.error().to_string();
     return m;

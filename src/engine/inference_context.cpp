@@ -13,7 +13,11 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   auto start = std::chrono::steady_clock::now();
   HEARTH_TRY(kernels::init_cpu_variant());
   std::unique_ptr<InferenceContext> c(new InferenceContext());
-  HEARTH_ASSIGN(c->model_, model::Model::load(path));
+  c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
+  model::LoadOptions lo;
+  lo.interleave = o.interleave_weights;
+  lo.pool = c->pool_.get();
+  HEARTH_ASSIGN(c->model_, model::Model::load(path, lo));
   auto tok = Tokenizer::from_gguf(c->model_->file());
   if (!tok.ok()) return tok.error().with_context(path);
   c->tokenizer_ = std::move(tok).value();
@@ -26,7 +30,6 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   const int32_t n_blocks = (c->n_ctx_ + o.block_tokens - 1) / o.block_tokens;
   HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks));
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
-  c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return c;

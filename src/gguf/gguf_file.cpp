@@ -3,6 +3,7 @@
 // float32/float64, strings and bools only from their own type).
 #include "gguf/gguf_file.h"
 
+#include <cstring>
 #include <limits>
 #include <string>
 #include <type_traits>
@@ -82,6 +83,15 @@ int64_t TensorInfo::rows() const {
 const Value* File::find(std::string_view key) const {
   auto it = metadata_index_.find(std::string(key));
   return it == metadata_index_.end() ? nullptr : &metadata_[it->second].value;
+}
+
+Status File::read_bytes(const uint8_t* at, size_t n, void* dst) const {
+  const uint8_t* base = map_.data();
+  if (base != nullptr && at >= base && static_cast<size_t>(at - base) <= map_.size()) {
+    return map_.read(static_cast<size_t>(at - base), n, dst);
+  }
+  std::memcpy(dst, at, n);
+  return ok_status();
 }
 
 const TensorInfo* File::find_tensor(std::string_view name) const {

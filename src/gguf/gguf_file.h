@@ -76,6 +76,11 @@ class File {
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* find_tensor(std::string_view name) const;
 
+  // Copies n bytes of tensor data starting at `at` (a pointer into this file's data, e.g.
+  // TensorInfo::data + k) to dst: with read calls for a mapped file (see MappedFile::read),
+  // with memcpy for a parsed buffer.
+  Status read_bytes(const uint8_t* at, size_t n, void* dst) const;
+
   // "general.architecture", or "" when absent.
   std::string architecture() const { return get_or<std::string>("general.architecture", ""); }
 

@@ -56,6 +56,12 @@ struct GemmKernel {
   void (*prepare_act)(const float* x, void* dst, int64_t cols) = nullptr;
   void (*run)(const GemmArgs& args) = nullptr;
   int64_t cols_multiple = 1;  // the kernel handles rows whose length is a multiple of this
+  // Optional: the same product on a matrix in the interleaved layout (interleaved_layout.h;
+  // args.w is then the interleaved matrix), with the same results. Weights are interleaved at
+  // load time only for types whose kernel has this.
+  void (*run_interleaved)(const GemmArgs& args) = nullptr;
+  // Optional: a faster interleave_panel (same bytes out) for this type.
+  void (*interleave_panel)(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) = nullptr;
 };
 inline constexpr int64_t kGemmPanelRows = 16;
 

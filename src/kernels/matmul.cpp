@@ -8,6 +8,7 @@
 #include <span>
 #include <string>
 
+#include "kernels/interleaved_layout.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "tensor/quantize.h"
@@ -113,7 +114,7 @@ Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok
       a.y_stride = w.rows;
       a.panel_begin = lo - panel_start[j];
       a.panel_end = hi - panel_start[j];
-      kern[j]->run(a);
+      (w.interleaved ? kern[j]->run_interleaved : kern[j]->run)(a);
     }
   });
   return ok_status();
@@ -121,6 +122,7 @@ Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok
 
 bool has_gemm(const KernelTable& k, const WeightView& w) {
   const GemmKernel& g = k.gemm[static_cast<int>(w.type)];
+  if (w.interleaved) return g.run_interleaved != nullptr;
   return g.run != nullptr && w.cols % g.cols_multiple == 0;
 }
 
@@ -142,6 +144,10 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   if (has_gemm(k, w)) {
     const MatmulJob job{&w, y};
     return gemm_multi(std::span<const MatmulJob>(&job, 1), x, n_tokens, pool, scratch);
+  }
+  if (w.interleaved) {
+    return make_error(ErrorKind::kUnsupported, "matmul: the active kernels have no interleaved " +
+                                                   std::string(dtype_name(w.type)) + " kernel");
   }
   const DType act_type = activation_type(w.type);
   const uint8_t* act = reinterpret_cast<const uint8_t*>(x);
@@ -216,7 +222,31 @@ Status get_row(const WeightView& w, int64_t row, float* out) {
     return make_error(ErrorKind::kOutOfRange,
                       "row " + std::to_string(row) + " outside a table of " + std::to_string(w.rows) + " rows");
   }
+  if (w.interleaved) {
+    thread_local std::vector<uint8_t> gguf_row;
+    if (gguf_row.size() < w.row_bytes) gguf_row.resize(w.row_bytes);
+    deinterleave_row(w.type, w.data, w.row_bytes, w.cols, row, gguf_row.data());
+    return dequantize_row(w.type, gguf_row.data(), out, w.cols);
+  }
   return dequantize_row(w.type, w.data + static_cast<size_t>(row) * w.row_bytes, out, w.cols);
+}
+
+bool wants_interleaved(const WeightView& w) {
+  return !w.interleaved && active_kernels().gemm[static_cast<int>(w.type)].run_interleaved != nullptr &&
+         interleaved_layout_supports(w.type, w.cols, w.rows);
+}
+
+void interleave_weight(const WeightView& w, int64_t panel_begin, int64_t panel_end, uint8_t* dst) {
+  const auto fast = active_kernels().gemm[static_cast<int>(w.type)].interleave_panel;
+  const size_t panel_bytes = static_cast<size_t>(kInterleavedPanelRows) * w.row_bytes;
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    uint8_t* out = dst + static_cast<size_t>(p) * panel_bytes;
+    if (fast != nullptr) {
+      fast(w.data, w.row_bytes, w.cols, p, out);
+    } else {
+      interleave_panel(w.type, w.data, w.row_bytes, w.cols, p, out);
+    }
+  }
 }
 
 }  // namespace hearth::kernels

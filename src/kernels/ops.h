@@ -17,14 +17,22 @@
 namespace hearth::kernels {
 
 // A 2-D weight matrix as stored in GGUF: `rows` rows of `cols` elements (cols = ne[0], the
-// contiguous dimension), each row_bytes long.
+// contiguous dimension), each row_bytes long; or, when `interleaved`, the same bytes in the
+// interleaved layout of the active kernels (interleaved_layout.h, see interleave_weight).
 struct WeightView {
   DType type = DType::kF32;
   const uint8_t* data = nullptr;
   int64_t cols = 0;
   int64_t rows = 0;
   size_t row_bytes = 0;
+  bool interleaved = false;
 };
+
+// Whether the active kernels multiply matrices of w's type and shape faster interleaved.
+bool wants_interleaved(const WeightView& w);
+// Writes the interleaved layout of panels [panel_begin, panel_end) of w (GGUF rows, for which
+// wants_interleaved holds) to dst, which holds the whole interleaved matrix.
+void interleave_weight(const WeightView& w, int64_t panel_begin, int64_t panel_end, uint8_t* dst);
 
 // Reusable buffers for matmul (quantized activations). Grows on demand, never shrinks, so a
 // forward pass allocates only on its first call.

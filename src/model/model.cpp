@@ -3,19 +3,21 @@
 
 #include <chrono>
 
+#include "model/weight_interleaving.h"
+
 namespace hearth::model {
 
-Result<std::unique_ptr<Model>> Model::load(const std::string& path) {
+Result<std::unique_ptr<Model>> Model::load(const std::string& path, const LoadOptions& options) {
   auto start = std::chrono::steady_clock::now();
   auto file = gguf::File::open(path);
   if (!file.ok()) return file.error();
-  auto model = from_file(std::move(file).value());
+  auto model = from_file(std::move(file).value(), options);
   if (!model.ok()) return model.error().with_context(path);
   (*model)->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return model;
 }
 
-Result<std::unique_ptr<Model>> Model::from_file(gguf::File file) {
+Result<std::unique_ptr<Model>> Model::from_file(gguf::File file, const LoadOptions& options) {
   std::unique_ptr<Model> m(new Model());
   m->file_ = std::move(file);
   const gguf::TensorInfo* embd = m->file_.find_tensor("token_embd.weight");
@@ -28,6 +30,12 @@ Result<std::unique_ptr<Model>> Model::from_file(gguf::File file) {
   HEARTH_TRY(bind_weights(m->hparams_, binder, m->weights_));
   m->owned_ = binder.take_owned();
   m->hparams_.rope.freq_factors = m->weights_.rope_freqs;
+  if (options.interleave) {
+    std::unique_ptr<ThreadPool> own;
+    ThreadPool* pool = options.pool;
+    if (pool == nullptr) pool = (own = std::make_unique<ThreadPool>(1)).get();
+    HEARTH_ASSIGN(m->interleaved_, interleave_matrices(m->weights_, m->file_, *pool));
+  }
   return m;
 }
 

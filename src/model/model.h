@@ -10,15 +10,24 @@
 #include "kv/kv_block_pool.h"
 #include "model/hparams.h"
 #include "model/weights.h"
+#include "util/anonymous_memory.h"
 #include "util/result.h"
+#include "util/thread_pool.h"
 
 namespace hearth::model {
+
+struct LoadOptions {
+  // Move the matrices the active kernels multiply faster interleaved into that layout (see
+  // weight_interleaving.h); false keeps every matrix in the file mapping as GGUF stores it.
+  bool interleave = true;
+  ThreadPool* pool = nullptr;  // threads for interleaving (null: the loading thread alone)
+};
 
 class Model {
  public:
   // mmaps the file, reads hyper-parameters and binds every weight; errors name the file.
-  static Result<std::unique_ptr<Model>> load(const std::string& path);
-  static Result<std::unique_ptr<Model>> from_file(gguf::File file);
+  static Result<std::unique_ptr<Model>> load(const std::string& path, const LoadOptions& options = {});
+  static Result<std::unique_ptr<Model>> from_file(gguf::File file, const LoadOptions& options = {});
 
   const ModelHparams& hparams() const { return hparams_; }
   const ModelWeights& weights() const { return weights_; }
@@ -42,6 +51,7 @@ class Model {
   ModelHparams hparams_;
   ModelWeights weights_;
   std::vector<std::unique_ptr<std::vector<float>>> owned_;
+  AnonymousMemory interleaved_;  // the interleaved matrices (empty when none are)
   double load_ms_ = 0.0;
 };
 

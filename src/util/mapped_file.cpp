@@ -15,13 +15,17 @@ namespace hearth {
 MappedFile::~MappedFile() { reset(); }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      fd_(std::exchange(other.fd_, -1)),
+      path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     reset();
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    fd_ = std::exchange(other.fd_, -1);
     path_ = std::move(other.path_);
   }
   return *this;
@@ -29,8 +33,29 @@ MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
 
 void MappedFile::reset() {
   if (data_ != nullptr && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
+  if (fd_ >= 0) ::close(fd_);
   data_ = nullptr;
   size_ = 0;
+  fd_ = -1;
+}
+
+Status MappedFile::read(size_t offset, size_t n, void* dst) const {
+  if (offset > size_ || n > size_ - offset) {
+    return make_error(ErrorKind::kOutOfRange, "read past the end of '" + path_ + "'");
+  }
+  auto* out = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd_, out, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) {
+      const int err = got < 0 ? errno : EIO;
+      return make_error(ErrorKind::kIo, "cannot read '" + path_ + "': " + std::strerror(err));
+    }
+    out += got;
+    offset += static_cast<size_t>(got);
+    n -= static_cast<size_t>(got);
+  }
+  return ok_status();
 }
 
 Result<MappedFile> MappedFile::open(const std::string& path) {
@@ -63,7 +88,7 @@ Result<MappedFile> MappedFile::open(const std::string& path) {
     }
     file.data_ = static_cast<const uint8_t*>(p);
   }
-  ::close(fd);
+  file.fd_ = fd;
   return file;
 }
 

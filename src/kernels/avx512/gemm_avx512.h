@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "kernels/avx512/vector_math_avx512.h"
+#include "kernels/interleaved_layout.h"
 #include "kernels/kernel_table.h"
 
 namespace hearth::kernels {
@@ -53,6 +54,20 @@ struct PanelRows {
     for (int r = 0; r < 16; ++r) std::memcpy(&w[r], row[r] + at, 4);
     return _mm512_load_si512(w);
   }
+};
+
+// One panel of an interleaved matrix (interleaved_layout.h): its 16 rows' bytes, reordered,
+// from base on.
+struct InterleavedPanel {
+  const uint8_t* base = nullptr;
+  int valid = 16;         // interleaved matrices have whole panels only
+  int64_t n_blocks = 0;   // blocks (or steps of columns) per row
+  int64_t block_cols = 1;
+  InterleavedPanel(const GemmArgs& a, int64_t panel, int64_t cols_per_block)
+      : base(a.w + static_cast<size_t>(panel * kGemmPanelRows) * a.w_row_bytes),
+        n_blocks(a.cols / cols_per_block),
+        block_cols(cols_per_block) {}
+  const uint8_t* at(size_t offset) const { return base + offset; }
 };
 
 // Prefetches of what follows in memory at the rate a multiply reads: after a step has read
@@ -125,8 +140,8 @@ inline __m256i load256u(const uint8_t* p) { return _mm256_loadu_si256(reinterpre
 inline constexpr int64_t kMaxTokenChunk = 256;
 
 // Each token's 16 row sums of panel p to the output (rows past the matrix dropped).
-inline void store_panel(const GemmArgs& a, const PanelRows& rows, int64_t p, int64_t t0, int64_t nt, const float* sums) {
-  const __mmask16 keep = static_cast<__mmask16>((1u << rows.valid) - 1);
+inline void store_panel(const GemmArgs& a, int valid, int64_t p, int64_t t0, int64_t nt, const float* sums) {
+  const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
   float* out = a.y + static_cast<size_t>(t0) * static_cast<size_t>(a.y_stride) + p * kGemmPanelRows;
   for (int64_t t = 0; t < nt; ++t) {
     _mm512_mask_storeu_ps(out + t * a.y_stride, keep, _mm512_load_ps(sums + 16 * t));
@@ -148,6 +163,16 @@ inline void store_panel(const GemmArgs& a, const PanelRows& rows, int64_t p, int
 //   which multiplies the whole panel as stored (all n_blocks) with up to kDirectTokens tokens
 //   without packing, sets sums[16 * t + r], and calls StreamAhead::read with the bytes of
 //   weights each step has read.
+// The panel a kernel reads: its own kind (Kernel::panel, e.g. an InterleavedPanel) or GGUF rows.
+template <class Kernel>
+auto panel_of(const GemmArgs& a, int64_t p) {
+  if constexpr (requires { Kernel::panel(a, p); }) {
+    return Kernel::panel(a, p);
+  } else {
+    return PanelRows(a, p);
+  }
+}
+
 template <class Kernel>
 void gemm_drive(const GemmArgs& a) {
   alignas(64) uint8_t packed[Kernel::kRunBlocks * Kernel::kPackedBlockBytes];
@@ -160,7 +185,7 @@ void gemm_drive(const GemmArgs& a) {
     const int64_t nt = std::min(chunk, a.n_tokens - t0);
     const uint8_t* act = a.act + static_cast<size_t>(t0) * a.act_stride;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
-      const PanelRows rows(a, p);
+      const auto rows = panel_of<Kernel>(a, p);
       // The next panel's rows follow this panel's in memory: prefetch them while this panel is
       // packed and multiplied (the last panel handed to this call prefetches nothing).
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
@@ -175,7 +200,7 @@ void gemm_drive(const GemmArgs& a) {
           if (p == a.panel_begin) prefetch_l2(rows.base, static_cast<size_t>(rows.valid) * a.w_row_bytes);
           StreamAhead ahead{next, next_end};
           Kernel::direct(rows, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums, ahead);
-          store_panel(a, rows, p, t0, nt, sums);
+          store_panel(a, rows.valid, p, t0, nt, sums);
           continue;
         }
       }
@@ -210,7 +235,7 @@ void gemm_drive(const GemmArgs& a) {
           default: break;
         }
       }
-      store_panel(a, rows, p, t0, nt, sums);
+      store_panel(a, rows.valid, p, t0, nt, sums);
     }
   }
 }

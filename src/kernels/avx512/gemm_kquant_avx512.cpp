@@ -7,6 +7,8 @@
 // bit-identical to the scalar reference whatever the number of tokens.
 #include <immintrin.h>
 
+#include <utility>
+
 #include "kernels/avx512/gemm_avx512.h"
 #include "kernels/kernel_table.h"
 #include "tensor/quant_blocks.h"
@@ -85,18 +87,64 @@ struct Q4KLayout {
   static constexpr int kBytes = kDmin + 64;
 };
 
+// Where the Q4_K kernel reads a super-block sb of 16 rows: scale_words gives each row's 12 scale
+// bytes as 3 dwords, quants(j) its qs bytes 32j..32j+31 as 8 registers (register c = bytes
+// 4c..4c+3), and d_dmin the rows' d and dmin.
+
+// GGUF rows, transposed as they are read.
+struct Q4KRows {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
+  static PanelRows panel(const GemmArgs& a, int64_t p) { return PanelRows(a, p); }
+  static size_t at(int64_t sb) { return static_cast<size_t>(sb) * kBlockBytes; }
+  static void scale_words(const PanelRows& rows, int64_t sb, __m512i s[3]) {
+    for (int k = 0; k < 3; ++k) s[k] = rows.gather_i32(at(sb) + 4 + 4 * k);
+  }
+  static void quants(const PanelRows& rows, int64_t sb, int j, __m512i q[8]) {
+    __m256i in[16];
+    for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at(sb) + 16 + 32 * j);
+    transpose_16x8_epi32(in, q);
+  }
+  static void d_dmin(const PanelRows& rows, int64_t sb, __m512& d, __m512& dmin) {
+    const __m512i dd = rows.gather_i32(at(sb));  // d (low half), dmin (high half)
+    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
+    dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  }
+};
+
+// Interleaved panels: per super-block 32 registers of qs, 3 of scale bytes, then d and dmin.
+struct Q4KInterleaved {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_K);
+  static InterleavedPanel panel(const GemmArgs& a, int64_t p) { return InterleavedPanel(a, p, kQK_K); }
+  static const uint8_t* at(const InterleavedPanel& p, int64_t sb) { return p.at(static_cast<size_t>(sb) * 16 * kBlockBytes); }
+  static void scale_words(const InterleavedPanel& p, int64_t sb, __m512i s[3]) {
+    for (int k = 0; k < 3; ++k) s[k] = _mm512_loadu_si512(at(p, sb) + 32 * 64 + 64 * k);
+  }
+  static void quants(const InterleavedPanel& p, int64_t sb, int j, __m512i q[8]) {
+    for (int c = 0; c < 8; ++c) q[c] = _mm512_loadu_si512(at(p, sb) + 64 * (8 * j + c));
+  }
+  static void d_dmin(const InterleavedPanel& p, int64_t sb, __m512& d, __m512& dmin) {
+    const uint8_t* f = at(p, sb) + 35 * 64;
+    d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(f)));
+    dmin = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + 32)));
+  }
+};
+
+template <class Source>
 struct Q4_KKernel {
+  using Panel = decltype(Source::panel(std::declval<const GemmArgs&>(), 0));
+  static Panel panel(const GemmArgs& a, int64_t p) { return Source::panel(a, p); }
   static constexpr int kBlockCols = kQK_K;
   static constexpr int kPackedBlockBytes = Q4KLayout::kBytes;
   static constexpr int kRunBlocks = 2;
   static constexpr int kTile = 8;
   static constexpr int kDirectTokens = 2;
 
-  // The 8 group scales (int32) and the group minimums as int16 pairs (m[2p], m[2p+1]) of the
-  // super-block at byte offset `at` of each row.
-  static void load_scales(const PanelRows& rows, size_t at, __m512i sc[8], __m512i mins[4]) {
+  // The 8 group scales (int32) and the group minimums as int16 pairs (m[2p], m[2p+1]) of
+  // super-block sb of each row.
+  static void load_scales(const Panel& rows, int64_t sb, __m512i sc[8], __m512i mins[4]) {
     const __m512i six = _mm512_set1_epi32(63);
-    const __m512i s[3] = {rows.gather_i32(at + 4), rows.gather_i32(at + 8), rows.gather_i32(at + 12)};
+    __m512i s[3];
+    Source::scale_words(rows, sb, s);
     __m512i m[8];
     for (int g = 0; g < 4; ++g) {
       sc[g] = _mm512_and_si512(scale_byte(s, g), six);
@@ -113,7 +161,7 @@ struct Q4_KKernel {
 
   // 1..2 tokens: each 32-byte slice of the 16 rows is transposed and multiplied right away (the
   // packed path's operations without the round trip through memory).
-  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+  static void direct(const Panel& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
                      int n_tokens, float* sums, StreamAhead& ahead) {
     if (n_tokens == 1) {
       direct_tokens<1>(rows, n_blocks, act, stride, cols, sums, ahead);
@@ -123,13 +171,12 @@ struct Q4_KKernel {
   }
 
   template <int T>
-  static void direct_tokens(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+  static void direct_tokens(const Panel& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
                             float* sums, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < n_blocks; ++sb) {
-      const size_t at = static_cast<size_t>(sb) * sizeof(BlockQ4_K);
       const int8_t* qs[T];
       const uint8_t* rec[T];
       for (int t = 0; t < T; ++t) {
@@ -138,15 +185,13 @@ struct Q4_KKernel {
         rec[t] = Q8KAct::record(a, cols, sb);
       }
       __m512i sc[8], mins[4];
-      load_scales(rows, at, sc, mins);
+      load_scales(rows, sb, sc, mins);
       __m512i sumi[T];
       for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
       for (int j = 0; j < 4; ++j) {
         ahead.read(16 * sizeof(BlockQ4_K) / 4);
-        __m256i in[16];
-        for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 16 + 32 * j);
         __m512i q[8];
-        transpose_16x8_epi32(in, q);
+        Source::quants(rows, sb, j, q);
         for (int t = 0; t < T; ++t) {
           __m512i lo = _mm512_setzero_si512(), hi = _mm512_setzero_si512();
           for (int c = 0; c < 8; ++c) {
@@ -159,9 +204,8 @@ struct Q4_KKernel {
           sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(hi, sc[2 * j + 1]));
         }
       }
-      const __m512i dd = rows.gather_i32(at);
-      const __m512 dw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd));
-      const __m512 dmw = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+      __m512 dw, dmw;
+      Source::d_dmin(rows, sb, dw, dmw);
       for (int t = 0; t < T; ++t) {
         __m512i msum = _mm512_setzero_si512();
         for (int p = 0; p < 4; ++p) msum = _mm512_dpwssd_epi32(msum, mins[p], _mm512_set1_epi32(load_i32(rec[t] + 48 + 4 * p)));
@@ -177,28 +221,27 @@ struct Q4_KKernel {
     for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
   }
 
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+  static void pack(const Panel& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
     for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ4_K);
+      const int64_t sb = first_block + b;
       uint8_t* dst = out + b * kPackedBlockBytes;
       for (int j = 0; j < 4; ++j) {  // qs bytes 32j..32j+31: group 2j (low nibbles), 2j+1 (high)
-        __m256i in[16];
-        for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 16 + 32 * j);
         __m512i q[8];
-        transpose_16x8_epi32(in, q);
+        Source::quants(rows, sb, j, q);
         for (int c = 0; c < 8; ++c) {
           _mm512_store_si512(dst + 64 * (8 * (2 * j) + c), _mm512_and_si512(q[c], low4));
           _mm512_store_si512(dst + 64 * (8 * (2 * j + 1) + c), _mm512_and_si512(_mm512_srli_epi16(q[c], 4), low4));
         }
       }
       __m512i sc[8], mins[4];
-      load_scales(rows, at, sc, mins);
+      load_scales(rows, sb, sc, mins);
       for (int g = 0; g < 8; ++g) _mm512_store_si512(dst + Q4KLayout::kScales + 64 * g, sc[g]);
       for (int p = 0; p < 4; ++p) _mm512_store_si512(dst + Q4KLayout::kMins + 64 * p, mins[p]);
-      const __m512i dd = rows.gather_i32(at);  // d (low half), dmin (high half)
-      _mm512_store_ps(dst + Q4KLayout::kD, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dd)));
-      _mm512_store_ps(dst + Q4KLayout::kDmin, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16))));
+      __m512 dw, dmw;
+      Source::d_dmin(rows, sb, dw, dmw);
+      _mm512_store_ps(dst + Q4KLayout::kD, dw);
+      _mm512_store_ps(dst + Q4KLayout::kDmin, dmw);
     }
   }
 
@@ -251,6 +294,29 @@ struct Q4_KKernel {
     for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
   }
 };
+
+// interleave_panel for Q4_K: the transposes Q4KRows does, stored once.
+void interleave_q4k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
+  GemmArgs a;
+  a.w = src;
+  a.w_row_bytes = row_bytes;
+  a.rows = (panel + 1) * kGemmPanelRows;
+  const PanelRows rows(a, panel);
+  for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
+    uint8_t* out = dst + static_cast<size_t>(sb) * 16 * sizeof(BlockQ4_K);
+    for (int j = 0; j < 4; ++j) {
+      __m512i q[8];
+      Q4KRows::quants(rows, sb, j, q);
+      for (int c = 0; c < 8; ++c) _mm512_storeu_si512(out + 64 * (8 * j + c), q[c]);
+    }
+    __m512i s[3];
+    Q4KRows::scale_words(rows, sb, s);
+    for (int k = 0; k < 3; ++k) _mm512_storeu_si512(out + 64 * (32 + k), s[k]);
+    const __m512i dd = rows.gather_i32(Q4KRows::at(sb));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 35 * 64), _mm512_cvtepi32_epi16(dd));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 35 * 64 + 32), _mm512_cvtepi32_epi16(_mm512_srli_epi32(dd, 16)));
+  }
+}
 
 // ---- Q6_K ----
 // Packed super-block: 64 quant registers (register c: elements 4c..4c+3, quants 0..63), 16 of
@@ -435,7 +501,10 @@ struct Q6_KKernel {
 }  // namespace
 
 void fill_avx512_gemm_kquant_kernels(KernelTable& t) {
-  t.gemm[static_cast<int>(DType::kQ4_K)] = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q4_KKernel>};
+  auto& q4k = t.gemm[static_cast<int>(DType::kQ4_K)];
+  q4k = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q4_KKernel<Q4KRows>>};
+  q4k.run_interleaved = gemm_drive<Q4_KKernel<Q4KInterleaved>>;
+  q4k.interleave_panel = interleave_q4k_panel;
   t.gemm[static_cast<int>(DType::kQ6_K)] = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q6_KKernel>};
 }
 

@@ -7,6 +7,8 @@
 // reference bit for bit (and do not depend on how many tokens share a call).
 #include <immintrin.h>
 
+#include <utility>
+
 #include "kernels/avx512/gemm_avx512.h"
 #include "kernels/kernel_table.h"
 #include "tensor/quant_blocks.h"
@@ -157,25 +159,77 @@ struct Q5_0Loader {
   }
 };
 
-// The GEMM-driver kernel for a legacy type: pack() stores loaded blocks for micro_q8; direct()
-// multiplies loaded blocks with 1..2 tokens right away (the same operations, without the round
-// trip through memory).
+// Where a legacy kernel reads its blocks: quants(panel, b, q) fills q with block b of the
+// panel's 16 rows as the micro-kernel wants it, and scales(panel, b) gives the rows' scales.
+
+// GGUF rows, transposed block by block.
 template <class Loader>
+struct RowBlocks {
+  static constexpr size_t kBlockBytes = Loader::kBlockBytes;
+  static PanelRows panel(const GemmArgs& a, int64_t p) { return PanelRows(a, p); }
+  static void quants(const PanelRows& rows, int64_t b, __m512i q[8]) {
+    Loader::load(rows, static_cast<size_t>(b) * kBlockBytes, q);
+  }
+  static __m512 scales(const PanelRows& rows, int64_t b) {
+    return rows.gather_f16(static_cast<size_t>(b) * kBlockBytes);  // every legacy block starts with its scale
+  }
+};
+
+// Interleaved panels (interleaved_layout.h): blocks in pairs, their registers then their scales.
+template <int kRegisters>
+struct InterleavedBlocks {
+  static constexpr size_t kRegisterBytes = 64 * kRegisters;
+  static InterleavedPanel panel(const GemmArgs& a, int64_t p) { return InterleavedPanel(a, p, kQK); }
+  static GroupedBlock place(const InterleavedPanel& p, int64_t b) {
+    return GroupedBlock(p.n_blocks, b, 2, kRegisterBytes, 2 * kGemmPanelRows);
+  }
+  static __m512 scales(const InterleavedPanel& p, int64_t b) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.at(place(p, b).fields))));
+  }
+};
+
+struct InterleavedQ4_0 : InterleavedBlocks<4> {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ4_0);
+  static void quants(const InterleavedPanel& p, int64_t b, __m512i q[8]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const uint8_t* r = p.at(place(p, b).registers);
+    for (int j = 0; j < 4; ++j) {
+      const __m512i bytes = _mm512_loadu_si512(r + 64 * j);
+      q[j] = _mm512_and_si512(bytes, low4);
+      q[j + 4] = _mm512_and_si512(_mm512_srli_epi16(bytes, 4), low4);
+    }
+  }
+};
+
+struct InterleavedQ8_0 : InterleavedBlocks<8> {
+  static constexpr size_t kBlockBytes = sizeof(BlockQ8_0);
+  static void quants(const InterleavedPanel& p, int64_t b, __m512i q[8]) {
+    const uint8_t* r = p.at(place(p, b).registers);
+    for (int c = 0; c < 8; ++c) q[c] = _mm512_loadu_si512(r + 64 * c);  // stored as q + 128
+  }
+};
+
+// The GEMM-driver kernel for a legacy type read from Source: pack() stores loaded blocks for
+// micro_q8; direct() multiplies loaded blocks with 1..2 tokens right away (the same operations,
+// without the round trip through memory).
+template <class Source>
 struct LegacyKernel {
   static constexpr int kBlockCols = kQK;
   static constexpr int kPackedBlockBytes = kQ8PackedBlockBytes;
   static constexpr int kRunBlocks = 16;
   static constexpr int kTile = 8;
   static constexpr int kDirectTokens = 2;
+  using Panel = decltype(Source::panel(std::declval<const GemmArgs&>(), 0));
 
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+  static Panel panel(const GemmArgs& a, int64_t p) { return Source::panel(a, p); }
+
+  static void pack(const Panel& rows, int64_t first_block, int n_blocks, uint8_t* out) {
     for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * Loader::kBlockBytes;
       __m512i q[8];
-      Loader::load(rows, at, q);
+      Source::quants(rows, first_block + b, q);
       uint8_t* dst = out + b * kPackedBlockBytes;
       for (int c = 0; c < 8; ++c) _mm512_store_si512(dst + 64 * c, q[c]);
-      _mm512_store_ps(dst + 8 * 64, rows.gather_f16(at));  // every legacy block starts with its F16 scale
+      _mm512_store_ps(dst + 8 * 64, Source::scales(rows, first_block + b));
     }
   }
 
@@ -185,14 +239,14 @@ struct LegacyKernel {
     micro_q8<T>(packed, nb, b0, act, stride, cols, sums, first);
   }
 
-  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+  static void direct(const Panel& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
                      int n_tokens, float* sums, StreamAhead& ahead) {
     // The next panel's prefetches go between steps of 2 blocks: asked for inside the block loop,
     // the Q8_0 GEMV decoded 4-5% slower.
     constexpr int kStep = 2;
     for (int s = 0; s < n_blocks; s += kStep) {
       const int ns = std::min(kStep, n_blocks - s);
-      ahead.read(static_cast<size_t>(16 * ns) * Loader::kBlockBytes);
+      ahead.read(static_cast<size_t>(16 * ns) * Source::kBlockBytes);
       if (n_tokens == 1) {
         direct_tokens<1>(rows, s, ns, act, stride, cols, sums, s == 0);
       } else {
@@ -202,7 +256,7 @@ struct LegacyKernel {
   }
 
   template <int T>
-  static void direct_tokens(const PanelRows& rows, int64_t first_block, int n_blocks, const uint8_t* act,
+  static void direct_tokens(const Panel& rows, int64_t first_block, int n_blocks, const uint8_t* act,
                             size_t stride, int64_t cols, float* sums, bool first_run) {
     __m512 acc[T];
     const int8_t* qs[T];
@@ -216,10 +270,9 @@ struct LegacyKernel {
       corr[t] = Q8Act::corrections(a, cols) + first_block;
     }
     for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * Loader::kBlockBytes;
       __m512i q[8];
-      Loader::load(rows, at, q);
-      const __m512 dw = rows.gather_f16(at);
+      Source::quants(rows, first_block + b, q);
+      const __m512 dw = Source::scales(rows, first_block + b);
       for (int t = 0; t < T; ++t) {
         __m512i even = _mm512_setzero_si512(), odd = _mm512_setzero_si512();
         for (int c = 0; c < 8; c += 2) {
@@ -236,21 +289,57 @@ struct LegacyKernel {
   }
 };
 
-using Q8_0Kernel = LegacyKernel<Q8_0Loader>;
-using Q4_0Kernel = LegacyKernel<Q4_0Loader>;
-using Q5_0Kernel = LegacyKernel<Q5_0Loader>;
+using Q8_0Kernel = LegacyKernel<RowBlocks<Q8_0Loader>>;
+using Q4_0Kernel = LegacyKernel<RowBlocks<Q4_0Loader>>;
+using Q5_0Kernel = LegacyKernel<RowBlocks<Q5_0Loader>>;
+using InterleavedQ8_0Kernel = LegacyKernel<InterleavedQ8_0>;
+using InterleavedQ4_0Kernel = LegacyKernel<InterleavedQ4_0>;
 
 size_t q8_act_row_bytes(int64_t cols) { return Q8Act::row_bytes(cols); }
+
+// interleave_panel for Q4_0 (kRegisters 4) and Q8_0 (8): the same register transposes the
+// GGUF-row kernels do per block, stored once.
+template <int kRegisters>
+void interleave_legacy_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
+  GemmArgs a;
+  a.w = src;
+  a.w_row_bytes = row_bytes;
+  a.rows = (panel + 1) * kGemmPanelRows;
+  const PanelRows rows(a, panel);
+  const int64_t n_blocks = cols / kQK;
+  constexpr size_t kBlockBytes = kRegisters == 4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const size_t at = static_cast<size_t>(b) * kBlockBytes;
+    const GroupedBlock place(n_blocks, b, 2, 64 * kRegisters, 2 * kGemmPanelRows);
+    __m512i q[8];
+    if constexpr (kRegisters == 4) {
+      transpose_16x4_epi32(rows.row, at + 2, q);
+    } else {
+      __m256i in[16];
+      for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 2);
+      transpose_16x8_epi32(in, q);
+      for (int c = 0; c < 8; ++c) q[c] = _mm512_xor_si512(q[c], _mm512_set1_epi8(static_cast<char>(0x80)));
+    }
+    for (int c = 0; c < kRegisters; ++c) _mm512_storeu_si512(dst + place.registers + 64 * c, q[c]);
+    alignas(32) uint16_t d[16];
+    for (int r = 0; r < 16; ++r) std::memcpy(&d[r], rows.row[r] + at, 2);
+    std::memcpy(dst + place.fields, d, sizeof d);
+  }
+}
 
 }  // namespace
 
 void fill_avx512_gemm_q8_kernels(KernelTable& t) {
   auto& q4 = t.gemm[static_cast<int>(DType::kQ4_0)];
   q4 = {q8_act_row_bytes, prepare_act_q8<8>, gemm_drive<Q4_0Kernel>};
+  q4.run_interleaved = gemm_drive<InterleavedQ4_0Kernel>;
+  q4.interleave_panel = interleave_legacy_panel<4>;
   auto& q5 = t.gemm[static_cast<int>(DType::kQ5_0)];
   q5 = {q8_act_row_bytes, prepare_act_q8<16>, gemm_drive<Q5_0Kernel>};
   auto& q8 = t.gemm[static_cast<int>(DType::kQ8_0)];
   q8 = {q8_act_row_bytes, prepare_act_q8<128>, gemm_drive<Q8_0Kernel>};
+  q8.run_interleaved = gemm_drive<InterleavedQ8_0Kernel>;
+  q8.interleave_panel = interleave_legacy_panel<8>;
 }
 
 }  // namespace hearth::kernels

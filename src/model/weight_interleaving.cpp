@@ -1,0 +1,87 @@
+// Load-time interleaving of matrices (see weight_interleaving.h).
+#include "model/weight_interleaving.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/interleaved_layout.h"
+
+namespace hearth::model {
+namespace {
+
+std::vector<kernels::WeightView*> all_matrices(ModelWeights& w) {
+  std::vector<kernels::WeightView*> out;
+  for (auto& L : w.layers) {
+    for (auto* v : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) out.push_back(v);
+  }
+  // The token embedding is only read a row at a time unless the output shares it.
+  out.push_back(&w.output);
+  out.push_back(&w.token_embd);
+  return out;
+}
+
+size_t matrix_bytes(const kernels::WeightView& v) { return static_cast<size_t>(v.rows) * v.row_bytes; }
+
+constexpr size_t kAlign = 64;
+// Bytes of the file one thread reads at a time: about a quarter of an L2 cache.
+constexpr size_t kReadBytes = 256 * 1024;
+
+}  // namespace
+
+Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& file, ThreadPool& pool) {
+  // Distinct matrices to interleave, by their data in the file.
+  std::vector<kernels::WeightView*> todo;
+  for (kernels::WeightView* v : all_matrices(w)) {
+    if (v->data == nullptr || !kernels::wants_interleaved(*v)) continue;
+    if (v == &w.token_embd && w.token_embd.data != w.output.data) continue;
+    if (std::any_of(todo.begin(), todo.end(), [&](const kernels::WeightView* t) { return t->data == v->data; })) {
+      continue;
+    }
+    todo.push_back(v);
+  }
+  size_t total = 0;
+  for (const auto* v : todo) total += (matrix_bytes(*v) + kAlign - 1) / kAlign * kAlign;
+  HEARTH_ASSIGN(AnonymousMemory memory, AnonymousMemory::allocate(total));
+  // Each thread reads a run of panels from the file into a buffer that stays in its L2 and
+  // interleaves them from there into place.
+  std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(pool.size()));
+  std::vector<Status> failures(static_cast<size_t>(pool.size()), ok_status());
+  std::vector<std::pair<const uint8_t*, kernels::WeightView>> moved;  // old data -> interleaved view
+  size_t at = 0;
+  for (kernels::WeightView* v : todo) {
+    uint8_t* dst = memory.data() + at;
+    at += (matrix_bytes(*v) + kAlign - 1) / kAlign * kAlign;
+    const size_t panel_bytes = static_cast<size_t>(kernels::kInterleavedPanelRows) * v->row_bytes;
+    const size_t panels = static_cast<size_t>(v->rows / kernels::kInterleavedPanelRows);
+    const size_t grain = std::clamp<size_t>(kReadBytes / panel_bytes, 1, std::max<size_t>(1, panels / 2));
+    pool.parallel_for_dynamic(panels, grain, [&](size_t begin, size_t end, int thread) {
+      auto& buf = buffers[static_cast<size_t>(thread)];
+      const size_t bytes = (end - begin) * panel_bytes;
+      if (buf.size() < bytes) buf.resize(bytes);
+      Status st = file.read_bytes(v->data + begin * panel_bytes, bytes, buf.data());
+      if (!st.ok()) {
+        failures[static_cast<size_t>(thread)] = std::move(st);
+        return;
+      }
+      kernels::WeightView run = *v;
+      run.data = buf.data();
+      run.rows = static_cast<int64_t>(end - begin) * kernels::kInterleavedPanelRows;
+      kernels::interleave_weight(run, 0, static_cast<int64_t>(end - begin), dst + begin * panel_bytes);
+    });
+    for (auto& f : failures) HEARTH_TRY(f);
+    release_mapped_pages(v->data, matrix_bytes(*v));
+    kernels::WeightView iv = *v;
+    iv.data = dst;
+    iv.interleaved = true;
+    moved.emplace_back(v->data, iv);
+  }
+  // Point every view (also the second of a tied pair) at its interleaved copy.
+  for (kernels::WeightView* v : all_matrices(w)) {
+    for (const auto& [old_data, iv] : moved) {
+      if (v->data == old_data && v->type == iv.type && v->rows == iv.rows && v->cols == iv.cols) *v = iv;
+    }
+  }
+  return memory;
+}
+
+}  // namespace hearth::model
