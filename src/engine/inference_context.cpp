@@ -4,10 +4,28 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cpu_features.h"
 
 namespace hearth::engine {
+namespace {
+
+// HEARTH_WEIGHT_LAYOUT=gguf keeps every matrix in the file mapping (processes that load the
+// same model then share its pages in the page cache); interleaved (or unset) leaves the choice
+// to the caller's options.
+Result<bool> interleave_from_environment(bool requested) {
+  const char* env = std::getenv("HEARTH_WEIGHT_LAYOUT");
+  if (env == nullptr || *env == '\0') return requested;
+  const std::string v = env;
+  if (v == "gguf") return false;
+  if (v == "interleaved") return requested;
+  return make_error(ErrorKind::kInvalidArgument,
+                    "HEARTH_WEIGHT_LAYOUT must be 'interleaved' or 'gguf', not '" + v + "'");
+}
+
+}  // namespace
 
 Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::string& path, const ContextOptions& o) {
   auto start = std::chrono::steady_clock::now();
@@ -15,7 +33,7 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   std::unique_ptr<InferenceContext> c(new InferenceContext());
   c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
   model::LoadOptions lo;
-  lo.interleave = o.interleave_weights;
+  HEARTH_ASSIGN(lo.interleave, interleave_from_environment(o.interleave_weights));
   lo.pool = c->pool_.get();
   HEARTH_ASSIGN(c->model_, model::Model::load(path, lo));
   auto tok = Tokenizer::from_gguf(c->model_->file());

@@ -25,7 +25,8 @@ struct ContextOptions {
   int32_t n_ctx = 0;            // tokens of KV cache in all; 0: min(context_length, 4096)
   DType kv_type = DType::kF16;  // F16, F32 or Q8_0
   int32_t block_tokens = 16;
-  bool interleave_weights = true;  // see model::LoadOptions::interleave
+  // See model::LoadOptions::interleave; HEARTH_WEIGHT_LAYOUT=gguf turns it off.
+  bool interleave_weights = true;
 };
 
 class InferenceContext {

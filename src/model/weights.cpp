@@ -51,9 +51,10 @@ Result<const float*> WeightBinder::vector(const std::string& name, int64_t n) {
     return make_error(ErrorKind::kCorrupt, "tensor '" + name + "' has shape " + shape_text(t->shape) + ", expected " +
                                                std::to_string(n) + " elements");
   }
-  if (t->type == DType::kF32 && reinterpret_cast<uintptr_t>(t->data) % alignof(float) == 0) {
-    return reinterpret_cast<const float*>(t->data);
-  }
+  // Always a copy, never a pointer into the mapping: the page cache keeps files in large folios,
+  // and one read of a norm through the mapping maps the whole folio around it (up to 2 MB of the
+  // neighbouring matrices), which counts as resident memory when those matrices were moved into
+  // the interleaved layout (qwen2-0.5b: 130 MB).
   auto buf = std::make_unique<std::vector<float>>(static_cast<size_t>(n));
   auto st = dequantize_tensor(t->type, t->data, t->size_bytes, buf->data(), n);
   if (!st.ok()) return st.error().with_context("tensor '" + name + "'");

@@ -1,7 +1,7 @@
 // The model's weights bound by tensor name, with shapes checked against the hyper-parameters.
-// Matrices are views into the mmapped file; 1-D tensors (norms, biases) are float pointers,
-// into the file when stored as F32 and into owned buffers otherwise. A missing or mis-shaped
-// tensor is an error that names it.
+// Matrices are views into the mmapped file (until weight_interleaving.h moves them); 1-D
+// tensors (norms, biases) are copied into owned float buffers. A missing or mis-shaped tensor is
+// an error that names it.
 #pragma once
 
 #include <memory>
@@ -55,8 +55,7 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 };
 
-// Looks tensors up by name and checks their shapes; owns dequantized copies of 1-D tensors
-// that are not stored as F32.
+// Looks tensors up by name and checks their shapes; owns float copies of the 1-D tensors.
 class WeightBinder {
  public:
   explicit WeightBinder(const gguf::File& file) : file_(file) {}

@@ -1,14 +1,16 @@
 // The engine end to end on real weights: stories260K's greedy continuation and perplexity
 // against llama.cpp's references, batched decoding equal to decoding alone, forks equal to
-// unforked sequences, and bert embeddings through the engine API.
+// unforked sequences, bert embeddings through the engine API, and the weight layout switch.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "common/test_paths.h"
 #include "engine/generation.h"
+#include "kernels/ops.h"
 #include "util/file_io.h"
 
 namespace hearth::engine {
@@ -190,6 +192,35 @@ TEST(Embeddings, BertThroughEngineMatchesReference) {
   std::vector<float> logits;
   model::BatchToken t{1, 0, 0, true};
   EXPECT_FALSE(ctx->decode(std::span<const model::BatchToken>(&t, 1), logits).ok());  // encoders cannot generate
+}
+
+}  // namespace
+}  // namespace hearth::engine
+
+namespace hearth::engine {
+namespace {
+
+// HEARTH_WEIGHT_LAYOUT=gguf keeps the matrices in the file mapping; an unknown value is an
+// error that names the variable.
+TEST(Generation, WeightLayoutEnvironmentVariable) {
+  const std::string path = test::models_dir() + "/random/llama-Q4_0.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  const char* saved = std::getenv("HEARTH_WEIGHT_LAYOUT");
+  const std::string saved_value = saved != nullptr ? saved : "";
+  setenv("HEARTH_WEIGHT_LAYOUT", "gguf", 1);
+  auto rows = InferenceContext::load(path);
+  setenv("HEARTH_WEIGHT_LAYOUT", "sideways", 1);
+  auto bad = InferenceContext::load(path);
+  unsetenv("HEARTH_WEIGHT_LAYOUT");
+  auto dflt = InferenceContext::load(path);
+  if (saved != nullptr) setenv("HEARTH_WEIGHT_LAYOUT", saved_value.c_str(), 1);
+  ASSERT_TRUE(rows.ok()) << rows.error().to_string();
+  EXPECT_FALSE((*rows)->model().weights().layers[0].ffn_up.interleaved);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("HEARTH_WEIGHT_LAYOUT"), std::string::npos);
+  ASSERT_TRUE(dflt.ok()) << dflt.error().to_string();
+  const auto& up = (*rows)->model().weights().layers[0].ffn_up;
+  EXPECT_EQ((*dflt)->model().weights().layers[0].ffn_up.interleaved, kernels::wants_interleaved(up));
 }
 
 }  // namespace

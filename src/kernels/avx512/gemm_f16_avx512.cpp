@@ -61,26 +61,32 @@ struct NoPrefetch {
   void step() {}
 };
 
-// Each step of a 4-row tile consumes two cache lines of this panel (4 rows x 32 bytes) and asks
-// for the next two lines of the next panel, so memory keeps streaming at the rate the multiply
-// reads, with no burst waiting for fill buffers. next advances past what was asked; nothing at or
-// past end is asked for.
+// Each step of an R-row tile consumes R x 32 bytes of this panel and asks for as many bytes of
+// the next panel, so memory keeps streaming at the rate the multiply reads, with no burst waiting
+// for fill buffers. next advances past what was asked; nothing at or past end is asked for.
+template <int R>
 struct NextPanelStream {
   const uint8_t* next = nullptr;
   const uint8_t* end = nullptr;
   void step() {
     if (next < end) {
-      _mm_prefetch(reinterpret_cast<const char*>(next), _MM_HINT_T1);
-      _mm_prefetch(reinterpret_cast<const char*>(next + 64), _MM_HINT_T1);
-      next += 128;
+      for (int l = 0; l < R * 32; l += 64) _mm_prefetch(reinterpret_cast<const char*>(next + l), _MM_HINT_T1);
+      next += R * 32;
     }
   }
 };
-static_assert(kTileRows * 32 == 128, "NextPanelStream asks for the two lines one step of a tile reads");
+
+// Where column c of a row is: K = 1 for GGUF rows (row + c); K = 16 for interleaved panels, whose
+// 16-column steps hold all 16 rows (row + 16 c, the row pointer at the row's place in the first
+// step).
+template <int K, typename W>
+inline const W* column(const W* row, int64_t c) {
+  return row + c * K;
+}
 
 // lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
 // columns [0, n) of the run (rows and x point at the run's first column).
-template <int R, int T, typename W, typename Prefetch>
+template <int R, int T, int K, typename W, typename Prefetch>
 void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
@@ -89,7 +95,7 @@ void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, 
   for (int64_t c = 0; c < n; c += kColsPerStep) {
     ahead.step();
     __m512 w[R];
-    for (int r = 0; r < R; ++r) w[r] = load_w(rows[r] + c);
+    for (int r = 0; r < R; ++r) w[r] = load_w(column<K>(rows[r], c));
     for (int t = 0; t < T; ++t) {
       const __m512 a = _mm512_loadu_ps(x[t] + c);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
@@ -103,21 +109,23 @@ void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, 
   }
 }
 
-// One run of columns for a chunk of at most one token tile, streaming the next panel in.
-template <int T>
+// One run of columns for a chunk of at most one token tile, streaming the next panel in: tiles
+// of R rows (4 for GGUF rows; for interleaved panels as many as the registers allow, so that a
+// step reads whole cache lines of the panel in order).
+template <int R, int T, int K>
 void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes,
-                   NextPanelStream& ahead) {
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes, ahead);
+                   NextPanelStream<R>& ahead) {
+  for (int r0 = 0; r0 < 16; r0 += R) tile_f16<R, T, K>(rows + r0, x, n, r0, lanes, ahead);
 }
 
-template <int T, typename W>
+template <int T, int K, typename W>
 void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes) {
   NoPrefetch none;
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T>(rows + r0, x, n, r0, lanes, none);
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T, K>(rows + r0, x, n, r0, lanes, none);
 }
 
 // One run of columns for every token of the chunk, in tiles of up to 6 tokens.
-template <typename W>
+template <int K, typename W>
 void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt, int64_t c0, int64_t n, float* lanes) {
   for (int64_t t = 0; t < nt; t += kTileTokens) {
     const float* x[kTileTokens];
@@ -127,14 +135,24 @@ void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt,
     }
     float* l = lanes + 256 * t;
     switch (tt) {
-      case 6: tile_rows<6>(rows, x, n, l); break;
-      case 5: tile_rows<5>(rows, x, n, l); break;
-      case 4: tile_rows<4>(rows, x, n, l); break;
-      case 3: tile_rows<3>(rows, x, n, l); break;
-      case 2: tile_rows<2>(rows, x, n, l); break;
-      default: tile_rows<1>(rows, x, n, l); break;
+      case 6: tile_rows<6, K>(rows, x, n, l); break;
+      case 5: tile_rows<5, K>(rows, x, n, l); break;
+      case 4: tile_rows<4, K>(rows, x, n, l); break;
+      case 3: tile_rows<3, K>(rows, x, n, l); break;
+      case 2: tile_rows<2, K>(rows, x, n, l); break;
+      default: tile_rows<1, K>(rows, x, n, l); break;
     }
   }
+}
+
+// A decode chunk's run: GGUF rows in 4-row tiles; interleaved panels in 16-row tiles for one
+// token and 8-row tiles for two (all the accumulators registers hold), 4-row tiles beyond.
+template <int T, int K>
+void run_decode(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes, const uint8_t* next,
+                const uint8_t* end) {
+  constexpr int R = K == 1 ? kTileRows : (T == 1 ? 16 : (T == 2 ? 8 : kTileRows));
+  NextPanelStream<R> ahead{next, end};
+  run_streaming<R, T, K>(rows, x, n, lanes, ahead);
 }
 
 // Per-thread buffers (on the heap: a converted run is 128 KB, too much for every thread's TLS):
@@ -155,6 +173,8 @@ struct F16Scratch {
   }
 };
 
+// K: 1 for GGUF rows, 16 for interleaved panels (see column()).
+template <int K>
 void run_f16(const GemmArgs& a) {
   thread_local F16Scratch scratch;
   const int64_t chunk = std::min<int64_t>(kMaxChunkTokens, a.n_tokens);
@@ -165,9 +185,11 @@ void run_f16(const GemmArgs& a) {
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const int64_t r0 = p * kGemmPanelRows;
       const int valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
+      const uint8_t* panel = a.w + static_cast<size_t>(r0) * a.w_row_bytes;
       const uint16_t* rows[16];
       for (int r = 0; r < 16; ++r) {
-        rows[r] = reinterpret_cast<const uint16_t*>(a.w + static_cast<size_t>(r0 + std::min(r, valid - 1)) * a.w_row_bytes);
+        rows[r] = K == 1 ? reinterpret_cast<const uint16_t*>(panel + static_cast<size_t>(std::min(r, valid - 1)) * a.w_row_bytes)
+                         : reinterpret_cast<const uint16_t*>(panel) + 16 * r;
       }
       std::fill(lanes, lanes + nt * 256, 0.0f);
       // The next panel's rows follow this panel's in memory; the last panel handed to this call
@@ -175,42 +197,43 @@ void run_f16(const GemmArgs& a) {
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
       // A call's first panel had no one to prefetch it (see gemm_avx512.h).
       if (nt <= kTileTokens && p == a.panel_begin) {
-        prefetch_l2(a.w + static_cast<size_t>(r0) * a.w_row_bytes, static_cast<size_t>(valid) * a.w_row_bytes);
+        prefetch_l2(panel, static_cast<size_t>(valid) * a.w_row_bytes);
       }
-      NextPanelStream ahead;
-      ahead.next = a.w + static_cast<size_t>(r0) * a.w_row_bytes + panel_bytes;
-      ahead.end = p + 1 < a.panel_end
-                      ? std::min(ahead.next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes)
-                      : ahead.next;
+      const uint8_t* next = panel + panel_bytes;
+      const uint8_t* end = p + 1 < a.panel_end
+                               ? std::min(next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes)
+                               : next;
       for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
         const int64_t n = std::min(kRunCols, a.cols - c0);
+        const uint16_t* run_rows[16];
+        for (int r = 0; r < 16; ++r) run_rows[r] = column<K>(rows[r], c0);
         if (nt <= kTileTokens) {
-          const uint16_t* run_rows[16];
-          for (int r = 0; r < 16; ++r) run_rows[r] = rows[r] + c0;
           const float* x[kTileTokens];
           for (int t = 0; t < nt; ++t) {
             x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride) + c0;
           }
+          // Each run streams its share of the next panel.
+          const size_t share = static_cast<size_t>(n) * 2 * kGemmPanelRows;
+          const uint8_t* run_next = std::min(end, next + static_cast<size_t>(c0) * 2 * kGemmPanelRows);
+          const uint8_t* run_end = std::min(end, run_next + share);
           switch (nt) {
-            case 6: run_streaming<6>(run_rows, x, n, lanes, ahead); break;
-            case 5: run_streaming<5>(run_rows, x, n, lanes, ahead); break;
-            case 4: run_streaming<4>(run_rows, x, n, lanes, ahead); break;
-            case 3: run_streaming<3>(run_rows, x, n, lanes, ahead); break;
-            case 2: run_streaming<2>(run_rows, x, n, lanes, ahead); break;
-            default: run_streaming<1>(run_rows, x, n, lanes, ahead); break;
+            case 6: run_decode<6, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            case 5: run_decode<5, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            case 4: run_decode<4, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            case 3: run_decode<3, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            case 2: run_decode<2, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            default: run_decode<1, K>(run_rows, x, n, lanes, run_next, run_end); break;
           }
         } else if (convert) {
           const float* conv[16];
           for (int r = 0; r < 16; ++r) {
             float* dst = scratch.converted_row(r);
-            for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(dst + c, load_w(rows[r] + c0 + c));
+            for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(dst + c, load_w(column<K>(run_rows[r], c)));
             conv[r] = dst;
           }
-          run_tokens(conv, a, t0, nt, c0, n, lanes);
+          run_tokens<1>(conv, a, t0, nt, c0, n, lanes);
         } else {
-          const uint16_t* run_rows[16];
-          for (int r = 0; r < 16; ++r) run_rows[r] = rows[r] + c0;
-          run_tokens(run_rows, a, t0, nt, c0, n, lanes);
+          run_tokens<K>(run_rows, a, t0, nt, c0, n, lanes);
         }
       }
       const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
@@ -224,10 +247,24 @@ void run_f16(const GemmArgs& a) {
   }
 }
 
+// interleave_panel for F16: 16 columns of the 16 rows at a time.
+void interleave_f16_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
+  const uint8_t* rows = src + static_cast<size_t>(panel * kGemmPanelRows) * row_bytes;
+  for (int64_t c = 0; c < cols; c += kColsPerStep) {
+    for (int r = 0; r < 16; ++r) {
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + 32 * (c + r)),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(rows + r * row_bytes + 2 * c)));
+    }
+  }
+}
+
 }  // namespace
 
 void fill_avx512_gemm_f16_kernels(KernelTable& t) {
-  t.gemm[static_cast<int>(DType::kF16)] = {f16_act_row_bytes, prepare_act_f16, run_f16, kColsPerStep};
+  auto& f16 = t.gemm[static_cast<int>(DType::kF16)];
+  f16 = {f16_act_row_bytes, prepare_act_f16, run_f16<1>, kColsPerStep};
+  f16.run_interleaved = run_f16<16>;
+  f16.interleave_panel = interleave_f16_panel;
 }
 
 }  // namespace hearth::kernels

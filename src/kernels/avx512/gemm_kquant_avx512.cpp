@@ -328,11 +328,153 @@ struct Q6KLayout {
   static constexpr int kBytes = kD + 64;
 };
 
-struct Q6_KKernel {
+// Where the Q6_K kernel reads super-block sb of 16 rows: ql_qh gives each row's ql and qh
+// bytes as registers (register c = bytes 4c..4c+3), scale_words its 16 scale bytes as 4
+// dwords, d the rows' d.
+
+// GGUF rows, transposed as they are read.
+struct Q6KRows {
+  static PanelRows panel(const GemmArgs& a, int64_t p) { return PanelRows(a, p); }
+  static size_t at(int64_t sb) { return static_cast<size_t>(sb) * sizeof(BlockQ6_K); }
+  static void ql_qh(const PanelRows& rows, int64_t sb, __m512i ql[32], __m512i qh[16]) {
+    for (int j = 0; j < 4; ++j) {
+      __m256i in[16];
+      for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at(sb) + 32 * j);
+      transpose_16x8_epi32(in, ql + 8 * j);
+    }
+    for (int j = 0; j < 2; ++j) {
+      __m256i in[16];
+      for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at(sb) + 128 + 32 * j);
+      transpose_16x8_epi32(in, qh + 8 * j);
+    }
+  }
+  static void scale_words(const PanelRows& rows, int64_t sb, __m512i s[4]) {
+    for (int k = 0; k < 4; ++k) s[k] = rows.gather_i32(at(sb) + 192 + 4 * k);
+  }
+  // d is the block's last 2 bytes: gather the dword ending there, keep its high half
+  static __m512 d(const PanelRows& rows, int64_t sb) {
+    return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(rows.gather_i32(at(sb) + 206), 16)));
+  }
+};
+
+// Interleaved panels: super-blocks in pairs, each 32 registers of ql, 16 of qh and 4 of scales,
+// then the pair's d fields.
+struct Q6KInterleaved {
+  static constexpr size_t kRegisterBytes = 52 * 64;
+  static InterleavedPanel panel(const GemmArgs& a, int64_t p) { return InterleavedPanel(a, p, kQK_K); }
+  static GroupedBlock place(const InterleavedPanel& p, int64_t sb) {
+    return GroupedBlock(p.n_blocks, sb, 2, kRegisterBytes, 2 * kGemmPanelRows);
+  }
+  static void ql_qh(const InterleavedPanel& p, int64_t sb, __m512i ql[32], __m512i qh[16]) {
+    const uint8_t* r = p.at(place(p, sb).registers);
+    for (int c = 0; c < 32; ++c) ql[c] = _mm512_loadu_si512(r + 64 * c);
+    for (int c = 0; c < 16; ++c) qh[c] = _mm512_loadu_si512(r + 64 * (32 + c));
+  }
+  static void scale_words(const InterleavedPanel& p, int64_t sb, __m512i s[4]) {
+    const uint8_t* r = p.at(place(p, sb).registers);
+    for (int k = 0; k < 4; ++k) s[k] = _mm512_loadu_si512(r + 64 * (48 + k));
+  }
+  static __m512 d(const InterleavedPanel& p, int64_t sb) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p.at(place(p, sb).fields))));
+  }
+};
+
+// Packing and the micro-kernel, for either source.
+template <class Source>
+struct Q6_KPacked {
+  using Panel = decltype(Source::panel(std::declval<const GemmArgs&>(), 0));
+  static Panel panel(const GemmArgs& a, int64_t p) { return Source::panel(a, p); }
   static constexpr int kBlockCols = kQK_K;
   static constexpr int kPackedBlockBytes = Q6KLayout::kBytes;
   static constexpr int kRunBlocks = 2;
   static constexpr int kTile = 8;
+
+  static void pack(const Panel& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low2 = _mm512_set1_epi8(0x03);
+    for (int b = 0; b < n_blocks; ++b) {
+      const int64_t sb = first_block + b;
+      uint8_t* dst = out + b * kPackedBlockBytes;
+      __m512i ql[32], qh[16];
+      Source::ql_qh(rows, sb, ql, qh);
+      for (int c = 0; c < 64; ++c) {
+        // elements 4c..4c+3: half h = c / 32; within it, ql byte (c % 16) * 4 (high nibbles
+        // for the second 64), qh byte (c % 8) * 4 shifted by 2 * ((c % 32) / 8)
+        const int h = c / 32;
+        const int in_half = c % 32;
+        __m512i lo = ql[16 * h + (c % 16)];
+        if (in_half >= 16) lo = _mm512_srli_epi16(lo, 4);
+        lo = _mm512_and_si512(lo, low4);
+        const int shift = 2 * (in_half / 8);
+        __m512i hi = qh[8 * h + (c % 8)];
+        if (shift > 0) hi = _mm512_srli_epi16(hi, shift);
+        hi = _mm512_slli_epi16(_mm512_and_si512(hi, low2), 4);
+        _mm512_store_si512(dst + 64 * c, _mm512_or_si512(lo, hi));
+      }
+      __m512i s[4];
+      Source::scale_words(rows, sb, s);
+      __m512i sc[16];
+      for (int g = 0; g < 16; ++g) {
+        sc[g] = _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);  // signed byte g
+        _mm512_store_si512(dst + Q6KLayout::kScales + 64 * g, sc[g]);
+      }
+      for (int p = 0; p < 8; ++p) {
+        const __m512i pair = _mm512_or_si512(_mm512_and_si512(sc[2 * p], _mm512_set1_epi32(0xFFFF)),
+                                             _mm512_slli_epi32(sc[2 * p + 1], 16));
+        _mm512_store_si512(dst + Q6KLayout::kPairs + 64 * p, pair);
+      }
+      _mm512_store_ps(dst + Q6KLayout::kD, Source::d(rows, sb));
+    }
+  }
+
+  template <int T>
+  static void micro(const uint8_t* packed, int n_blocks, int64_t first_block, const uint8_t* act, size_t stride,
+                    int64_t cols, float* sums, bool first_run) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
+    for (int b = 0; b < n_blocks; ++b) {
+      const uint8_t* w = packed + b * kPackedBlockBytes;
+      const int64_t sb = first_block + b;
+      const int8_t* qs[T];
+      const uint8_t* rec[T];
+      for (int t = 0; t < T; ++t) {
+        const uint8_t* a = act + static_cast<size_t>(t) * stride;
+        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
+        rec[t] = Q8KAct::record(a, cols, sb);
+      }
+      __m512i sumi[T];
+      for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+      for (int g = 0; g < 16; ++g) {
+        __m512i dot[T];
+        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+        for (int c = 0; c < 4; ++c) {
+          const __m512i wc = _mm512_load_si512(w + 64 * (4 * g + c));
+          for (int t = 0; t < T; ++t) {
+            dot[t] = _mm512_dpbusd_epi32(dot[t], wc, _mm512_set1_epi32(load_i32(qs[t] + 16 * g + 4 * c)));
+          }
+        }
+        const __m512i sc = _mm512_load_si512(w + Q6KLayout::kScales + 64 * g);
+        for (int t = 0; t < T; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot[t], sc));
+      }
+      const __m512 dw = _mm512_load_ps(w + Q6KLayout::kD);
+      for (int t = 0; t < T; ++t) {
+        __m512i off = _mm512_setzero_si512();
+        for (int p = 0; p < 8; ++p) {
+          off = _mm512_dpwssd_epi32(off, _mm512_load_si512(w + Q6KLayout::kPairs + 64 * p),
+                                    _mm512_set1_epi32(load_i32(rec[t] + 16 + 4 * p)));
+        }
+        const __m512i isum = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off, 5));
+        float da;
+        std::memcpy(&da, rec[t], sizeof da);
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(isum)));
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
+};
+
+// GGUF rows add a direct path for up to 4 tokens.
+struct Q6_KKernel : Q6_KPacked<Q6KRows> {
   static constexpr int kDirectTokens = 4;
 
   // Up to 4 tokens straight from the stored rows: each row's super-block becomes 4 registers of
@@ -389,8 +531,7 @@ struct Q6_KKernel {
           _mm512_store_si512(part[t][r], s);
         }
       }
-      const __m512i dword_d = rows.gather_i32(at + 206);
-      const __m512 dwv = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dword_d, 16)));
+      const __m512 dwv = Q6KRows::d(rows, sb);
       for (int t = 0; t < n_tokens; ++t) {
         __m512i parts[16];
         for (int r = 0; r < 16; ++r) parts[r] = _mm512_load_si512(part[t][r]);
@@ -402,64 +543,32 @@ struct Q6_KKernel {
       }
     }
   }
+};
 
-  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
-    const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i low2 = _mm512_set1_epi8(0x03);
-    for (int b = 0; b < n_blocks; ++b) {
-      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockQ6_K);
-      uint8_t* dst = out + b * kPackedBlockBytes;
-      __m512i ql[32], qh[16];
-      for (int j = 0; j < 4; ++j) {
-        __m256i in[16];
-        for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 32 * j);
-        transpose_16x8_epi32(in, ql + 8 * j);
-      }
-      for (int j = 0; j < 2; ++j) {
-        __m256i in[16];
-        for (int r = 0; r < 16; ++r) in[r] = load256u(rows.row[r] + at + 128 + 32 * j);
-        transpose_16x8_epi32(in, qh + 8 * j);
-      }
-      for (int c = 0; c < 64; ++c) {
-        // elements 4c..4c+3: half h = c / 32; within it, ql byte (c % 16) * 4 (high nibbles
-        // for the second 64), qh byte (c % 8) * 4 shifted by 2 * ((c % 32) / 8)
-        const int h = c / 32;
-        const int in_half = c % 32;
-        __m512i lo = ql[16 * h + (c % 16)];
-        if (in_half >= 16) lo = _mm512_srli_epi16(lo, 4);
-        lo = _mm512_and_si512(lo, low4);
-        const int shift = 2 * (in_half / 8);
-        __m512i hi = qh[8 * h + (c % 8)];
-        if (shift > 0) hi = _mm512_srli_epi16(hi, shift);
-        hi = _mm512_slli_epi16(_mm512_and_si512(hi, low2), 4);
-        _mm512_store_si512(dst + 64 * c, _mm512_or_si512(lo, hi));
-      }
-      const __m512i s[4] = {rows.gather_i32(at + 192), rows.gather_i32(at + 196), rows.gather_i32(at + 200),
-                            rows.gather_i32(at + 204)};
-      __m512i sc[16];
-      for (int g = 0; g < 16; ++g) {
-        sc[g] = _mm512_srai_epi32(_mm512_slli_epi32(s[g / 4], 24 - 8 * (g % 4)), 24);  // signed byte g
-        _mm512_store_si512(dst + Q6KLayout::kScales + 64 * g, sc[g]);
-      }
-      for (int p = 0; p < 8; ++p) {
-        const __m512i pair = _mm512_or_si512(_mm512_and_si512(sc[2 * p], _mm512_set1_epi32(0xFFFF)),
-                                             _mm512_slli_epi32(sc[2 * p + 1], 16));
-        _mm512_store_si512(dst + Q6KLayout::kPairs + 64 * p, pair);
-      }
-      // d is the block's last 2 bytes: gather the dword ending there, keep its high half
-      const __m512i dword_d = rows.gather_i32(at + 206);
-      _mm512_store_ps(dst + Q6KLayout::kD, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(dword_d, 16))));
+// Interleaved panels add a direct path for 1..2 tokens: quant registers are built from the ql and
+// qh registers as pack() builds them and multiplied right away, with the micro-kernel's integer
+// sums and float steps (so results are identical).
+struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
+  static constexpr int kDirectTokens = 2;
+
+  static void direct(const InterleavedPanel& p, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                     int n_tokens, float* sums, StreamAhead& ahead) {
+    if (n_tokens == 1) {
+      direct_tokens<1>(p, n_blocks, act, stride, cols, sums, ahead);
+    } else {
+      direct_tokens<2>(p, n_blocks, act, stride, cols, sums, ahead);
     }
   }
 
   template <int T>
-  static void micro(const uint8_t* packed, int n_blocks, int64_t first_block, const uint8_t* act, size_t stride,
-                    int64_t cols, float* sums, bool first_run) {
+  static void direct_tokens(const InterleavedPanel& p, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                            float* sums, StreamAhead& ahead) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i low2 = _mm512_set1_epi8(0x03);
     __m512 acc[T];
-    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
-    for (int b = 0; b < n_blocks; ++b) {
-      const uint8_t* w = packed + b * kPackedBlockBytes;
-      const int64_t sb = first_block + b;
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < n_blocks; ++sb) {
+      const uint8_t* regs = p.at(Q6KInterleaved::place(p, sb).registers);
       const int8_t* qs[T];
       const uint8_t* rec[T];
       for (int t = 0; t < T; ++t) {
@@ -467,26 +576,48 @@ struct Q6_KKernel {
         qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
         rec[t] = Q8KAct::record(a, cols, sb);
       }
+      __m512i sc[16];
+      for (int g = 0; g < 16; ++g) {
+        const __m512i word = _mm512_loadu_si512(regs + 64 * (48 + g / 4));
+        sc[g] = _mm512_srai_epi32(_mm512_slli_epi32(word, 24 - 8 * (g % 4)), 24);  // signed byte g
+      }
       __m512i sumi[T];
       for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
-      for (int g = 0; g < 16; ++g) {
-        __m512i dot[T];
-        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
-        for (int c = 0; c < 4; ++c) {
-          const __m512i wc = _mm512_load_si512(w + 64 * (4 * g + c));
+      // Half h holds elements 128h..128h+127: ql registers 16h..16h+15 (low nibbles: quant
+      // registers 32h+k, high: 32h+16+k) and qh registers 8h..8h+7 (2 bits each at shifts 0, 2,
+      // 4, 6 for quant registers 32h+k, +8, +16, +24). Step j finishes groups 8h+j and 8h+4+j.
+      for (int h = 0; h < 2; ++h) {
+        for (int j = 0; j < 4; ++j) {
+          ahead.read(16 * sizeof(BlockQ6_K) / 8);
+          __m512i dot_a[T], dot_b[T];
+          for (int t = 0; t < T; ++t) dot_a[t] = dot_b[t] = _mm512_setzero_si512();
+          for (int i = 0; i < 4; ++i) {
+            const int k = 4 * j + i;
+            const __m512i ql = _mm512_loadu_si512(regs + 64 * (16 * h + k));
+            const __m512i qh = _mm512_loadu_si512(regs + 64 * (32 + 8 * h + k % 8));
+            const int shift = 2 * (k / 8);
+            const __m512i hi_a = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, shift), low2), 4);
+            const __m512i hi_b = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, shift + 4), low2), 4);
+            const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, low4), hi_a);                        // register 32h+k
+            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi_b);  // 32h+16+k
+            for (int t = 0; t < T; ++t) {
+              dot_a[t] = _mm512_dpbusd_epi32(dot_a[t], qa, _mm512_set1_epi32(load_i32(qs[t] + 4 * (32 * h + k))));
+              dot_b[t] = _mm512_dpbusd_epi32(dot_b[t], qb, _mm512_set1_epi32(load_i32(qs[t] + 4 * (32 * h + 16 + k))));
+            }
+          }
           for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wc, _mm512_set1_epi32(load_i32(qs[t] + 16 * g + 4 * c)));
+            sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot_a[t], sc[8 * h + j]));
+            sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot_b[t], sc[8 * h + 4 + j]));
           }
         }
-        const __m512i sc = _mm512_load_si512(w + Q6KLayout::kScales + 64 * g);
-        for (int t = 0; t < T; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot[t], sc));
       }
-      const __m512 dw = _mm512_load_ps(w + Q6KLayout::kD);
+      const __m512 dw = Q6KInterleaved::d(p, sb);
       for (int t = 0; t < T; ++t) {
         __m512i off = _mm512_setzero_si512();
-        for (int p = 0; p < 8; ++p) {
-          off = _mm512_dpwssd_epi32(off, _mm512_load_si512(w + Q6KLayout::kPairs + 64 * p),
-                                    _mm512_set1_epi32(load_i32(rec[t] + 16 + 4 * p)));
+        for (int q = 0; q < 8; ++q) {
+          const __m512i pair = _mm512_or_si512(_mm512_and_si512(sc[2 * q], _mm512_set1_epi32(0xFFFF)),
+                                               _mm512_slli_epi32(sc[2 * q + 1], 16));
+          off = _mm512_dpwssd_epi32(off, pair, _mm512_set1_epi32(load_i32(rec[t] + 16 + 4 * q)));
         }
         const __m512i isum = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(off, 5));
         float da;
@@ -498,6 +629,29 @@ struct Q6_KKernel {
   }
 };
 
+// interleave_panel for Q6_K: the transposes Q6KRows does, stored once.
+void interleave_q6k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
+  GemmArgs a;
+  a.w = src;
+  a.w_row_bytes = row_bytes;
+  a.rows = (panel + 1) * kGemmPanelRows;
+  const PanelRows rows(a, panel);
+  const int64_t n_blocks = cols / kQK_K;
+  for (int64_t sb = 0; sb < n_blocks; ++sb) {
+    const GroupedBlock place(n_blocks, sb, 2, Q6KInterleaved::kRegisterBytes, 2 * kGemmPanelRows);
+    __m512i ql[32], qh[16], s[4];
+    Q6KRows::ql_qh(rows, sb, ql, qh);
+    Q6KRows::scale_words(rows, sb, s);
+    uint8_t* out = dst + place.registers;
+    for (int c = 0; c < 32; ++c) _mm512_storeu_si512(out + 64 * c, ql[c]);
+    for (int c = 0; c < 16; ++c) _mm512_storeu_si512(out + 64 * (32 + c), qh[c]);
+    for (int k = 0; k < 4; ++k) _mm512_storeu_si512(out + 64 * (48 + k), s[k]);
+    alignas(32) uint16_t d[16];
+    for (int r = 0; r < 16; ++r) std::memcpy(&d[r], rows.row[r] + Q6KRows::at(sb) + 208, 2);
+    std::memcpy(dst + place.fields, d, sizeof d);
+  }
+}
+
 }  // namespace
 
 void fill_avx512_gemm_kquant_kernels(KernelTable& t) {
@@ -505,7 +659,10 @@ void fill_avx512_gemm_kquant_kernels(KernelTable& t) {
   q4k = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q4_KKernel<Q4KRows>>};
   q4k.run_interleaved = gemm_drive<Q4_KKernel<Q4KInterleaved>>;
   q4k.interleave_panel = interleave_q4k_panel;
-  t.gemm[static_cast<int>(DType::kQ6_K)] = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q6_KKernel>};
+  auto& q6k = t.gemm[static_cast<int>(DType::kQ6_K)];
+  q6k = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q6_KKernel>};
+  q6k.run_interleaved = gemm_drive<InterleavedQ6_KKernel>;
+  q6k.interleave_panel = interleave_q6k_panel;
 }
 
 }  // namespace hearth::kernels

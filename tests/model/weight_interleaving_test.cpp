@@ -1,0 +1,87 @@
+// Load-time interleaving: a model loaded with its matrices interleaved gives logits
+// bit-identical to the same model loaded with GGUF rows (prompt and decode steps), for every
+// weight type that has an interleaved layout; the matrices that moved are the ones the active
+// kernels want interleaved, a tied output keeps sharing the token embedding, and the token
+// rows read through an interleaved embedding are the file's.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/test_paths.h"
+#include "kernels/cpu_features.h"
+#include "kernels/kernel_table.h"
+#include "kv/kv_cache.h"
+#include "model/forward.h"
+#include "model/model.h"
+#include "util/thread_pool.h"
+
+namespace hearth::model {
+namespace {
+
+std::vector<float> prompt_then_decode(const Model& m, ThreadPool& pool) {
+  auto kv = kv::KvCache::create(m.kv_layout(DType::kF16), 4);
+  EXPECT_TRUE(kv.ok());
+  const int32_t seq = kv->seq_create();
+  ForwardPass fwd(m, pool);
+  std::vector<BatchToken> batch;
+  for (int32_t i = 0; i < 19; ++i) batch.push_back({1 + (i * 53) % 900, seq, i, true});
+  std::vector<float> all, step;
+  auto st = fwd.run(batch, *kv, &all);
+  EXPECT_TRUE(st.ok()) << st.error().to_string();
+  for (int32_t i = 0; i < 3; ++i) {
+    const BatchToken t{5 + 11 * i, seq, 19 + i, true};
+    st = fwd.run(std::span<const BatchToken>(&t, 1), *kv, &step);
+    EXPECT_TRUE(st.ok()) << st.error().to_string();
+    all.insert(all.end(), step.begin(), step.end());
+  }
+  return all;
+}
+
+int interleaved_matrices(const ModelWeights& w) {
+  int n = 0;
+  for (const auto& L : w.layers) {
+    for (const auto* v : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      n += v->interleaved ? 1 : 0;
+    }
+  }
+  return n + (w.output.interleaved ? 1 : 0);
+}
+
+TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
+  ThreadPool pool(2);
+  int compared = 0;
+  for (const char* stem : {"llama-Q4_0", "llama-Q8_0", "llama-Q4_K_M", "llama-Q6_K", "llama-F16", "qwen2-Q4_0"}) {
+    SCOPED_TRACE(stem);
+    const std::string path = test::models_dir() + "/random/" + stem + ".gguf";
+    HEARTH_REQUIRE_FILE(path);
+    LoadOptions rows_opt;
+    rows_opt.interleave = false;
+    LoadOptions il_opt;
+    il_opt.pool = &pool;
+    auto rows = Model::load(path, rows_opt);
+    auto il = Model::load(path, il_opt);
+    ASSERT_TRUE(rows.ok()) << rows.error().to_string();
+    ASSERT_TRUE(il.ok()) << il.error().to_string();
+    EXPECT_EQ(interleaved_matrices((*rows)->weights()), 0);
+    const ModelWeights& w = (*il)->weights();
+    // Every matrix the kernels want interleaved was moved.
+    const auto& L0 = (*rows)->weights().layers[0];
+    EXPECT_EQ(w.layers[0].wq.interleaved, kernels::wants_interleaved(L0.wq));
+    EXPECT_EQ(w.layers[0].ffn_down.interleaved, kernels::wants_interleaved(L0.ffn_down));
+    EXPECT_EQ(w.output.interleaved, kernels::wants_interleaved((*rows)->weights().output));
+    if ((*rows)->weights().output.data == (*rows)->weights().token_embd.data) {
+      EXPECT_EQ(w.output.data, w.token_embd.data) << "a tied output must keep sharing the embedding";
+    }
+    if (interleaved_matrices(w) > 0) ++compared;
+    const std::vector<float> want = prompt_then_decode(**rows, pool);
+    const std::vector<float> got = prompt_then_decode(**il, pool);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+  }
+  if (kernels::active_cpu_variant() == kernels::CpuVariant::kAvx512) EXPECT_GE(compared, 5);
+}
+
+}  // namespace
+}  // namespace hearth::model
