@@ -85,9 +85,11 @@ inline const W* column(const W* row, int64_t c) {
 }
 
 // lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
-// columns [0, n) of the run (rows and x point at the run's first column).
+// columns [0, n) of the run (rows and x point at the run's first column); the first run of a
+// panel sets the lanes instead (no buffer to clear per panel).
 template <int R, int T, int K, typename W, typename Prefetch>
-void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead) {
+void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead,
+              bool first) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
@@ -104,7 +106,7 @@ void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, 
   for (int r = 0; r < R; ++r) {
     for (int t = 0; t < T; ++t) {
       float* v = lanes + 16 * (16 * t + row0 + r);
-      _mm512_store_ps(v, _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
+      _mm512_store_ps(v, first ? acc[r][t] : _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
     }
   }
 }
@@ -114,20 +116,26 @@ void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, 
 // step reads whole cache lines of the panel in order).
 template <int R, int T, int K>
 void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes,
-                   NextPanelStream<R>& ahead) {
-  for (int r0 = 0; r0 < 16; r0 += R) tile_f16<R, T, K>(rows + r0, x, n, r0, lanes, ahead);
+                   NextPanelStream<R>& ahead, bool first) {
+  for (int r0 = 0; r0 < 16; r0 += R) tile_f16<R, T, K>(rows + r0, x, n, r0, lanes, ahead, first);
 }
 
 template <int T, int K, typename W>
-void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes) {
+void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes, bool first) {
   NoPrefetch none;
-  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T, K>(rows + r0, x, n, r0, lanes, none);
+  for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T, K>(rows + r0, x, n, r0, lanes, none, first);
 }
 
-// One run of columns for every token of the chunk, in tiles of up to 6 tokens.
+// One run of columns for every token of the chunk, in tiles of up to 6 tokens. Each tile asks
+// for its share of the next panel's run (ahead), which the next panel's conversion would
+// otherwise wait for (a tenth of llama-1b-f16's prefill time).
 template <int K, typename W>
-void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt, int64_t c0, int64_t n, float* lanes) {
+void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt, int64_t c0, int64_t n, float* lanes,
+                bool first, StreamAhead& ahead, size_t ahead_bytes) {
+  const int64_t tiles = (nt + kTileTokens - 1) / kTileTokens;
+  const size_t per_tile = (ahead_bytes / static_cast<size_t>(tiles) + 63) / 64 * 64;
   for (int64_t t = 0; t < nt; t += kTileTokens) {
+    ahead.read(per_tile);
     const float* x[kTileTokens];
     const int tt = static_cast<int>(std::min<int64_t>(kTileTokens, nt - t));
     for (int i = 0; i < tt; ++i) {
@@ -135,12 +143,12 @@ void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt,
     }
     float* l = lanes + 256 * t;
     switch (tt) {
-      case 6: tile_rows<6, K>(rows, x, n, l); break;
-      case 5: tile_rows<5, K>(rows, x, n, l); break;
-      case 4: tile_rows<4, K>(rows, x, n, l); break;
-      case 3: tile_rows<3, K>(rows, x, n, l); break;
-      case 2: tile_rows<2, K>(rows, x, n, l); break;
-      default: tile_rows<1, K>(rows, x, n, l); break;
+      case 6: tile_rows<6, K>(rows, x, n, l, first); break;
+      case 5: tile_rows<5, K>(rows, x, n, l, first); break;
+      case 4: tile_rows<4, K>(rows, x, n, l, first); break;
+      case 3: tile_rows<3, K>(rows, x, n, l, first); break;
+      case 2: tile_rows<2, K>(rows, x, n, l, first); break;
+      default: tile_rows<1, K>(rows, x, n, l, first); break;
     }
   }
 }
@@ -149,10 +157,10 @@ void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt,
 // token and 8-row tiles for two (all the accumulators registers hold), 4-row tiles beyond.
 template <int T, int K>
 void run_decode(const uint16_t* const* rows, const float* const* x, int64_t n, float* lanes, const uint8_t* next,
-                const uint8_t* end) {
+                const uint8_t* end, bool first) {
   constexpr int R = K == 1 ? kTileRows : (T == 1 ? 16 : (T == 2 ? 8 : kTileRows));
   NextPanelStream<R> ahead{next, end};
-  run_streaming<R, T, K>(rows, x, n, lanes, ahead);
+  run_streaming<R, T, K>(rows, x, n, lanes, ahead, first);
 }
 
 // Per-thread buffers (on the heap: a converted run is 128 KB, too much for every thread's TLS):
@@ -181,7 +189,9 @@ void run_f16(const GemmArgs& a) {
   float* lanes = scratch.lanes64(static_cast<size_t>(chunk) * 256);
   for (int64_t t0 = 0; t0 < a.n_tokens; t0 += chunk) {
     const int64_t nt = std::min(chunk, a.n_tokens - t0);
-    const bool convert = nt >= kConvertMinTokens;
+    // Interleaved panels are read as F16 (16 rows x 16 columns in one 512-byte step): converting
+    // them first was slower with 2 threads (f16 GEMM 224 vs 260 GFLOPS in an A/B on the AMD EPYC).
+    const bool convert = K == 1 && nt >= kConvertMinTokens;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const int64_t r0 = p * kGemmPanelRows;
       const int valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
@@ -191,7 +201,6 @@ void run_f16(const GemmArgs& a) {
         rows[r] = K == 1 ? reinterpret_cast<const uint16_t*>(panel + static_cast<size_t>(std::min(r, valid - 1)) * a.w_row_bytes)
                          : reinterpret_cast<const uint16_t*>(panel) + 16 * r;
       }
-      std::fill(lanes, lanes + nt * 256, 0.0f);
       // The next panel's rows follow this panel's in memory; the last panel handed to this call
       // prefetches nothing, and the matrix's end bounds a short final panel.
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
@@ -205,24 +214,26 @@ void run_f16(const GemmArgs& a) {
                                : next;
       for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
         const int64_t n = std::min(kRunCols, a.cols - c0);
+        const bool first = c0 == 0;
         const uint16_t* run_rows[16];
         for (int r = 0; r < 16; ++r) run_rows[r] = column<K>(rows[r], c0);
+        // Each run streams its share of the next panel (for interleaved panels, exactly the
+        // bytes the same run of the next panel reads).
+        const size_t share = static_cast<size_t>(n) * 2 * kGemmPanelRows;
+        const uint8_t* run_next = std::min(end, next + static_cast<size_t>(c0) * 2 * kGemmPanelRows);
+        const uint8_t* run_end = std::min(end, run_next + share);
         if (nt <= kTileTokens) {
           const float* x[kTileTokens];
           for (int t = 0; t < nt; ++t) {
             x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride) + c0;
           }
-          // Each run streams its share of the next panel.
-          const size_t share = static_cast<size_t>(n) * 2 * kGemmPanelRows;
-          const uint8_t* run_next = std::min(end, next + static_cast<size_t>(c0) * 2 * kGemmPanelRows);
-          const uint8_t* run_end = std::min(end, run_next + share);
           switch (nt) {
-            case 6: run_decode<6, K>(run_rows, x, n, lanes, run_next, run_end); break;
-            case 5: run_decode<5, K>(run_rows, x, n, lanes, run_next, run_end); break;
-            case 4: run_decode<4, K>(run_rows, x, n, lanes, run_next, run_end); break;
-            case 3: run_decode<3, K>(run_rows, x, n, lanes, run_next, run_end); break;
-            case 2: run_decode<2, K>(run_rows, x, n, lanes, run_next, run_end); break;
-            default: run_decode<1, K>(run_rows, x, n, lanes, run_next, run_end); break;
+            case 6: run_decode<6, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
+            case 5: run_decode<5, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
+            case 4: run_decode<4, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
+            case 3: run_decode<3, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
+            case 2: run_decode<2, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
+            default: run_decode<1, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
           }
         } else if (convert) {
           const float* conv[16];
@@ -231,9 +242,11 @@ void run_f16(const GemmArgs& a) {
             for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(dst + c, load_w(column<K>(run_rows[r], c)));
             conv[r] = dst;
           }
-          run_tokens<1>(conv, a, t0, nt, c0, n, lanes);
+          StreamAhead ahead{run_next, run_end};
+          run_tokens<1>(conv, a, t0, nt, c0, n, lanes, first, ahead, share);
         } else {
-          run_tokens<K>(run_rows, a, t0, nt, c0, n, lanes);
+          StreamAhead ahead{run_next, run_end};
+          run_tokens<K>(run_rows, a, t0, nt, c0, n, lanes, first, ahead, share);
         }
       }
       const __mmask16 keep = static_cast<__mmask16>((1u << valid) - 1);
