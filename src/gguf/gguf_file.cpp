@@ -9,6 +9,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "util/anonymous_memory.h"
+
 namespace hearth::gguf {
 namespace {
 
@@ -92,6 +94,14 @@ Status File::read_bytes(const uint8_t* at, size_t n, void* dst) const {
   }
   std::memcpy(dst, at, n);
   return ok_status();
+}
+
+void File::release_bytes(const uint8_t* at, size_t n) const {
+  const uint8_t* base = map_.data();
+  if (base != nullptr && at >= base && static_cast<size_t>(at - base) <= map_.size() &&
+      n <= map_.size() - static_cast<size_t>(at - base)) {
+    release_mapped_pages(at, n);
+  }
 }
 
 const TensorInfo* File::find_tensor(std::string_view name) const {

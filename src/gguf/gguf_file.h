@@ -80,6 +80,10 @@ class File {
   // TensorInfo::data + k) to dst: with read calls for a mapped file (see MappedFile::read),
   // with memcpy for a parsed buffer.
   Status read_bytes(const uint8_t* at, size_t n, void* dst) const;
+  // For a mapped file: drops the pages wholly inside [at, at + n) from this process (see
+  // release_mapped_pages), for tensor data that was copied elsewhere. Does nothing for a parsed
+  // buffer, which belongs to the caller.
+  void release_bytes(const uint8_t* at, size_t n) const;
 
   // "general.architecture", or "" when absent.
   std::string architecture() const { return get_or<std::string>("general.architecture", ""); }

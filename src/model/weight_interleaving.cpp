@@ -69,7 +69,7 @@ Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& f
       kernels::interleave_weight(run, 0, static_cast<int64_t>(end - begin), dst + begin * panel_bytes);
     });
     for (auto& f : failures) HEARTH_TRY(f);
-    release_mapped_pages(v->data, matrix_bytes(*v));
+    file.release_bytes(v->data, matrix_bytes(*v));
     kernels::WeightView iv = *v;
     iv.data = dst;
     iv.interleaved = true;

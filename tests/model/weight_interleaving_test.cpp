@@ -1,8 +1,8 @@
 // Load-time interleaving: a model loaded with its matrices interleaved gives logits
 // bit-identical to the same model loaded with GGUF rows (prompt and decode steps), for every
 // weight type that has an interleaved layout; the matrices that moved are the ones the active
-// kernels want interleaved, a tied output keeps sharing the token embedding, and the token
-// rows read through an interleaved embedding are the file's.
+// kernels want interleaved, a tied output keeps sharing the token embedding, and a model parsed
+// from the caller's buffer is interleaved from it without touching the buffer.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "kv/kv_cache.h"
 #include "model/forward.h"
 #include "model/model.h"
+#include "util/file_io.h"
 #include "util/thread_pool.h"
 
 namespace hearth::model {
@@ -81,6 +82,26 @@ TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
   }
   if (kernels::active_cpu_variant() == kernels::CpuVariant::kAvx512) EXPECT_GE(compared, 5);
+}
+
+TEST(WeightInterleaving, LeavesTheCallersBufferAlone) {
+  const std::string path = test::models_dir() + "/random/llama-Q4_0.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto bytes = read_file(path);
+  ASSERT_TRUE(bytes.ok()) << bytes.error().to_string();
+  const std::string original = *bytes;
+  auto file = gguf::File::parse(reinterpret_cast<const uint8_t*>(bytes->data()), bytes->size());
+  ASSERT_TRUE(file.ok()) << file.error().to_string();
+  auto m = Model::from_file(std::move(file).value());
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_TRUE(*bytes == original) << "interleaving changed the buffer the model was parsed from";
+  auto from_disk = Model::load(path);
+  ASSERT_TRUE(from_disk.ok());
+  ThreadPool pool(2);
+  const std::vector<float> want = prompt_then_decode(**from_disk, pool);
+  const std::vector<float> got = prompt_then_decode(**m, pool);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
 }
 
 }  // namespace

@@ -8,12 +8,15 @@
 // run of 16 rows is then 128 KB, in L2). At the end of a run each accumulator is added to that
 // (row, token)'s 16-lane running sum, and only after the last run are the lanes summed, 16 rows
 // at once by a reduction tree.
-// With enough tokens to share it, a panel's run is first converted to F32 once (the conversion
-// otherwise competes with the FMAs for the same port). Converting is exact and the sums are
-// formed in the same order either way, so the operations for one (row, token) do not depend on
-// the tile or the token count: batches give the numbers single tokens give. Decode (at most one
-// tile of tokens) is bound by memory, so it prefetches the next panel as it goes, as many lines
-// per step as the step reads.
+// On GGUF rows with enough tokens to share it, a panel's run is first converted to F32 once (on
+// Intel the conversion competed with the FMAs for the same port). Interleaved panels
+// (interleaved_layout.h: 16 rows x 16 columns per 512-byte step) are read as F16 in every case:
+// on the AMD EPYC that was faster than converting. Converting is exact and the sums are formed
+// in the same order either way, so the operations for one (row, token) do not depend on the
+// layout, the tile or the token count: batches give the numbers single tokens give. Decode (at
+// most one tile of tokens) is bound by memory, so it prefetches the next panel as it goes, as
+// many lines per step as the step reads; on interleaved panels it works on 16 rows (8 for two
+// tokens) at a time, so that each step reads whole cache lines in order.
 #include <immintrin.h>
 
 #include <algorithm>

@@ -5,6 +5,9 @@
 // minimums (Q4_K) and Q6_K's -32 offset come from the activation's group sums through
 // VPDPWSSD. One float step per super-block follows the reference's expression, so results are
 // bit-identical to the scalar reference whatever the number of tokens.
+// Both types read either GGUF rows (transposed as they are read) or interleaved panels
+// (interleaved_layout.h); Q4_K has one direct decode path for both, Q6_K one per layout (its
+// GGUF-row path works a row at a time, its interleaved one 16 rows at a time).
 #include <immintrin.h>
 
 #include <utility>

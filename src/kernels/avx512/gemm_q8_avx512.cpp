@@ -5,6 +5,9 @@
 // exactly the integer dot product of the reference. The float part is the reference's too:
 // per block, sum += (float)isum * (d_w * d_a), in block order, so results equal the scalar
 // reference bit for bit (and do not depend on how many tokens share a call).
+// Each kernel reads either GGUF rows, transposing every block of 16 rows as it goes, or
+// interleaved panels (interleaved_layout.h), where the transposed registers are stored ready;
+// Q4_0 and Q8_0 have both, Q5_0 only the first.
 #include <immintrin.h>
 
 #include <utility>
