@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <thread>
 
 #include "kernels/cpu_features.h"
 
@@ -32,11 +33,17 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   HEARTH_TRY(kernels::init_cpu_variant());
   std::unique_ptr<InferenceContext> c(new InferenceContext());
   c->pool_ = std::make_unique<ThreadPool>(o.n_threads);
+  HEARTH_ASSIGN(const bool interleave, interleave_from_environment(o.interleave_weights));
   model::LoadOptions lo;
-  HEARTH_ASSIGN(lo.interleave, interleave_from_environment(o.interleave_weights));
-  lo.pool = c->pool_.get();
+  lo.interleave = false;
   HEARTH_ASSIGN(c->model_, model::Model::load(path, lo));
-  auto tok = Tokenizer::from_gguf(c->model_->file());
+  // The tokenizer (tens of ms for a 128K vocabulary) is built on a thread of its own while the
+  // pool interleaves the matrices: it reads only the file's metadata.
+  Result<Tokenizer> tok = make_error(ErrorKind::kInternal, "tokenizer not built");
+  std::thread tokenizer_thread([&] { tok = Tokenizer::from_gguf(c->model_->file()); });
+  const Status interleaved = interleave ? c->model_->interleave_matrices(*c->pool_) : ok_status();
+  tokenizer_thread.join();
+  if (!interleaved.ok()) return interleaved.error().with_context(path);
   if (!tok.ok()) return tok.error().with_context(path);
   c->tokenizer_ = std::move(tok).value();
   if (c->tokenizer_.n_vocab() > c->model_->hparams().n_vocab) {

@@ -34,9 +34,15 @@ Result<std::unique_ptr<Model>> Model::from_file(gguf::File file, const LoadOptio
     std::unique_ptr<ThreadPool> own;
     ThreadPool* pool = options.pool;
     if (pool == nullptr) pool = (own = std::make_unique<ThreadPool>(1)).get();
-    HEARTH_ASSIGN(m->interleaved_, interleave_matrices(m->weights_, m->file_, *pool));
+    HEARTH_TRY(m->interleave_matrices(*pool));
   }
   return m;
+}
+
+Status Model::interleave_matrices(ThreadPool& pool) {
+  if (interleaved_.size() > 0) return ok_status();
+  HEARTH_ASSIGN(interleaved_, model::interleave_matrices(weights_, file_, pool));
+  return ok_status();
 }
 
 kernels::RopeParams Model::rope_params(int32_t n_ctx_per_seq) const {

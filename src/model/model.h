@@ -29,6 +29,11 @@ class Model {
   static Result<std::unique_ptr<Model>> load(const std::string& path, const LoadOptions& options = {});
   static Result<std::unique_ptr<Model>> from_file(gguf::File file, const LoadOptions& options = {});
 
+  // Moves the matrices into the interleaved layout (see LoadOptions::interleave), for a model
+  // loaded without it. Only while nothing else uses the weights: a loader may run it alongside
+  // work that reads the file's metadata (InferenceContext builds the tokenizer meanwhile).
+  Status interleave_matrices(ThreadPool& pool);
+
   const ModelHparams& hparams() const { return hparams_; }
   const ModelWeights& weights() const { return weights_; }
   const gguf::File& file() const { return file_; }
