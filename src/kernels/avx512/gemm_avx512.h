@@ -33,11 +33,16 @@ struct PanelRows {
   const uint8_t* row[16] = {};
   int valid = 0;                  // rows that exist
 
-  PanelRows(const GemmArgs& a, int64_t panel) {
+  PanelRows(const GemmArgs& a, int64_t panel) : PanelRows(a.w, a.w_row_bytes, a.rows, panel) {}
+  PanelRows(const uint8_t* w, size_t row_bytes, int64_t rows, int64_t panel) {
     const int64_t r0 = panel * kGemmPanelRows;
-    valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
-    base = a.w + static_cast<size_t>(r0) * a.w_row_bytes;
-    for (int r = 0; r < 16; ++r) row[r] = base + static_cast<size_t>(std::min(r, valid - 1)) * a.w_row_bytes;
+    valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, rows - r0));
+    base = w + static_cast<size_t>(r0) * row_bytes;
+    for (int r = 0; r < 16; ++r) row[r] = base + static_cast<size_t>(std::min(r, valid - 1)) * row_bytes;
+  }
+  // A whole panel of a matrix (for the interleavers, which only see whole panels).
+  static PanelRows whole(const uint8_t* w, size_t row_bytes, int64_t panel) {
+    return PanelRows(w, row_bytes, (panel + 1) * kGemmPanelRows, panel);
   }
 
   // Per-row fields are read with 16 scalar loads, not VPGATHERDD: on the AMD EPYC the gather

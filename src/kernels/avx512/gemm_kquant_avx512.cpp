@@ -74,6 +74,36 @@ void prepare_act_q8k(const float* x, void* dst, int64_t cols) {
 
 size_t q8k_act_row_bytes(int64_t cols) { return Q8KAct::row_bytes(cols); }
 
+// Token t's quants and super-block record for super-block sb.
+template <int T>
+inline void token_rows(const uint8_t* act, size_t stride, int64_t cols, int64_t sb, const int8_t* qs[T],
+                       const uint8_t* rec[T]) {
+  for (int t = 0; t < T; ++t) {
+    const uint8_t* a = act + static_cast<size_t>(t) * stride;
+    qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
+    rec[t] = Q8KAct::record(a, cols, sb);
+  }
+}
+
+// sumi[t] += over the kGroups groups of a packed super-block (kRegs quant registers each, from
+// w): the group's dot product with token t's quants times the group's scale (int32 registers
+// from `scales`), in 32-bit integers.
+template <int T, int kGroups, int kRegs>
+inline void add_scaled_group_dots(const uint8_t* w, const uint8_t* scales, const int8_t* const qs[T], __m512i sumi[T]) {
+  for (int g = 0; g < kGroups; ++g) {
+    __m512i dot[T];
+    for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
+    for (int c = 0; c < kRegs; ++c) {
+      const __m512i wc = _mm512_load_si512(w + 64 * (kRegs * g + c));
+      for (int t = 0; t < T; ++t) {
+        dot[t] = _mm512_dpbusd_epi32(dot[t], wc, _mm512_set1_epi32(load_i32(qs[t] + 4 * (kRegs * g + c))));
+      }
+    }
+    const __m512i sc = _mm512_load_si512(scales + 64 * g);
+    for (int t = 0; t < T; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot[t], sc));
+  }
+}
+
 // Byte k (0..11) of each lane's 12 scale bytes, held as three dwords.
 inline __m512i scale_byte(const __m512i s[3], int k) {
   return _mm512_and_si512(_mm512_srli_epi32(s[k / 4], 8 * (k % 4)), _mm512_set1_epi32(0xFF));
@@ -182,11 +212,7 @@ struct Q4_KKernel {
     for (int64_t sb = 0; sb < n_blocks; ++sb) {
       const int8_t* qs[T];
       const uint8_t* rec[T];
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* a = act + static_cast<size_t>(t) * stride;
-        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
-        rec[t] = Q8KAct::record(a, cols, sb);
-      }
+      token_rows<T>(act, stride, cols, sb, qs, rec);
       __m512i sc[8], mins[4];
       load_scales(rows, sb, sc, mins);
       __m512i sumi[T];
@@ -258,25 +284,10 @@ struct Q4_KKernel {
       const int64_t sb = first_block + b;
       const int8_t* qs[T];
       const uint8_t* rec[T];
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* a = act + static_cast<size_t>(t) * stride;
-        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
-        rec[t] = Q8KAct::record(a, cols, sb);
-      }
+      token_rows<T>(act, stride, cols, sb, qs, rec);
       __m512i sumi[T];
       for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
-      for (int g = 0; g < 8; ++g) {
-        __m512i dot[T];
-        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
-        for (int c = 0; c < 8; ++c) {
-          const __m512i wc = _mm512_load_si512(w + 64 * (8 * g + c));
-          for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wc, _mm512_set1_epi32(load_i32(qs[t] + 32 * g + 4 * c)));
-          }
-        }
-        const __m512i sc = _mm512_load_si512(w + Q4KLayout::kScales + 64 * g);
-        for (int t = 0; t < T; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot[t], sc));
-      }
+      add_scaled_group_dots<T, 8, 8>(w, w + Q4KLayout::kScales, qs, sumi);
       const __m512 dw = _mm512_load_ps(w + Q4KLayout::kD);
       const __m512 dmw = _mm512_load_ps(w + Q4KLayout::kDmin);
       for (int t = 0; t < T; ++t) {
@@ -300,11 +311,7 @@ struct Q4_KKernel {
 
 // interleave_panel for Q4_K: the transposes Q4KRows does, stored once.
 void interleave_q4k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
-  GemmArgs a;
-  a.w = src;
-  a.w_row_bytes = row_bytes;
-  a.rows = (panel + 1) * kGemmPanelRows;
-  const PanelRows rows(a, panel);
+  const PanelRows rows = PanelRows::whole(src, row_bytes, panel);
   for (int64_t sb = 0; sb < cols / kQK_K; ++sb) {
     uint8_t* out = dst + static_cast<size_t>(sb) * 16 * sizeof(BlockQ4_K);
     for (int j = 0; j < 4; ++j) {
@@ -440,25 +447,10 @@ struct Q6_KPacked {
       const int64_t sb = first_block + b;
       const int8_t* qs[T];
       const uint8_t* rec[T];
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* a = act + static_cast<size_t>(t) * stride;
-        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
-        rec[t] = Q8KAct::record(a, cols, sb);
-      }
+      token_rows<T>(act, stride, cols, sb, qs, rec);
       __m512i sumi[T];
       for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
-      for (int g = 0; g < 16; ++g) {
-        __m512i dot[T];
-        for (int t = 0; t < T; ++t) dot[t] = _mm512_setzero_si512();
-        for (int c = 0; c < 4; ++c) {
-          const __m512i wc = _mm512_load_si512(w + 64 * (4 * g + c));
-          for (int t = 0; t < T; ++t) {
-            dot[t] = _mm512_dpbusd_epi32(dot[t], wc, _mm512_set1_epi32(load_i32(qs[t] + 16 * g + 4 * c)));
-          }
-        }
-        const __m512i sc = _mm512_load_si512(w + Q6KLayout::kScales + 64 * g);
-        for (int t = 0; t < T; ++t) sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot[t], sc));
-      }
+      add_scaled_group_dots<T, 16, 4>(w, w + Q6KLayout::kScales, qs, sumi);
       const __m512 dw = _mm512_load_ps(w + Q6KLayout::kD);
       for (int t = 0; t < T; ++t) {
         __m512i off = _mm512_setzero_si512();
@@ -574,11 +566,7 @@ struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
       const uint8_t* regs = p.at(Q6KInterleaved::place(p, sb).registers);
       const int8_t* qs[T];
       const uint8_t* rec[T];
-      for (int t = 0; t < T; ++t) {
-        const uint8_t* a = act + static_cast<size_t>(t) * stride;
-        qs[t] = reinterpret_cast<const int8_t*>(a) + sb * kQK_K;
-        rec[t] = Q8KAct::record(a, cols, sb);
-      }
+      token_rows<T>(act, stride, cols, sb, qs, rec);
       __m512i sc[16];
       for (int g = 0; g < 16; ++g) {
         const __m512i word = _mm512_loadu_si512(regs + 64 * (48 + g / 4));
@@ -634,11 +622,7 @@ struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
 
 // interleave_panel for Q6_K: the transposes Q6KRows does, stored once.
 void interleave_q6k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
-  GemmArgs a;
-  a.w = src;
-  a.w_row_bytes = row_bytes;
-  a.rows = (panel + 1) * kGemmPanelRows;
-  const PanelRows rows(a, panel);
+  const PanelRows rows = PanelRows::whole(src, row_bytes, panel);
   const int64_t n_blocks = cols / kQK_K;
   for (int64_t sb = 0; sb < n_blocks; ++sb) {
     const GroupedBlock place(n_blocks, sb, 2, Q6KInterleaved::kRegisterBytes, 2 * kGemmPanelRows);

@@ -304,11 +304,7 @@ size_t q8_act_row_bytes(int64_t cols) { return Q8Act::row_bytes(cols); }
 // GGUF-row kernels do per block, stored once.
 template <int kRegisters>
 void interleave_legacy_panel(const uint8_t* src, size_t row_bytes, int64_t cols, int64_t panel, uint8_t* dst) {
-  GemmArgs a;
-  a.w = src;
-  a.w_row_bytes = row_bytes;
-  a.rows = (panel + 1) * kGemmPanelRows;
-  const PanelRows rows(a, panel);
+  const PanelRows rows = PanelRows::whole(src, row_bytes, panel);
   const int64_t n_blocks = cols / kQK;
   constexpr size_t kBlockBytes = kRegisters == 4 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
   for (int64_t b = 0; b < n_blocks; ++b) {
