@@ -93,8 +93,8 @@ TEST(Matmul, BatchEqualsSingleTokensBitForBit) {
   const int64_t rows = 21;
   ThreadPool pool(2);
   for (int64_t n_tokens : {3, 6, 11, 13}) {
-    // 1000 columns (float types only) exercise the vector loops' tails; 2304 the F16 kernel's
-    // second, short column run
+    // 1000 columns (float types only) exercise the vector loops' tails; 768 and 2304 the F16
+    // kernel's column runs (512 columns in batches, 2048 in decode; the second run short)
     for (int64_t cols : {768, 1000, 2304}) {
       for (DType type : kTypes) {
         if (!dtype_row_bytes(type, static_cast<uint64_t>(cols)).ok()) continue;

@@ -1,13 +1,14 @@
 // AVX-512 whole-matrix kernel for F16 weights. Activations are rounded to F16 (as the reference
-// converts them) and kept as floats. F16 rows need no per-block scales, so the kernel works on
+// converts them) and stored as F16, half the bytes a tile reads from cache; decode widens its
+// few rows to floats once per call. F16 rows need no per-block scales, so the kernel works on
 // rows as stored: a tile of 4 rows x up to 6 tokens keeps one 16-lane accumulator per (row,
-// token), each FMA adding 16 columns. Columns go in runs of up to 2048, so most matrices are
-// one run and the accumulators stay in registers from the first column to the last (runs of 256
-// that kept a converted run in L1 spent a sixth of the prefill time moving accumulators to
-// memory and back: llama-1b-f16 pp 69 -> 81 tok/s with 2048, 2 threads, AMD EPYC; a converted
-// run of 16 rows is then 128 KB, in L2). At the end of a run each accumulator is added to that
-// (row, token)'s 16-lane running sum, and only after the last run are the lanes summed, 16 rows
-// at once by a reduction tree.
+// token), each FMA adding 16 columns. Columns go in runs; a tile's accumulators start a run
+// from the lanes the previous run left (16 per (row, token)) and leave them there at its end,
+// so every lane is one chain of FMAs from the first column to the last whatever the run length.
+// Decode reads runs of 2048 columns; batches runs of 512, whose activations for a token tile
+// and weights for a row tile stay in L1 (3B-shaped F16 GEMM, 2 threads, AMD EPYC: 512-column
+// runs +9% over 2048, F16 activations +5% more). After the last run the lanes are summed, 16
+// rows at once by a reduction tree.
 // On GGUF rows with enough tokens to share it, a panel's run is first converted to F32 once (on
 // Intel the conversion competed with the FMAs for the same port). Interleaved panels
 // (interleaved_layout.h: 16 rows x 16 columns per 512-byte step) are read as F16 in every case:
@@ -30,33 +31,35 @@ namespace hearth::kernels {
 namespace {
 
 constexpr int64_t kColsPerStep = 16;
-constexpr int64_t kRunCols = 2048;
+constexpr int64_t kRunCols = 2048;       // decode, and the longest run any path reads
+constexpr int64_t kBatchRunCols = 512;   // batches of more than one token tile
 constexpr int kTileRows = 4;
 constexpr int kTileTokens = 6;
 constexpr int64_t kConvertMinTokens = 2 * kTileTokens;  // fewer tokens read the F16 rows directly
 constexpr int64_t kMaxChunkTokens = 256;
 
-// Rows of floats whose length is a multiple of 4 KB would all start in the same L1 set, and a
-// prefill tile reads 4 weight rows and 6 activation rows at the same column each step: 10 lines
-// for 8 ways. One spare cache line per row spreads them over sets. (llama-1b-f16 prefill varied
+// Rows whose length is a multiple of 4 KB would all start in the same L1 set, and a prefill
+// tile reads 4 weight rows and 6 activation rows at the same column each step: 10 lines for 8
+// ways. One spare cache line per row spreads them over sets. (llama-1b-f16 prefill varied
 // between 77 and 95 tok/s from process to process with unpadded rows, by where the buffers
 // landed; 89-93 padded. In-process A/B: +1-2%.)
 constexpr int64_t kRowPadFloats = 16;
 
-size_t f16_act_row_bytes(int64_t cols) { return static_cast<size_t>((4 * cols + 63) / 64 * 64 + 4 * kRowPadFloats); }
+size_t f16_act_row_bytes(int64_t cols) { return static_cast<size_t>((2 * cols + 63) / 64 * 64 + 64); }
 
 void prepare_act_f16(const float* x, void* dst, int64_t cols) {
-  float* out = static_cast<float*>(dst);
+  uint16_t* out = static_cast<uint16_t*>(dst);
   int64_t i = 0;
   for (; i + 16 <= cols; i += 16) {
     const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm512_storeu_ps(out + i, _mm512_cvtph_ps(h));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i), h);
   }
-  for (; i < cols; ++i) out[i] = _cvtsh_ss(_cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT));
+  for (; i < cols; ++i) out[i] = _cvtss_sh(x[i], _MM_FROUND_TO_NEAREST_INT);
 }
 
-inline __m512 load_w(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-inline __m512 load_w(const float* p) { return _mm512_load_ps(p); }
+// 16 weights or activations as floats, from F16 or from floats already widened.
+inline __m512 load16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+inline __m512 load16(const float* p) { return _mm512_loadu_ps(p); }
 
 // What a tile asks of memory ahead of each step: nothing (batches reuse each run from L1), or
 // the next panel at the rate the tile reads this one (decode; see NextPanelStream).
@@ -88,29 +91,27 @@ inline const W* column(const W* row, int64_t c) {
 }
 
 // lanes[(16 t + row0 + r) * 16 ..] += the 16 column-lane partial sums of row r . token t over
-// columns [0, n) of the run (rows and x point at the run's first column); the first run of a
-// panel sets the lanes instead (no buffer to clear per panel).
-template <int R, int T, int K, typename W, typename Prefetch>
-void tile_f16(const W* const* rows, const float* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead,
+// columns [0, n) of the run (rows and x point at the run's first column): the accumulators
+// start from the lanes (from zero on a panel's first run: no buffer to clear per panel) and
+// are stored back at the end. X: F16 activations (batches) or widened floats (decode).
+template <int R, int T, int K, typename W, typename X, typename Prefetch>
+void tile_f16(const W* const* rows, const X* const* x, int64_t n, int row0, float* lanes, Prefetch& ahead,
               bool first) {
   __m512 acc[R][T];
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) acc[r][t] = first ? _mm512_setzero_ps() : _mm512_load_ps(lanes + 16 * (16 * t + row0 + r));
   }
   for (int64_t c = 0; c < n; c += kColsPerStep) {
     ahead.step();
     __m512 w[R];
-    for (int r = 0; r < R; ++r) w[r] = load_w(column<K>(rows[r], c));
+    for (int r = 0; r < R; ++r) w[r] = load16(column<K>(rows[r], c));
     for (int t = 0; t < T; ++t) {
-      const __m512 a = _mm512_loadu_ps(x[t] + c);
+      const __m512 a = load16(x[t] + c);
       for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(w[r], a, acc[r][t]);
     }
   }
   for (int r = 0; r < R; ++r) {
-    for (int t = 0; t < T; ++t) {
-      float* v = lanes + 16 * (16 * t + row0 + r);
-      _mm512_store_ps(v, first ? acc[r][t] : _mm512_add_ps(_mm512_load_ps(v), acc[r][t]));
-    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(lanes + 16 * (16 * t + row0 + r), acc[r][t]);
   }
 }
 
@@ -124,7 +125,7 @@ void run_streaming(const uint16_t* const* rows, const float* const* x, int64_t n
 }
 
 template <int T, int K, typename W>
-void tile_rows(const W* const* rows, const float* const* x, int64_t n, float* lanes, bool first) {
+void tile_rows(const W* const* rows, const uint16_t* const* x, int64_t n, float* lanes, bool first) {
   NoPrefetch none;
   for (int r0 = 0; r0 < 16; r0 += kTileRows) tile_f16<kTileRows, T, K>(rows + r0, x, n, r0, lanes, none, first);
 }
@@ -139,10 +140,10 @@ void run_tokens(const W* const* rows, const GemmArgs& a, int64_t t0, int64_t nt,
   const size_t per_tile = (ahead_bytes / static_cast<size_t>(tiles) + 63) / 64 * 64;
   for (int64_t t = 0; t < nt; t += kTileTokens) {
     ahead.read(per_tile);
-    const float* x[kTileTokens];
+    const uint16_t* x[kTileTokens];
     const int tt = static_cast<int>(std::min<int64_t>(kTileTokens, nt - t));
     for (int i = 0; i < tt; ++i) {
-      x[i] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t + i) * a.act_stride) + c0;
+      x[i] = reinterpret_cast<const uint16_t*>(a.act + static_cast<size_t>(t0 + t + i) * a.act_stride) + c0;
     }
     float* l = lanes + 256 * t;
     switch (tt) {
@@ -167,10 +168,12 @@ void run_decode(const uint16_t* const* rows, const float* const* x, int64_t n, f
 }
 
 // Per-thread buffers (on the heap: a converted run is 128 KB, too much for every thread's TLS):
-// the 16 x 16 lane sums of every token of a chunk, and one converted run.
+// the 16 x 16 lane sums of every token of a chunk, one converted run, and a decode chunk's
+// activations widened to floats.
 struct F16Scratch {
   std::vector<float> lanes;
   std::vector<float> converted;
+  std::vector<float> wide;
   static float* align64(std::vector<float>& v, size_t n) {
     if (v.size() < n + 16) v.resize(n + 16);
     auto p = reinterpret_cast<uintptr_t>(v.data());
@@ -181,6 +184,16 @@ struct F16Scratch {
   static constexpr size_t kConvertedStride = kRunCols + kRowPadFloats;
   float* converted_row(int r) {
     return align64(converted, 16 * kConvertedStride) + static_cast<size_t>(r) * kConvertedStride;
+  }
+  // Tokens [t0, t0 + nt) of a's F16 activations as floats, `stride` floats apart. Decode reads
+  // them once per panel, and widening each time cost 2-3% of decode speed.
+  float* widen(const GemmArgs& a, int64_t t0, int64_t nt, int64_t stride) {
+    float* out = align64(wide, static_cast<size_t>(nt * stride));
+    for (int64_t t = 0; t < nt; ++t) {
+      const auto* h = reinterpret_cast<const uint16_t*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride);
+      for (int64_t c = 0; c < a.cols; c += kColsPerStep) _mm512_store_ps(out + t * stride + c, load16(h + c));
+    }
+    return out;
   }
 };
 
@@ -195,6 +208,10 @@ void run_f16(const GemmArgs& a) {
     // Interleaved panels are read as F16 (16 rows x 16 columns in one 512-byte step): converting
     // them first was slower with 2 threads (f16 GEMM 224 vs 260 GFLOPS in an A/B on the AMD EPYC).
     const bool convert = K == 1 && nt >= kConvertMinTokens;
+    const bool decode = nt <= kTileTokens;
+    const int64_t wide_stride = (a.cols + 15) / 16 * 16 + kRowPadFloats;
+    const float* wide = decode ? scratch.widen(a, t0, nt, wide_stride) : nullptr;
+    const int64_t run_cols = decode ? kRunCols : kBatchRunCols;
     for (int64_t p = a.panel_begin; p < a.panel_end; ++p) {
       const int64_t r0 = p * kGemmPanelRows;
       const int valid = static_cast<int>(std::min<int64_t>(kGemmPanelRows, a.rows - r0));
@@ -208,15 +225,15 @@ void run_f16(const GemmArgs& a) {
       // prefetches nothing, and the matrix's end bounds a short final panel.
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
       // A call's first panel had no one to prefetch it (see gemm_avx512.h).
-      if (nt <= kTileTokens && p == a.panel_begin) {
+      if (decode && p == a.panel_begin) {
         prefetch_l2(panel, static_cast<size_t>(valid) * a.w_row_bytes);
       }
       const uint8_t* next = panel + panel_bytes;
       const uint8_t* end = p + 1 < a.panel_end
                                ? std::min(next + panel_bytes, a.w + static_cast<size_t>(a.rows) * a.w_row_bytes)
                                : next;
-      for (int64_t c0 = 0; c0 < a.cols; c0 += kRunCols) {
-        const int64_t n = std::min(kRunCols, a.cols - c0);
+      for (int64_t c0 = 0; c0 < a.cols; c0 += run_cols) {
+        const int64_t n = std::min(run_cols, a.cols - c0);
         const bool first = c0 == 0;
         const uint16_t* run_rows[16];
         for (int r = 0; r < 16; ++r) run_rows[r] = column<K>(rows[r], c0);
@@ -225,11 +242,9 @@ void run_f16(const GemmArgs& a) {
         const size_t share = static_cast<size_t>(n) * 2 * kGemmPanelRows;
         const uint8_t* run_next = std::min(end, next + static_cast<size_t>(c0) * 2 * kGemmPanelRows);
         const uint8_t* run_end = std::min(end, run_next + share);
-        if (nt <= kTileTokens) {
+        if (decode) {
           const float* x[kTileTokens];
-          for (int t = 0; t < nt; ++t) {
-            x[t] = reinterpret_cast<const float*>(a.act + static_cast<size_t>(t0 + t) * a.act_stride) + c0;
-          }
+          for (int t = 0; t < nt; ++t) x[t] = wide + t * wide_stride + c0;
           switch (nt) {
             case 6: run_decode<6, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
             case 5: run_decode<5, K>(run_rows, x, n, lanes, run_next, run_end, first); break;
@@ -242,7 +257,7 @@ void run_f16(const GemmArgs& a) {
           const float* conv[16];
           for (int r = 0; r < 16; ++r) {
             float* dst = scratch.converted_row(r);
-            for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(dst + c, load_w(column<K>(run_rows[r], c)));
+            for (int64_t c = 0; c < n; c += kColsPerStep) _mm512_store_ps(dst + c, load16(column<K>(run_rows[r], c)));
             conv[r] = dst;
           }
           StreamAhead ahead{run_next, run_end};
