@@ -31,8 +31,8 @@ namespace hearth::kernels {
 namespace {
 
 constexpr int64_t kColsPerStep = 16;
-constexpr int64_t kRunCols = 2048;       // decode, and the longest run any path reads
-constexpr int64_t kBatchRunCols = 512;   // batches of more than one token tile
+constexpr int64_t kRunCols = 2048;      // decode (at most one token tile)
+constexpr int64_t kBatchRunCols = 512;  // batches, including their converted runs
 constexpr int kTileRows = 4;
 constexpr int kTileTokens = 6;
 constexpr int64_t kConvertMinTokens = 2 * kTileTokens;  // fewer tokens read the F16 rows directly
@@ -45,7 +45,7 @@ constexpr int64_t kMaxChunkTokens = 256;
 // landed; 89-93 padded. In-process A/B: +1-2%.)
 constexpr int64_t kRowPadFloats = 16;
 
-size_t f16_act_row_bytes(int64_t cols) { return static_cast<size_t>((2 * cols + 63) / 64 * 64 + 64); }
+size_t f16_act_row_bytes(int64_t cols) { return static_cast<size_t>((2 * cols + 63) / 64 * 64 + 4 * kRowPadFloats); }
 
 void prepare_act_f16(const float* x, void* dst, int64_t cols) {
   uint16_t* out = static_cast<uint16_t*>(dst);
@@ -167,9 +167,9 @@ void run_decode(const uint16_t* const* rows, const float* const* x, int64_t n, f
   run_streaming<R, T, K>(rows, x, n, lanes, ahead, first);
 }
 
-// Per-thread buffers (on the heap: a converted run is 128 KB, too much for every thread's TLS):
-// the 16 x 16 lane sums of every token of a chunk, one converted run, and a decode chunk's
-// activations widened to floats.
+// Per-thread buffers (on the heap, sized by use): the 16 x 16 lane sums of every token of a
+// chunk, one converted run (batches only, so at most kBatchRunCols columns: 32 KB), and a
+// decode chunk's activations widened to floats.
 struct F16Scratch {
   std::vector<float> lanes;
   std::vector<float> converted;
@@ -180,8 +180,8 @@ struct F16Scratch {
     return reinterpret_cast<float*>((p + 63) & ~uintptr_t{63});
   }
   float* lanes64(size_t n) { return align64(lanes, n); }
-  // Row r of the converted run (16 rows of kRunCols floats, each followed by a spare line).
-  static constexpr size_t kConvertedStride = kRunCols + kRowPadFloats;
+  // Row r of the converted run (16 rows of kBatchRunCols floats, each followed by a spare line).
+  static constexpr size_t kConvertedStride = kBatchRunCols + kRowPadFloats;
   float* converted_row(int r) {
     return align64(converted, 16 * kConvertedStride) + static_cast<size_t>(r) * kConvertedStride;
   }
