@@ -102,11 +102,11 @@ Result<std::string> system_text(const Json& system) {
   return text;
 }
 
-const char* stop_reason_of(engine::StopReason r) {
+const char* stop_reason_of(protocol::StopReason r) {
   switch (r) {
-    case engine::StopReason::kLength:
-    case engine::StopReason::kContext: return "max_tokens";
-    case engine::StopReason::kStopString: return "stop_sequence";
+    case protocol::StopReason::kLength:
+    case protocol::StopReason::kContext: return "max_tokens";
+    case protocol::StopReason::kStopString: return "stop_sequence";
     default: return "end_turn";
   }
 }
@@ -128,7 +128,7 @@ class AnthropicEncoder final : public ResponseEncoder {
     return out;
   }
 
-  std::string on_event(int32_t, const engine::EngineEvent& event) override {
+  std::string on_event(int32_t, const protocol::Event& event) override {
     choice_.absorb(event);
     if (!stream_ || event.text.empty()) return "";
     return sse_event("content_block_delta", Json{{"type", "content_block_delta"},
@@ -150,7 +150,7 @@ class AnthropicEncoder final : public ResponseEncoder {
 
  private:
   Json stop_sequence() const {
-    return choice_.stop_reason == engine::StopReason::kStopString ? Json(choice_.stop_word) : Json();
+    return choice_.stop_reason == protocol::StopReason::kStopString ? Json(choice_.stop_word) : Json();
   }
   Json message_json(bool finished) const {
     int32_t input = meta_.prompt_tokens.empty() ? 0 : meta_.prompt_tokens[0];
@@ -180,7 +180,7 @@ Result<CompletionJob> parse_anthropic_messages(const Json& body, bool require_ma
   job.dialect = Dialect::kAnthropic;
   job.request.sampling = llama_server_default_sampling();
   HEARTH_ASSIGN(auto model, read_string(body, "model"));
-  if (model) job.model = *model;
+  if (model) job.request.model = *model;
   HEARTH_ASSIGN(auto max_tokens, read_integer(body, "max_tokens"));
   if (max_tokens) {
     HEARTH_TRY(check_range("max_tokens", *max_tokens, 1, 1 << 30));
@@ -223,7 +223,7 @@ Result<CompletionJob> parse_anthropic_messages(const Json& body, bool require_ma
     }
     p.chat["tools"] = std::move(chat_tools);
   }
-  job.prompts.push_back(std::move(p));
+  job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;
 }

@@ -5,24 +5,24 @@
 #include <string>
 #include <vector>
 
-#include "engine/serving_types.h"
+#include "protocol/events.h"
 
 namespace hearth::api {
 
 struct ChoiceState {
   std::string text;
-  std::vector<engine::TokenOutput> tokens;
+  std::vector<protocol::TokenOutput> tokens;
   bool done = false;
   bool started = false;  // a streaming encoder sent this choice's opening chunk
-  engine::StopReason stop_reason = engine::StopReason::kNone;
+  protocol::StopReason stop_reason = protocol::StopReason::kNone;
   std::string stop_word;
-  engine::Timings timings;
+  protocol::Timings timings;
 
   // Adds an event's text and tokens; records the end for kDone.
-  void absorb(const engine::EngineEvent& event) {
+  void absorb(const protocol::Event& event) {
     text += event.text;
     tokens.insert(tokens.end(), event.tokens.begin(), event.tokens.end());
-    if (event.kind == engine::EngineEvent::Kind::kDone) {
+    if (event.kind == protocol::Event::Kind::kDone) {
       done = true;
       stop_reason = event.stop_reason;
       stop_word = event.stop_word;
@@ -33,8 +33,8 @@ struct ChoiceState {
 
 // OpenAI's and ollama's finish reason: "length" when a token limit or the context ended the
 // text, otherwise "stop".
-inline const char* finish_reason_stop_or_length(engine::StopReason r) {
-  return (r == engine::StopReason::kLength || r == engine::StopReason::kContext) ? "length" : "stop";
+inline const char* finish_reason_stop_or_length(protocol::StopReason r) {
+  return (r == protocol::StopReason::kLength || r == protocol::StopReason::kContext) ? "length" : "stop";
 }
 
 }  // namespace hearth::api

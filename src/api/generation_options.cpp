@@ -10,39 +10,39 @@ namespace {
 
 struct FloatField {
   const char* name;
-  float sampler::SamplerParams::*member;
+  float protocol::SamplingOptions::*member;
 };
 struct IntField {
   const char* name;
-  int32_t sampler::SamplerParams::*member;
+  int32_t protocol::SamplingOptions::*member;
 };
 
 constexpr FloatField kFloatFields[] = {
-    {"temperature", &sampler::SamplerParams::temperature},
-    {"top_p", &sampler::SamplerParams::top_p},
-    {"min_p", &sampler::SamplerParams::min_p},
-    {"typical_p", &sampler::SamplerParams::typical_p},
-    {"top_n_sigma", &sampler::SamplerParams::top_n_sigma},
-    {"repeat_penalty", &sampler::SamplerParams::repeat_penalty},
-    {"presence_penalty", &sampler::SamplerParams::presence_penalty},
-    {"frequency_penalty", &sampler::SamplerParams::frequency_penalty},
-    {"mirostat_tau", &sampler::SamplerParams::mirostat_tau},
-    {"mirostat_eta", &sampler::SamplerParams::mirostat_eta},
-    {"dynatemp_range", &sampler::SamplerParams::dynatemp_range},
-    {"dynatemp_exponent", &sampler::SamplerParams::dynatemp_exponent},
-    {"xtc_probability", &sampler::SamplerParams::xtc_probability},
-    {"xtc_threshold", &sampler::SamplerParams::xtc_threshold},
-    {"dry_multiplier", &sampler::SamplerParams::dry_multiplier},
-    {"dry_base", &sampler::SamplerParams::dry_base},
+    {"temperature", &protocol::SamplingOptions::temperature},
+    {"top_p", &protocol::SamplingOptions::top_p},
+    {"min_p", &protocol::SamplingOptions::min_p},
+    {"typical_p", &protocol::SamplingOptions::typical_p},
+    {"top_n_sigma", &protocol::SamplingOptions::top_n_sigma},
+    {"repeat_penalty", &protocol::SamplingOptions::repeat_penalty},
+    {"presence_penalty", &protocol::SamplingOptions::presence_penalty},
+    {"frequency_penalty", &protocol::SamplingOptions::frequency_penalty},
+    {"mirostat_tau", &protocol::SamplingOptions::mirostat_tau},
+    {"mirostat_eta", &protocol::SamplingOptions::mirostat_eta},
+    {"dynatemp_range", &protocol::SamplingOptions::dynatemp_range},
+    {"dynatemp_exponent", &protocol::SamplingOptions::dynatemp_exponent},
+    {"xtc_probability", &protocol::SamplingOptions::xtc_probability},
+    {"xtc_threshold", &protocol::SamplingOptions::xtc_threshold},
+    {"dry_multiplier", &protocol::SamplingOptions::dry_multiplier},
+    {"dry_base", &protocol::SamplingOptions::dry_base},
 };
 
 constexpr IntField kIntFields[] = {
-    {"top_k", &sampler::SamplerParams::top_k},
-    {"repeat_last_n", &sampler::SamplerParams::repeat_last_n},
-    {"mirostat", &sampler::SamplerParams::mirostat},
-    {"dry_allowed_length", &sampler::SamplerParams::dry_allowed_length},
-    {"dry_penalty_last_n", &sampler::SamplerParams::dry_last_n},
-    {"n_probs", &sampler::SamplerParams::n_probs},
+    {"top_k", &protocol::SamplingOptions::top_k},
+    {"repeat_last_n", &protocol::SamplingOptions::repeat_last_n},
+    {"mirostat", &protocol::SamplingOptions::mirostat},
+    {"dry_allowed_length", &protocol::SamplingOptions::dry_allowed_length},
+    {"dry_penalty_last_n", &protocol::SamplingOptions::dry_last_n},
+    {"n_probs", &protocol::SamplingOptions::n_probs},
 };
 
 // Fields of ollama's runner options: valid in `options`, meaningless for one loaded model.
@@ -60,7 +60,7 @@ Result<int32_t> to_int32(std::string_view where, std::string_view key, int64_t v
 }
 
 // logit_bias as OpenAI ({"token id": bias}) or llama-server ([[id, bias], [id, false]]) sends it.
-Status read_logit_bias(const Json& value, std::string_view where, sampler::SamplerParams& p) {
+Status read_logit_bias(const Json& value, std::string_view where, protocol::SamplingOptions& p) {
   const std::string name = std::string(where) + "logit_bias";
   auto bias_of = [&](const Json& b) -> Result<float> {
     if (b.is_boolean()) {
@@ -102,7 +102,7 @@ Status read_logit_bias(const Json& value, std::string_view where, sampler::Sampl
   return field_type_error(where, "logit_bias", "an object or an array", value);
 }
 
-Status read_sampler_order(const Json& value, std::string_view where, sampler::SamplerParams& p) {
+Status read_sampler_order(const Json& value, std::string_view where, protocol::SamplingOptions& p) {
   std::vector<std::string> names;
   if (value.is_array()) {
     for (const auto& v : value) {
@@ -122,9 +122,9 @@ Status read_sampler_order(const Json& value, std::string_view where, sampler::Sa
   } else {
     return field_type_error(where, "samplers", "an array of sampler names", value);
   }
-  std::vector<sampler::SamplerKind> order;
+  std::vector<protocol::SamplerKind> order;
   for (const auto& n : names) {
-    auto kind = sampler::sampler_kind_from_name(n);
+    auto kind = protocol::sampler_kind_from_name(n);
     if (!kind.ok()) {
       std::string message(1, '\'');
       message.append(where).append("samplers': ").append(kind.error().message);
@@ -138,8 +138,8 @@ Status read_sampler_order(const Json& value, std::string_view where, sampler::Sa
 
 }  // namespace
 
-sampler::SamplerParams ollama_default_sampling() {
-  sampler::SamplerParams p;
+protocol::SamplingOptions ollama_default_sampling() {
+  protocol::SamplingOptions p;
   p.temperature = 0.8f;
   p.top_k = 40;
   p.top_p = 0.9f;
@@ -149,8 +149,8 @@ sampler::SamplerParams ollama_default_sampling() {
   return p;
 }
 
-sampler::SamplerParams llama_server_default_sampling() {
-  sampler::SamplerParams p;
+protocol::SamplingOptions llama_server_default_sampling() {
+  protocol::SamplingOptions p;
   p.temperature = 0.8f;
   p.top_k = 40;
   p.top_p = 0.95f;
@@ -161,7 +161,7 @@ sampler::SamplerParams llama_server_default_sampling() {
 }
 
 Status read_generation_options(const Json& obj, std::string_view where, CompletionJob& job) {
-  sampler::SamplerParams& p = job.request.sampling;
+  protocol::SamplingOptions& p = job.request.sampling;
   for (const auto& f : kFloatFields) {
     HEARTH_ASSIGN(auto v, read_number(obj, f.name, where));
     if (v) p.*f.member = static_cast<float>(*v);
@@ -214,7 +214,7 @@ Status read_generation_options(const Json& obj, std::string_view where, Completi
     HEARTH_TRY(read_sampler_order(*it, where, p));
   }
   HEARTH_ASSIGN(auto breakers, read_string_list(obj, "dry_sequence_breakers", where));
-  if (breakers) job.dry_breakers = std::move(*breakers);
+  if (breakers) job.request.dry_sequence_breakers = std::move(*breakers);
 
   for (const char* key : kIgnoredOptions) {
     auto it = obj.find(key);
@@ -235,14 +235,15 @@ Status validate_completion_job(const CompletionJob& job) {
   for (const auto& s : r.stop) {
     if (s.size() > 1024) return make_error(ErrorKind::kInvalidArgument, "a stop string is longer than 1024 bytes");
   }
-  if (job.n_choices < 1 || job.n_choices > 16) {
+  if (job.request.n_choices < 1 || job.request.n_choices > 16) {
     return make_error(ErrorKind::kInvalidArgument, "'n' must be between 1 and 16");
   }
-  if (job.prompts.empty() && !job.load_only) return make_error(ErrorKind::kInvalidArgument, "no prompt given");
-  if (job.prompts.size() * static_cast<size_t>(job.n_choices) > 64) {
+  if (job.request.prompts.empty() && !job.load_only) return make_error(ErrorKind::kInvalidArgument, "no prompt given");
+  if (job.request.prompts.size() * static_cast<size_t>(job.request.n_choices) > 64) {
     return make_error(ErrorKind::kInvalidArgument, "too many prompts x choices in one request (at most 64)");
   }
-  return sampler::validate_sampler_params(r.sampling);
+  // Sampler ranges are checked where the sampler chain is built (the engine side).
+  return ok_status();
 }
 
 }  // namespace hearth::api

@@ -8,17 +8,17 @@
 
 #include "api/generation_job.h"
 #include "api/json_fields.h"
-#include "sampler/sampler_params.h"
+#include "protocol/sampling_options.h"
 
 namespace hearth::api {
 
 // ollama's defaults (temperature 0.8, top_k 40, top_p 0.9, repeat_penalty 1.1 over 64 tokens).
-sampler::SamplerParams ollama_default_sampling();
+protocol::SamplingOptions ollama_default_sampling();
 // llama-server's defaults (temperature 0.8, top_k 40, top_p 0.95, min_p 0.05, no penalty),
 // used by the OpenAI and Anthropic routes.
-sampler::SamplerParams llama_server_default_sampling();
+protocol::SamplingOptions llama_server_default_sampling();
 
-// Reads every shared field present in `obj` into job.request (and job.dry_breakers); keys it
+// Reads every shared field present in `obj` into job.request (and job.request.dry_sequence_breakers); keys it
 // does not know are left for the caller. `where` prefixes field names in errors ("options.").
 // Accepted names: temperature, top_k, top_p, min_p, typical_p, top_n_sigma, min_keep,
 // repeat_last_n, repeat_penalty, presence_penalty, frequency_penalty, mirostat, mirostat_tau,

@@ -10,7 +10,7 @@
 
 #include "api/generation_job.h"
 #include "api/json_fields.h"
-#include "api/model_card.h"
+#include "protocol/model_info.h"
 
 namespace hearth::api {
 
@@ -33,8 +33,8 @@ bool ollama_keep_alive_is_zero(const Json& body);
 Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vector<float>>& embeddings,
                            int32_t prompt_tokens, int64_t total_ns);
 Json ollama_version_response(const std::string& version);
-Json ollama_tags_response(const ModelCard& card);
-Json ollama_show_response(const ModelCard& card, bool tools_in_template);
-Json ollama_ps_response(const ModelCard& card);
+Json ollama_tags_response(const protocol::ModelInfo& card);
+Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_template);
+Json ollama_ps_response(const protocol::ModelInfo& card);
 
 }  // namespace hearth::api

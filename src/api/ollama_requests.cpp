@@ -1,6 +1,5 @@
 // ollama request bodies → CompletionJob / EmbeddingJob (see ollama.h).
 #include "api/generation_options.h"
-#include "api/go_template.h"
 #include "api/ollama.h"
 #include "api/structured_output.h"
 
@@ -33,7 +32,7 @@ Status read_shared(const Json& body, CompletionJob& job) {
   job.dialect = Dialect::kOllama;
   job.request.sampling = ollama_default_sampling();
   job.request.truncate = true;  // ollama fits an over-long prompt into the context
-  HEARTH_TRY(read_model(body, job.model));
+  HEARTH_TRY(read_model(body, job.request.model));
   HEARTH_ASSIGN(auto stream, read_bool(body, "stream"));
   job.stream = stream.value_or(true);
   HEARTH_ASSIGN(const Json* options, read_object(body, "options"));
@@ -146,8 +145,9 @@ Result<CompletionJob> parse_ollama_generate(const Json& body) {
     p.kind = PromptSource::Kind::kText;
     p.text = *prompt;
   } else if (templ && !templ->empty()) {
-    p.kind = PromptSource::Kind::kText;
-    HEARTH_ASSIGN(p.text, render_go_template(*templ, {{"System", system.value_or("")}, {"Prompt", *prompt}}));
+    p.kind = PromptSource::Kind::kGoTemplate;
+    p.text = *templ;
+    p.template_fields = {{"System", system.value_or("")}, {"Prompt", *prompt}};
   } else {
     p.kind = PromptSource::Kind::kChat;
     Json messages = Json::array();
@@ -156,7 +156,7 @@ Result<CompletionJob> parse_ollama_generate(const Json& body) {
     p.chat = Json{{"messages", std::move(messages)}, {"add_generation_prompt", true}};
     p.untemplated_text = system && !system->empty() ? *system + "\n\n" + *prompt : *prompt;
   }
-  job.prompts.push_back(std::move(p));
+  job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;
 }
@@ -179,7 +179,7 @@ Result<CompletionJob> parse_ollama_chat(const Json& body) {
   p.chat = Json{{"messages", std::move(chat_messages)}};
   HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
   if (tools && !tools->empty()) p.chat["tools"] = *tools;
-  job.prompts.push_back(std::move(p));
+  job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;
 }
@@ -188,37 +188,37 @@ Result<EmbeddingJob> parse_ollama_embed(const Json& body, bool legacy) {
   EmbeddingJob job;
   job.dialect = Dialect::kOllama;
   job.legacy = legacy;
-  HEARTH_TRY(read_model(body, job.model));
+  HEARTH_TRY(read_model(body, job.request.model));
   HEARTH_ASSIGN(const Json* options, read_object(body, "options"));
   (void)options;  // sampler options have no meaning for embeddings
   if (legacy) {
     // /api/embeddings returns the raw pooled vector, as ollama does.
-    job.normalize = false;
-    job.truncate = true;
+    job.request.normalize = false;
+    job.request.truncate = true;
     HEARTH_ASSIGN(auto prompt, read_string(body, "prompt"));
-    if (prompt && !prompt->empty()) job.texts.push_back(*prompt);
+    if (prompt && !prompt->empty()) job.request.texts.push_back(*prompt);
     return job;
   }
-  job.normalize = true;
+  job.request.normalize = true;
   HEARTH_ASSIGN(auto truncate, read_bool(body, "truncate"));
-  job.truncate = truncate.value_or(true);
+  job.request.truncate = truncate.value_or(true);
   auto input = body.find("input");
   if (input != body.end() && !input->is_null()) {
     if (input->is_string()) {
-      job.texts.push_back(input->get<std::string>());
+      job.request.texts.push_back(input->get<std::string>());
     } else if (input->is_array()) {
       for (const auto& s : *input) {
         if (!s.is_string()) return field_type_error("", "input", "a string or an array of strings", *input);
-        job.texts.push_back(s.get<std::string>());
+        job.request.texts.push_back(s.get<std::string>());
       }
     } else {
       return field_type_error("", "input", "a string or an array of strings", *input);
     }
   }
-  for (const auto& t : job.texts) {
+  for (const auto& t : job.request.texts) {
     if (t.empty()) return invalid("'input' must not contain empty strings");
   }
-  if (job.texts.size() > 2048) return invalid("'input' has more than 2048 entries");
+  if (job.request.texts.size() > 2048) return invalid("'input' has more than 2048 entries");
   HEARTH_ASSIGN(auto dimensions, read_integer(body, "dimensions"));
   if (dimensions) {
     HEARTH_TRY(check_range("dimensions", *dimensions, 1, 1 << 20));

@@ -13,7 +13,7 @@ namespace {
 
 int64_t ms_to_ns(double ms) { return static_cast<int64_t>(ms * 1e6); }
 
-Json logprob_list(const std::vector<engine::TokenOutput>& tokens) {
+Json logprob_list(const std::vector<protocol::TokenOutput>& tokens) {
   Json out = Json::array();
   for (const auto& t : tokens) {
     Json top = Json::array();
@@ -29,7 +29,7 @@ Json logprob_list(const std::vector<engine::TokenOutput>& tokens) {
   return out;
 }
 
-Json details_json(const ModelCard& card) {
+Json details_json(const protocol::ModelInfo& card) {
   return Json{{"parent_model", ""},
               {"format", "gguf"},
               {"family", card.architecture},
@@ -38,7 +38,7 @@ Json details_json(const ModelCard& card) {
               {"quantization_level", card.quantization}};
 }
 
-std::string modified_at(const ModelCard& card) {
+std::string modified_at(const protocol::ModelInfo& card) {
   return rfc3339_nano(std::chrono::system_clock::time_point(std::chrono::seconds(card.modified_unix)));
 }
 
@@ -51,7 +51,7 @@ class OllamaEncoder final : public ResponseEncoder {
   const char* content_type() const override { return stream_ ? "application/x-ndjson" : "application/json"; }
   std::string begin() override { return ""; }
 
-  std::string on_event(int32_t, const engine::EngineEvent& event) override {
+  std::string on_event(int32_t, const protocol::Event& event) override {
     choice_.absorb(event);
     for (const auto& t : event.tokens) generated_ids_.push_back(t.token);
     if (!stream_) return "";
@@ -80,7 +80,7 @@ class OllamaEncoder final : public ResponseEncoder {
       for (int32_t id : generated_ids_) context.push_back(id);
       last["context"] = std::move(context);
     }
-    const engine::Timings& t = choice_.timings;
+    const protocol::Timings& t = choice_.timings;
     auto total = std::chrono::steady_clock::now() - meta_.started;
     last["total_duration"] = std::chrono::duration_cast<std::chrono::nanoseconds>(total).count();
     last["load_duration"] = 0;
@@ -155,7 +155,7 @@ Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vecto
   if (job.legacy) return Json{{"embedding", embeddings.empty() ? std::vector<float>() : embeddings[0]}};
   Json list = Json::array();
   for (const auto& e : embeddings) list.push_back(e);
-  return Json{{"model", job.model},
+  return Json{{"model", job.request.model},
               {"embeddings", std::move(list)},
               {"total_duration", total_ns},
               {"load_duration", 0},
@@ -164,7 +164,7 @@ Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vecto
 
 Json ollama_version_response(const std::string& version) { return Json{{"version", version}}; }
 
-Json ollama_tags_response(const ModelCard& card) {
+Json ollama_tags_response(const protocol::ModelInfo& card) {
   Json m = {{"name", card.tagged_name()},
             {"model", card.tagged_name()},
             {"modified_at", modified_at(card)},
@@ -174,7 +174,7 @@ Json ollama_tags_response(const ModelCard& card) {
   return Json{{"models", Json::array({std::move(m)})}};
 }
 
-Json ollama_show_response(const ModelCard& card, bool tools_in_template) {
+Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_template) {
   Json capabilities = Json::array();
   if (card.embedding_only) {
     capabilities.push_back("embedding");
@@ -193,7 +193,7 @@ Json ollama_show_response(const ModelCard& card, bool tools_in_template) {
               {"modified_at", modified_at(card)}};
 }
 
-Json ollama_ps_response(const ModelCard& card) {
+Json ollama_ps_response(const protocol::ModelInfo& card) {
   Json m = {{"name", card.tagged_name()},
             {"model", card.tagged_name()},
             {"size", card.size_bytes},

@@ -10,7 +10,7 @@
 
 #include "api/generation_job.h"
 #include "api/json_fields.h"
-#include "api/model_card.h"
+#include "protocol/model_info.h"
 
 namespace hearth::api {
 
@@ -27,9 +27,9 @@ Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::
 // GET /v1/models (OpenAI's list), GET /v1/models/{id} (one model object), and the list in
 // Anthropic's shape ({data: [{type: "model", id, display_name, created_at}], has_more, ...})
 // for clients that send anthropic-version.
-Json openai_models_response(const ModelCard& card);
-Json openai_model_object(const ModelCard& card);
-Json anthropic_models_response(const ModelCard& card);
+Json openai_models_response(const protocol::ModelInfo& card);
+Json openai_model_object(const protocol::ModelInfo& card);
+Json anthropic_models_response(const protocol::ModelInfo& card);
 
 // Base64 of little-endian float32 values (OpenAI's encoding_format "base64").
 std::string base64_floats(const std::vector<float>& values);

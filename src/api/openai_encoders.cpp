@@ -16,7 +16,7 @@ Json token_bytes(const std::string& piece) {
   return bytes;
 }
 
-Json chat_logprob_entry(const engine::TokenOutput& t) {
+Json chat_logprob_entry(const protocol::TokenOutput& t) {
   Json top = Json::array();
   for (const auto& alt : t.top) {
     top.push_back(Json{{"token", alt.piece}, {"logprob", alt.logprob}, {"bytes", token_bytes(alt.piece)}});
@@ -24,14 +24,14 @@ Json chat_logprob_entry(const engine::TokenOutput& t) {
   return Json{{"token", t.piece}, {"logprob", t.logprob}, {"bytes", token_bytes(t.piece)}, {"top_logprobs", std::move(top)}};
 }
 
-Json chat_logprobs(const std::vector<engine::TokenOutput>& tokens) {
+Json chat_logprobs(const std::vector<protocol::TokenOutput>& tokens) {
   Json content = Json::array();
   for (const auto& t : tokens) content.push_back(chat_logprob_entry(t));
   return Json{{"content", std::move(content)}, {"refusal", nullptr}};
 }
 
 // Legacy completions logprobs; `offset` is the byte offset of the first token in the choice text.
-Json completion_logprobs(const std::vector<engine::TokenOutput>& tokens, size_t offset) {
+Json completion_logprobs(const std::vector<protocol::TokenOutput>& tokens, size_t offset) {
   Json out = {{"tokens", Json::array()}, {"token_logprobs", Json::array()}, {"top_logprobs", Json::array()},
               {"text_offset", Json::array()}};
   for (const auto& t : tokens) {
@@ -46,7 +46,7 @@ Json completion_logprobs(const std::vector<engine::TokenOutput>& tokens, size_t 
   return out;
 }
 
-Json llama_timings(const engine::Timings& t) {
+Json llama_timings(const protocol::Timings& t) {
   return Json{{"prompt_n", t.prompt_n - t.cached_n},
               {"prompt_ms", t.prompt_ms},
               {"prompt_per_token_ms", t.prompt_n > t.cached_n ? t.prompt_ms / (t.prompt_n - t.cached_n) : 0.0},
@@ -66,8 +66,8 @@ class OpenAiEncoderBase : public ResponseEncoder {
         stream_(job.stream),
         include_usage_(job.include_usage),
         logprobs_(job.request.logprobs),
-        n_per_prompt_(job.n_choices),
-        choices_(job.prompts.size() * static_cast<size_t>(job.n_choices)) {}
+        n_per_prompt_(job.request.n_choices),
+        choices_(job.request.prompts.size() * static_cast<size_t>(job.request.n_choices)) {}
 
   const char* content_type() const override { return stream_ ? "text/event-stream" : "application/json"; }
   std::string error_chunk(const Json& body) override { return sse_data(body); }
@@ -116,7 +116,7 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
 
   std::string begin() override { return ""; }
 
-  std::string on_event(int32_t choice, const engine::EngineEvent& event) override {
+  std::string on_event(int32_t choice, const protocol::Event& event) override {
     ChoiceState& c = choices_.at(static_cast<size_t>(choice));
     c.absorb(event);
     if (!stream_) return "";
@@ -128,7 +128,7 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
     if (!event.text.empty() || (logprobs_ && !event.tokens.empty())) {
       out += chunk(choice, Json{{"content", event.text}}, logprobs_ ? chat_logprobs(event.tokens) : Json(), nullptr);
     }
-    if (event.kind == engine::EngineEvent::Kind::kDone) {
+    if (event.kind == protocol::Event::Kind::kDone) {
       Json final_chunk = chunk_json(choice, Json::object(), nullptr, finish_reason_stop_or_length(c.stop_reason));
       final_chunk["timings"] = llama_timings(c.timings);
       out += sse_data(final_chunk);
@@ -174,7 +174,7 @@ class OpenAiCompletionEncoder final : public OpenAiEncoderBase {
 
   std::string begin() override { return ""; }
 
-  std::string on_event(int32_t choice, const engine::EngineEvent& event) override {
+  std::string on_event(int32_t choice, const protocol::Event& event) override {
     ChoiceState& c = choices_.at(static_cast<size_t>(choice));
     const std::string& prompt_text = echo_ ? meta_.prompt_texts.at(prompt_of(choice)) : empty_;
     c.absorb(event);
@@ -191,7 +191,7 @@ class OpenAiCompletionEncoder final : public OpenAiEncoderBase {
       out += sse_data(chunk_json(choice, text, std::move(lp), nullptr));
     }
     streamed_bytes_[choice] += event.text.size();
-    if (event.kind == engine::EngineEvent::Kind::kDone) {
+    if (event.kind == protocol::Event::Kind::kDone) {
       Json final_chunk = chunk_json(choice, "", nullptr, finish_reason_stop_or_length(c.stop_reason));
       final_chunk["timings"] = llama_timings(c.timings);
       out += sse_data(final_chunk);

@@ -50,15 +50,15 @@ Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::
   }
   return Json{{"object", "list"},
               {"data", std::move(data)},
-              {"model", job.model},
+              {"model", job.request.model},
               {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
 }
 
-Json openai_models_response(const ModelCard& card) {
+Json openai_models_response(const protocol::ModelInfo& card) {
   return Json{{"object", "list"}, {"data", Json::array({openai_model_object(card)})}};
 }
 
-Json anthropic_models_response(const ModelCard& card) {
+Json anthropic_models_response(const protocol::ModelInfo& card) {
   std::string created = "1970-01-01T00:00:00Z";
   char buf[32];
   std::time_t t = static_cast<std::time_t>(card.modified_unix);
@@ -68,7 +68,7 @@ Json anthropic_models_response(const ModelCard& card) {
   return Json{{"data", Json::array({std::move(model)})}, {"has_more", false}, {"first_id", card.name}, {"last_id", card.name}};
 }
 
-Json openai_model_object(const ModelCard& card) {
+Json openai_model_object(const protocol::ModelInfo& card) {
   return Json{{"id", card.name},
                 {"object", "model"},
                 {"created", card.modified_unix},

@@ -52,7 +52,7 @@ Status read_common(const Json& body, CompletionJob& job) {
   job.dialect = Dialect::kOpenAI;
   job.request.sampling = llama_server_default_sampling();
   HEARTH_ASSIGN(auto model, read_string(body, "model"));
-  if (model) job.model = *model;
+  if (model) job.request.model = *model;
   HEARTH_ASSIGN(auto stream, read_bool(body, "stream"));
   job.stream = stream.value_or(false);
   HEARTH_ASSIGN(const Json* stream_options, read_object(body, "stream_options"));
@@ -63,7 +63,7 @@ Status read_common(const Json& body, CompletionJob& job) {
   HEARTH_ASSIGN(auto n, read_integer(body, "n"));
   if (n) {
     HEARTH_TRY(check_range("n", *n, 1, 16));
-    job.n_choices = static_cast<int32_t>(*n);
+    job.request.n_choices = static_cast<int32_t>(*n);
   }
   HEARTH_TRY(read_generation_options(body, "", job));
   HEARTH_TRY(read_openai_structured_output(body, job));
@@ -162,7 +162,7 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
   if (tools && !tools->empty() && tool_choice != "none") prompt.chat["tools"] = *tools;
   HEARTH_ASSIGN(auto add_generation_prompt, read_bool(body, "add_generation_prompt"));
   if (add_generation_prompt) prompt.chat["add_generation_prompt"] = *add_generation_prompt;
-  job.prompts.push_back(std::move(prompt));
+  job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));
   return job;
 }
@@ -185,14 +185,14 @@ Result<CompletionJob> parse_openai_completion(const Json& body) {
       p.fill_in_middle = true;
       p.suffix = *suffix;
     }
-    job.prompts.push_back(std::move(p));
+    job.request.prompts.push_back(std::move(p));
   }
   for (auto& ids : token_prompts) {
     if (suffix && !suffix->empty()) return invalid("'suffix' needs a text prompt");
     PromptSource p;
     p.kind = PromptSource::Kind::kTokens;
     p.tokens = std::move(ids);
-    job.prompts.push_back(std::move(p));
+    job.request.prompts.push_back(std::move(p));
   }
   HEARTH_ASSIGN(auto echo, read_bool(body, "echo"));
   job.echo = echo.value_or(false);
@@ -204,7 +204,7 @@ Result<CompletionJob> parse_openai_completion(const Json& body) {
     job.request.top_logprobs = static_cast<int32_t>(*logprobs);
   }
   HEARTH_ASSIGN(auto best_of, read_integer(body, "best_of"));
-  if (best_of && *best_of != job.n_choices) {
+  if (best_of && *best_of != job.request.n_choices) {
     return make_error(ErrorKind::kUnsupported, "'best_of' is not supported (it must equal 'n' when given)");
   }
   HEARTH_TRY(validate_completion_job(job));
@@ -215,20 +215,20 @@ Result<EmbeddingJob> parse_openai_embeddings(const Json& body) {
   EmbeddingJob job;
   job.dialect = Dialect::kOpenAI;
   HEARTH_ASSIGN(auto model, read_string(body, "model"));
-  if (model) job.model = *model;
+  if (model) job.request.model = *model;
   auto input = body.find("input");
   if (input == body.end() || input->is_null()) {
     input = body.find("content");  // llama-server's older name
     if (input == body.end() || input->is_null()) return invalid("'input' is required");
   }
-  HEARTH_TRY(read_text_or_tokens(*input, "input", job.texts, job.token_inputs));
-  for (const auto& t : job.texts) {
+  HEARTH_TRY(read_text_or_tokens(*input, "input", job.request.texts, job.request.token_inputs));
+  for (const auto& t : job.request.texts) {
     if (t.empty()) return invalid("'input' must not contain empty strings");
   }
-  for (const auto& t : job.token_inputs) {
+  for (const auto& t : job.request.token_inputs) {
     if (t.empty()) return invalid("'input' must not contain empty token arrays");
   }
-  if (job.texts.size() + job.token_inputs.size() > 2048) return invalid("'input' has more than 2048 entries");
+  if (job.request.texts.size() + job.request.token_inputs.size() > 2048) return invalid("'input' has more than 2048 entries");
   HEARTH_ASSIGN(auto format, read_string(body, "encoding_format"));
   if (format) {
     if (*format == "base64") {

@@ -120,7 +120,7 @@ class ResponsesEncoder final : public ResponseEncoder {
     return out;
   }
 
-  std::string on_event(int32_t, const engine::EngineEvent& e) override {
+  std::string on_event(int32_t, const protocol::Event& e) override {
     choice_.absorb(e);
     if (!stream_) return "";
     std::string out;
@@ -159,7 +159,7 @@ class ResponsesEncoder final : public ResponseEncoder {
 
  private:
   bool incomplete() const {
-    return choice_.stop_reason == engine::StopReason::kLength || choice_.stop_reason == engine::StopReason::kContext;
+    return choice_.stop_reason == protocol::StopReason::kLength || choice_.stop_reason == protocol::StopReason::kContext;
   }
   std::string event(const char* type, Json payload) {
     Json e = {{"type", type}, {"sequence_number", sequence_++}};
@@ -228,7 +228,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   job.dialect = Dialect::kOpenAI;
   job.request.sampling = llama_server_default_sampling();
   HEARTH_ASSIGN(auto model, read_string(body, "model"));
-  if (model) job.model = *model;
+  if (model) job.request.model = *model;
   HEARTH_ASSIGN(auto stream, read_bool(body, "stream"));
   job.stream = stream.value_or(false);
   for (const char* stateful : {"previous_response_id", "conversation"}) {
@@ -260,7 +260,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   if (tools && !tools->empty()) {
     HEARTH_ASSIGN(prompt.chat["tools"], chat_tools(*tools));
   }
-  job.prompts.push_back(std::move(prompt));
+  job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));
   return job;
 }

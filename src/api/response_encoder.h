@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/generation_job.h"
-#include "engine/serving_types.h"
+#include "protocol/events.h"
 
 namespace hearth::api {
 
@@ -38,7 +38,7 @@ class ResponseEncoder {
   virtual const char* content_type() const = 0;
   virtual std::string begin() = 0;
   // `event` is kText or kDone.
-  virtual std::string on_event(int32_t choice, const engine::EngineEvent& event) = 0;
+  virtual std::string on_event(int32_t choice, const protocol::Event& event) = 0;
   virtual std::string end() = 0;
   // An error after the response started, framed for the stream; `body` is the dialect's error
   // object (see error_body). Non-streaming encoders are never asked (the server sends a status).

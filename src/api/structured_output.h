@@ -4,8 +4,10 @@
 //    "json_object" (any JSON object, or llama-server's `schema` beside it) or "json_schema"
 //    (`json_schema.schema`; `text.format.schema` in the Responses API);
 //  - llama-server's extras on the OpenAI routes: `grammar` (GBNF text) and `json_schema`.
-// A request may constrain its output one way only. Schemas that are malformed or use keywords
-// the grammar cannot enforce are 400s naming the field and keyword (sampler/json_schema_grammar.h).
+// A request may constrain its output one way only. The result is the request's
+// protocol::OutputConstraint; the engine side turns a schema into a grammar and compiles it, so
+// schemas that are malformed or use keywords the grammar cannot enforce, and GBNF that does not
+// parse, are 400s naming the field (and keyword) from there.
 #pragma once
 
 #include "api/generation_job.h"

@@ -7,11 +7,11 @@
 #include <pthread.h>
 
 #include "app/commands.h"
-#include "app/model_card_builder.h"
+#include "app/model_info_builder.h"
 #include "app/sampling_flags.h"
 #include "cli/ollama_client.h"
 #include "server/access_policy.h"
-#include "server/engine_backend.h"
+#include "engine/local_backend.h"
 #include "server/http_server.h"
 #include "util/file_io.h"
 #include "util/log.h"
@@ -128,18 +128,18 @@ int run_serve(const CommandArgs& args) {
     http.stop();
     return fail(ctx.error().to_string(), 1);
   }
-  api::ModelCard card = build_model_card(**ctx, path, s.get_string("alias"), template_source);
+  protocol::ModelInfo card = build_model_info(**ctx, path, s.get_string("alias"), template_source);
   const double load_ms = (*ctx)->load_ms();
-  auto backend = server::EngineBackend::create(std::move(ctx).value(), serving, std::move(card));
+  auto backend = engine::LocalBackend::create(std::move(ctx).value(), serving, std::move(card));
   if (!backend.ok()) {
     http.stop();
     return fail(backend.error().to_string(), 1);
   }
   http.set_backend(*backend);
-  std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", (*backend)->card().name.c_str(),
-              (*backend)->card().quantization.c_str(), serving.n_slots, (*backend)->n_ctx_slot(), load_ms);
+  std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", (*backend)->model_info().name.c_str(),
+              (*backend)->model_info().quantization.c_str(), serving.n_slots, (*backend)->model_info().n_ctx_slot, load_ms);
   std::fflush(stdout);
-  log_info("serving", {{"model", (*backend)->card().name}, {"port", http.port()}});
+  log_info("serving", {{"model", (*backend)->model_info().name}, {"port", http.port()}});
 
   int sig = 0;
   sigwait(&stop_signals, &sig);

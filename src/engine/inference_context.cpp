@@ -70,7 +70,19 @@ Status InferenceContext::decode(std::span<const model::BatchToken> batch, std::v
 
 Result<sampler::GrammarConstraint> InferenceContext::grammar_constraint(std::string_view gbnf) const {
   if (gbnf.empty()) return sampler::GrammarConstraint{};
-  HEARTH_ASSIGN(auto grammar, sampler::compile_gbnf(gbnf));
+  std::shared_ptr<const sampler::CompiledGrammar> grammar;
+  {
+    std::lock_guard lock(grammar_cache_mu_);
+    for (const auto& [text, compiled] : grammar_cache_) {
+      if (text == gbnf) grammar = compiled;
+    }
+  }
+  if (!grammar) {
+    HEARTH_ASSIGN(grammar, sampler::compile_gbnf(gbnf));
+    std::lock_guard lock(grammar_cache_mu_);
+    if (grammar_cache_.size() >= kGrammarCacheEntries) grammar_cache_.pop_front();
+    grammar_cache_.emplace_back(std::string(gbnf), grammar);
+  }
   std::call_once(grammar_vocab_once_, [this] {
     // Rows of the output matrix beyond the tokenizer's tokens get no bytes: never allowed.
     const auto n = static_cast<size_t>(n_vocab());

@@ -4,6 +4,7 @@
 // the same object.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -53,7 +54,9 @@ class InferenceContext {
   Status decode(std::span<const model::BatchToken> batch, std::vector<float>& logits);
 
   // Compiles GBNF text for sampling with this model's vocabulary (an empty text gives an empty
-  // constraint: free text). The vocabulary's byte trie is built on first use and shared.
+  // constraint: free text). The vocabulary's byte trie is built on first use and shared; the
+  // last kGrammarCacheEntries compiled grammars are kept by their text, so a schema that every
+  // request of a client carries is compiled once.
   // Errors: kInvalidArgument with the grammar's line, column and reason. Thread-safe.
   Result<sampler::GrammarConstraint> grammar_constraint(std::string_view gbnf) const;
 
@@ -70,6 +73,9 @@ class InferenceContext {
   std::unique_ptr<model::ForwardPass> forward_;
   int32_t n_ctx_ = 0;
   double load_ms_ = 0.0;
+  static constexpr size_t kGrammarCacheEntries = 32;
+  mutable std::mutex grammar_cache_mu_;
+  mutable std::deque<std::pair<std::string, std::shared_ptr<const sampler::CompiledGrammar>>> grammar_cache_;
   mutable std::once_flag grammar_vocab_once_;
   mutable std::shared_ptr<const sampler::TokenTrie> grammar_vocab_;
 };

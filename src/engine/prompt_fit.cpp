@@ -20,10 +20,11 @@ Result<FittedPrompt> fit_prompt(std::vector<int32_t> prompt, int32_t n_ctx_slot,
     return out;
   }
   if (!truncate) {
-    return make_error(ErrorKind::kOutOfRange, "the prompt has " + std::to_string(n) +
-                                                  " tokens but a slot's context holds " + std::to_string(n_ctx_slot) +
-                                                  " (prompt and generated tokens); shorten it, raise the context, or "
-                                                  "ask for truncation");
+    return make_error(ErrorKind::kOutOfRange, "the prompt is " + std::to_string(n) +
+                                                  " tokens long, but a request's context holds " +
+                                                  std::to_string(n_ctx_slot) +
+                                                  " tokens (prompt and generated tokens); shorten it, start the "
+                                                  "server with a larger --ctx-size, or ask for truncation");
   }
   const int32_t target = n_ctx_slot - truncation_room(n_ctx_slot, n_predict);
   const int32_t keep = std::clamp(n_keep, 0, n);

@@ -1,5 +1,4 @@
-// ResultStream (the per-request event channel between the engine thread and one consumer),
-// the latency histogram behind /metrics, and stop-reason names.
+// ResultStream: the per-request event channel between the engine thread and one consumer.
 #include <algorithm>
 
 #include "engine/serving_engine.h"
@@ -8,18 +7,6 @@ namespace hearth::engine {
 namespace {
 bool is_final(EngineEvent::Kind k) { return k != EngineEvent::Kind::kText; }
 }  // namespace
-
-const char* stop_reason_name(StopReason r) {
-  switch (r) {
-    case StopReason::kNone: return "none";
-    case StopReason::kLength: return "length";
-    case StopReason::kEog: return "eog";
-    case StopReason::kStopString: return "stop";
-    case StopReason::kContext: return "context";
-    case StopReason::kCancelled: return "cancelled";
-  }
-  return "none";
-}
 
 bool ResultStream::next(EngineEvent& out, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mu_);
@@ -36,6 +23,12 @@ bool ResultStream::finished() const {
   return final_taken_;
 }
 
+std::optional<Error> ResultStream::rejection() const {
+  std::lock_guard lock(mu_);
+  if (final_taken_ || events_.size() != 1 || events_.front().kind != EngineEvent::Kind::kError) return std::nullopt;
+  return events_.front().error;
+}
+
 void ResultStream::push(EngineEvent event) {
   {
     std::lock_guard lock(mu_);
@@ -44,14 +37,6 @@ void ResultStream::push(EngineEvent event) {
     events_.push_back(std::move(event));
   }
   cv_.notify_all();
-}
-
-void LatencyHistogram::observe(double seconds) {
-  if (counts.size() != bounds.size() + 1) counts.assign(bounds.size() + 1, 0);
-  const size_t i = static_cast<size_t>(std::lower_bound(bounds.begin(), bounds.end(), seconds) - bounds.begin());
-  ++counts[i];
-  sum += seconds;
-  ++count;
 }
 
 }  // namespace hearth::engine

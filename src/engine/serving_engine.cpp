@@ -12,6 +12,7 @@
 
 #include "engine/batch_planner.h"
 #include "engine/prompt_fit.h"
+#include "engine/request_admission.h"
 #include "engine/serving_slot.h"
 #include "engine/slot_choice.h"
 #include "util/log.h"
@@ -35,16 +36,6 @@ LatencyHistogram make_histogram(std::vector<double> bounds) {
   return h;
 }
 
-Status check_tokens(const std::vector<int32_t>& tokens, int32_t n_vocab) {
-  for (int32_t t : tokens) {
-    if (t < 0 || t >= n_vocab) {
-      return make_error(ErrorKind::kInvalidArgument,
-                        "token id " + std::to_string(t) + " is outside the vocabulary (" + std::to_string(n_vocab) + ")");
-    }
-  }
-  return ok_status();
-}
-
 }  // namespace
 
 // A queued request (exactly one of completion and embedding is set).
@@ -53,7 +44,7 @@ struct Task {
   std::shared_ptr<ResultStream> stream;
   EngineClock::time_point submitted;
   std::optional<PreparedCompletion> completion;
-  std::optional<EmbeddingRequest> embedding;
+  std::optional<EmbeddingInput> embedding;
 };
 
 class ServingEngine::Impl {
@@ -61,8 +52,8 @@ class ServingEngine::Impl {
   Impl(InferenceContext& ctx, ServingOptions options, int32_t n_ctx_slot);
   ~Impl();
 
-  std::shared_ptr<ResultStream> submit(CompletionRequest request);
-  std::shared_ptr<ResultStream> submit(EmbeddingRequest request);
+  std::shared_ptr<ResultStream> submit(GenerationRequest request);
+  std::shared_ptr<ResultStream> submit(EmbeddingInput request);
   EngineMetrics metrics() const;
   std::vector<SlotInfo> slots() const;
   int32_t n_ctx_slot() const { return n_ctx_slot_; }
@@ -134,46 +125,37 @@ ServingEngine::Impl::~Impl() {
 // ---------------------------------------------------------------------------------------------
 // Submission (any thread).
 
-std::shared_ptr<ResultStream> ServingEngine::Impl::submit(CompletionRequest request) {
+std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest request) {
   const int64_t id = next_id_.fetch_add(1);
   if (ctx_.model().is_encoder()) {
     return error_stream(id, make_error(ErrorKind::kUnsupported, "this is an embedding model (" +
                                                                     ctx_.model().hparams().arch_name +
                                                                     "); it cannot generate text"));
   }
-  if (request.prompt.empty()) return error_stream(id, make_error(ErrorKind::kInvalidArgument, "the prompt is empty"));
-  if (auto st = check_tokens(request.prompt, ctx_.n_vocab()); !st.ok()) return error_stream(id, st.error());
-  if (request.slot < -1 || request.slot >= opts_.n_slots) {
-    return error_stream(id, make_error(ErrorKind::kInvalidArgument, "slot " + std::to_string(request.slot) +
-                                                                        " does not exist (there are " +
-                                                                        std::to_string(opts_.n_slots) + ")"));
-  }
-  if (request.top_logprobs < 0 || request.top_logprobs > ctx_.n_vocab()) {
-    return error_stream(id, make_error(ErrorKind::kInvalidArgument,
-                                       "top_logprobs must be in [0, " + std::to_string(ctx_.n_vocab()) + "]"));
-  }
-  auto fitted = fit_prompt(std::move(request.prompt), n_ctx_slot_, request.truncate, request.n_keep, request.n_predict);
-  if (!fitted.ok()) return error_stream(id, fitted.error());
-  request.prompt = std::move(fitted->tokens);
+  auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_slot_, opts_.n_slots});
+  if (!truncated_n.ok()) return error_stream(id, truncated_n.error());
   sampler::SamplerParams params = request.sampling;
   params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
   auto grammar = ctx_.grammar_constraint(request.grammar);
-  if (!grammar.ok()) return error_stream(id, grammar.error());
+  if (!grammar.ok()) {
+    const Error& e = grammar.error();
+    return error_stream(id, request.grammar_field.empty() ? e : make_error(e.kind, "'" + request.grammar_field + "': " + e.message));
+  }
   auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
                                              static_cast<size_t>(n_ctx_slot_), std::move(grammar).value());
   if (!chain.ok()) return error_stream(id, chain.error());
   Task task;
   task.id = id;
-  task.completion.emplace(PreparedCompletion{std::move(request), std::move(chain).value(), fitted->truncated_n});
+  task.completion.emplace(PreparedCompletion{std::move(request), std::move(chain).value(), *truncated_n});
   return enqueue(std::move(task));
 }
 
-std::shared_ptr<ResultStream> ServingEngine::Impl::submit(EmbeddingRequest request) {
+std::shared_ptr<ResultStream> ServingEngine::Impl::submit(EmbeddingInput request) {
   const int64_t id = next_id_.fetch_add(1);
   if (request.tokens.empty()) {
     return error_stream(id, make_error(ErrorKind::kInvalidArgument, "cannot embed an empty input"));
   }
-  if (auto st = check_tokens(request.tokens, ctx_.n_vocab()); !st.ok()) return error_stream(id, st.error());
+  if (auto st = check_token_ids(request.tokens, ctx_.n_vocab()); !st.ok()) return error_stream(id, st.error());
   const int32_t limit = embed_limit();
   if (static_cast<int32_t>(request.tokens.size()) > limit) {
     if (!request.truncate) {
@@ -339,7 +321,7 @@ void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
       embedding = &task;
       continue;
     }
-    const CompletionRequest& req = task.completion->request;
+    const GenerationRequest& req = task.completion->request;
     SlotChoice choice;
     if (req.slot >= 0) {
       const ServingSlot& s = slots_[static_cast<size_t>(req.slot)];
@@ -376,7 +358,7 @@ void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
 // one slot's share of the pool and the task was taken only while a slot was idle, so dropping
 // idle caches always frees enough.
 void ServingEngine::Impl::run_embedding(Task& task) {
-  const EmbeddingRequest& req = *task.embedding;
+  const EmbeddingInput& req = *task.embedding;
   const int32_t bt = ctx_.kv().block_tokens();
   const int32_t need = (static_cast<int32_t>(req.tokens.size()) + bt - 1) / bt;
   while (ctx_.kv().pool().n_free() < need) {
@@ -573,10 +555,10 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(InferenceContext& c
 ServingEngine::ServingEngine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ServingEngine::~ServingEngine() = default;
 
-std::shared_ptr<ResultStream> ServingEngine::submit(CompletionRequest request) {
+std::shared_ptr<ResultStream> ServingEngine::submit(GenerationRequest request) {
   return impl_->submit(std::move(request));
 }
-std::shared_ptr<ResultStream> ServingEngine::submit(EmbeddingRequest request) {
+std::shared_ptr<ResultStream> ServingEngine::submit(EmbeddingInput request) {
   return impl_->submit(std::move(request));
 }
 EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }

@@ -15,30 +15,35 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/inference_context.h"
 #include "engine/serving_types.h"
+#include "protocol/backend.h"
 
 namespace hearth::engine {
 
 // A request's events, written by the engine thread and read by one consumer.
 // Thread-safe. Dropping the last reference does not cancel; call cancel().
-class ResultStream {
+class ResultStream final : public protocol::EventStream {
  public:
   explicit ResultStream(int64_t id) : id_(id) {}
   int64_t id() const { return id_; }
 
   // Waits up to `timeout` for the next event; false when none came in time. After the final
   // event (kDone, kError, kEmbedding) it returns false at once.
-  bool next(EngineEvent& out, std::chrono::milliseconds timeout);
+  bool next(EngineEvent& out, std::chrono::milliseconds timeout) override;
   // True once the final event has been taken by next().
   bool finished() const;
+  // The error of a request refused at submission: its only event is a kError that nobody has
+  // taken yet. Empty for a request that was queued.
+  std::optional<Error> rejection() const;
 
   // The consumer is gone: the engine stops the request within one step and frees its slot
   // (the final event is then kDone with StopReason::kCancelled).
-  void cancel() { cancelled_.store(true); }
+  void cancel() override { cancelled_.store(true); }
   bool cancelled() const { return cancelled_.load(); }
 
   // Engine side.
@@ -83,57 +88,41 @@ struct ServingOptions {
   std::function<void(const StepRecord&)> step_observer;
 };
 
-// A histogram with fixed upper bounds (seconds), Prometheus-style cumulative buckets.
-struct LatencyHistogram {
-  std::vector<double> bounds;     // ascending upper bounds, +Inf implied
-  std::vector<uint64_t> counts;   // per bound (not cumulative), bounds.size() + 1 entries
-  double sum = 0.0;
-  uint64_t count = 0;
-  void observe(double seconds);
+using LatencyHistogram = protocol::LatencyHistogram;
+using EngineMetrics = protocol::EngineMetrics;
+using SlotInfo = protocol::SlotInfo;
+
+// What prompt preparation submits to: the serving engine, or a scripted engine in tests.
+// submit() never blocks; a request refused up front comes back as a stream whose only event
+// is kError (ResultStream::rejection()).
+class GenerationService {
+ public:
+  virtual ~GenerationService() = default;
+  virtual std::shared_ptr<ResultStream> submit(GenerationRequest request) = 0;
+  virtual std::shared_ptr<ResultStream> submit(EmbeddingInput request) = 0;
+  virtual EngineMetrics metrics() const = 0;
+  virtual std::vector<SlotInfo> slots() const = 0;
+  virtual int32_t n_ctx_slot() const = 0;
 };
 
-struct EngineMetrics {
-  uint64_t prompt_tokens_total = 0;     // prompt tokens evaluated
-  uint64_t cached_tokens_total = 0;     // prompt tokens reused from the prefix cache
-  uint64_t generated_tokens_total = 0;
-  uint64_t requests_total = 0;          // completions + embeddings finished
-  uint64_t requests_cancelled_total = 0;
-  uint64_t steps_total = 0;             // batches decoded
-  int32_t requests_processing = 0;      // in a slot now
-  int32_t requests_waiting = 0;         // queued, no slot yet
-  int32_t kv_blocks_used = 0;
-  int32_t kv_blocks_total = 0;
-  LatencyHistogram ttft;                // seconds, submit -> first token
-  LatencyHistogram inter_token;         // seconds between tokens of one stream
-};
-
-struct SlotInfo {
-  int32_t id = 0;
-  bool busy = false;
-  int64_t request_id = -1;
-  int32_t n_ctx = 0;
-  int32_t cached_tokens = 0;   // tokens held in the slot's KV
-  int32_t prompt_pending = 0;  // prompt tokens still to prefill
-  int32_t generated = 0;
-};
-
-class ServingEngine {
+class ServingEngine final : public GenerationService {
  public:
   // Starts the engine thread over `ctx`, which must outlive the engine and must not be used by
   // anyone else meanwhile. Errors: options that do not fit the context.
   static Result<std::unique_ptr<ServingEngine>> create(InferenceContext& ctx, const ServingOptions& options);
   // Cancels everything still queued or running, then joins the engine thread.
-  ~ServingEngine();
+  ~ServingEngine() override;
 
-  // Never blocks. Requests that can be rejected up front (empty prompt, prompt longer than a
-  // slot's context without truncate, bad sampler params, queue full) come back as a stream
-  // whose only event is kError.
-  std::shared_ptr<ResultStream> submit(CompletionRequest request);
-  std::shared_ptr<ResultStream> submit(EmbeddingRequest request);
+  // Never blocks. This is where a request's facts are checked, once: an embedding model asked
+  // to generate, an empty prompt, token ids outside the vocabulary, a prompt longer than a
+  // slot's context without truncate, sampler options out of range, a grammar that does not
+  // compile, a full queue. Such a request comes back as a stream whose only event is kError.
+  std::shared_ptr<ResultStream> submit(GenerationRequest request) override;
+  std::shared_ptr<ResultStream> submit(EmbeddingInput request) override;
 
-  EngineMetrics metrics() const;
-  std::vector<SlotInfo> slots() const;
-  int32_t n_ctx_slot() const;
+  EngineMetrics metrics() const override;
+  std::vector<SlotInfo> slots() const override;
+  int32_t n_ctx_slot() const override;
   // The longest input an embedding request may have (longer ones need truncate=true): a slot's
   // context for decoders, the whole context (at most the model's positions) for encoders.
   int32_t max_embedding_tokens() const;

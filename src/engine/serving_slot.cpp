@@ -54,7 +54,7 @@ void ServingSlot::on_decoded(int32_t n_prompt, bool decoded_pending) {
 SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
                                      EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
-  const CompletionRequest& req = a.prep.request;
+  const GenerationRequest& req = a.prep.request;
   SampleOutcome out;
   const int32_t in_cache = static_cast<int32_t>(cached_.size());
   if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {

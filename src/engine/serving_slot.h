@@ -23,7 +23,7 @@ using EngineClock = std::chrono::steady_clock;
 // A completion request checked and prepared on the submitting thread: the prompt fitted into a
 // slot's context and the sampler chain built (so its seed is fixed at submission).
 struct PreparedCompletion {
-  CompletionRequest request;       // request.prompt is the fitted prompt
+  GenerationRequest request;       // request.prompt is the fitted prompt
   sampler::SamplerChain chain;
   int32_t truncated_n = 0;
 };

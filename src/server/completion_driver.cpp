@@ -5,7 +5,7 @@
 
 namespace hearth::server {
 
-CompletionDriver::CompletionDriver(std::vector<std::shared_ptr<engine::ResultStream>> streams,
+CompletionDriver::CompletionDriver(std::vector<std::shared_ptr<protocol::EventStream>> streams,
                                    std::unique_ptr<api::ResponseEncoder> encoder, api::Dialect dialect, bool streaming)
     : streams_(std::move(streams)),
       done_(streams_.size(), false),
@@ -40,22 +40,22 @@ bool CompletionDriver::pump(std::string& out, std::chrono::milliseconds wait) {
   for (size_t tried = 0; tried < streams_.size(); ++tried) {
     const size_t i = (next_ + tried) % streams_.size();
     if (done_[i]) continue;
-    engine::EngineEvent event;
+    protocol::Event event;
     bool got = streams_[i]->next(event, slice);
     // Drain what is already queued without waiting again.
     while (got) {
-      if (event.kind == engine::EngineEvent::Kind::kError) {
+      if (event.kind == protocol::Event::Kind::kError) {
         done_[i] = true;
         finish_with_error(event.error, out);
         return false;
       }
-      if (event.kind == engine::EngineEvent::Kind::kEmbedding) {
+      if (event.kind == protocol::Event::Kind::kEmbedding) {
         done_[i] = true;
         finish_with_error(make_error(ErrorKind::kInternal, "the engine answered a completion with an embedding"), out);
         return false;
       }
       out += encoder_->on_event(static_cast<int32_t>(i), event);
-      if (event.kind == engine::EngineEvent::Kind::kDone) {
+      if (event.kind == protocol::Event::Kind::kDone) {
         done_[i] = true;
         break;
       }

@@ -11,14 +11,14 @@
 #include <vector>
 
 #include "api/response_encoder.h"
-#include "engine/serving_engine.h"
+#include "protocol/backend.h"
 #include "server/http_error.h"
 
 namespace hearth::server {
 
 class CompletionDriver {
  public:
-  CompletionDriver(std::vector<std::shared_ptr<engine::ResultStream>> streams, std::unique_ptr<api::ResponseEncoder> encoder,
+  CompletionDriver(std::vector<std::shared_ptr<protocol::EventStream>> streams, std::unique_ptr<api::ResponseEncoder> encoder,
                    api::Dialect dialect, bool streaming);
   ~CompletionDriver();  // cancels whatever is still running
 
@@ -36,7 +36,7 @@ class CompletionDriver {
  private:
   void finish_with_error(const Error& error, std::string& out);
 
-  std::vector<std::shared_ptr<engine::ResultStream>> streams_;
+  std::vector<std::shared_ptr<protocol::EventStream>> streams_;
   std::vector<bool> done_;
   std::unique_ptr<api::ResponseEncoder> encoder_;
   api::Dialect dialect_;

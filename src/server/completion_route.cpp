@@ -6,7 +6,6 @@
 
 #include "api/ollama.h"
 #include "server/completion_driver.h"
-#include "server/prompt_builder.h"
 
 namespace hearth::server {
 namespace {
@@ -129,24 +128,15 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
   api::CompletionJob job = std::move(parsed).value();
   auto model = require_model(s, req, res);
   if (!model) return;
-  const api::ModelCard& card = model->card();
-  if (dialect == api::Dialect::kOllama && !card.answers_to(job.model)) {
-    send_error(res, dialect, http_model_not_found(job.model));
+  const protocol::ModelInfo& card = model->model_info();
+  if (dialect == api::Dialect::kOllama && !card.answers_to(job.request.model)) {
+    send_error(res, dialect, http_model_not_found(job.request.model));
     return;
   }
   if (job.load_only) {
     bool chat = req.path == "/api/chat";
     auto body = api::parse_json_object(req.body);
-    send_json(res, api::ollama_load_response(job.model, chat, body.ok() && api::ollama_keep_alive_is_zero(*body)));
-    return;
-  }
-  auto prepared = prepare_completion(*model, job);
-  if (!prepared.ok()) {
-    send_error(res, dialect, http_error_from(prepared.error()));
-    return;
-  }
-  if (model->overloaded()) {
-    send_error(res, dialect, http_unavailable("the server is busy: too many requests are waiting; try again later"));
+    send_json(res, api::ollama_load_response(job.request.model, chat, body.ok() && api::ollama_keep_alive_is_zero(*body)));
     return;
   }
   const std::string conversation = req.get_header_value("X-Conversation-Id");
@@ -154,23 +144,26 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
     send_error(res, dialect, HttpError{400, "X-Conversation-Id must be 1-128 characters of A-Z a-z 0-9 . _ : -"});
     return;
   }
+  job.request.tag = req.path + (conversation.empty() ? "" : " conversation=" + conversation);
+  auto submitted = model->submit(job.request);
+  if (!submitted.ok()) {
+    send_error(res, dialect, http_error_from(submitted.error()));
+    return;
+  }
 
   api::ResponseMeta meta;
   meta.id = s.new_id(id_prefix);
-  meta.model = job.model.empty() ? card.name : job.model;
+  meta.model = job.request.model.empty() ? card.name : job.request.model;
   meta.created_time = std::chrono::system_clock::now();
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(meta.created_time.time_since_epoch()).count();
   meta.started = std::chrono::steady_clock::now();
-  meta.prompt_tokens = prepared->prompt_tokens;
-  meta.prompt_ids = std::move(prepared->prompt_ids);
-  meta.prompt_texts = std::move(prepared->prompt_texts);
-
-  std::vector<std::shared_ptr<engine::ResultStream>> streams;
-  for (auto& r : prepared->requests) {
-    r.tag = req.path + (conversation.empty() ? "" : " conversation=" + conversation);
-    streams.push_back(model->submit(std::move(r)));
+  for (auto& prompt : submitted->prompts) {
+    meta.prompt_tokens.push_back(prompt.n_tokens);
+    meta.prompt_ids.push_back(std::move(prompt.ids));
+    meta.prompt_texts.push_back(std::move(prompt.text));
   }
-  auto driver = std::make_shared<CompletionDriver>(std::move(streams), make_encoder(job, std::move(meta)), dialect, job.stream);
+  auto driver = std::make_shared<CompletionDriver>(std::move(submitted->streams), make_encoder(job, std::move(meta)),
+                                                   dialect, job.stream);
 
   if (!conversation.empty()) {
     const bool streaming = job.stream;

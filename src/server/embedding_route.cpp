@@ -4,47 +4,39 @@
 #include <chrono>
 #include <cmath>
 
-#include "server/prompt_builder.h"
 
 namespace hearth::server {
 
-Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job,
+Result<EmbeddingResult> run_embeddings(protocol::InferenceBackend& model, const api::EmbeddingJob& job,
                                        const std::function<bool()>& keep_going) {
   const auto start = std::chrono::steady_clock::now();
-  HEARTH_ASSIGN(auto inputs, prepare_embedding_inputs(model, job));
+  HEARTH_ASSIGN(protocol::EmbeddingSubmission submission, model.submit(job.request));
   EmbeddingResult result;
-  std::vector<std::shared_ptr<engine::ResultStream>> streams;
-  for (auto& ids : inputs) {
-    result.n_tokens += static_cast<int32_t>(ids.size());
-    engine::EmbeddingRequest r;
-    r.tokens = std::move(ids);
-    r.normalize = job.normalize;
-    r.truncate = job.truncate;
-    streams.push_back(model.submit(std::move(r)));
-  }
+  std::vector<std::shared_ptr<protocol::EventStream>>& streams = submission.streams;
   auto cancel_all = [&] {
     for (auto& s : streams) s->cancel();
   };
   for (auto& stream : streams) {
-    engine::EngineEvent event;
+    protocol::Event event;
     while (!stream->next(event, std::chrono::milliseconds(50))) {
       if (!keep_going()) {
         cancel_all();
         return make_error(ErrorKind::kIo, "the client went away");
       }
     }
-    if (event.kind == engine::EngineEvent::Kind::kError) {
+    if (event.kind == protocol::Event::Kind::kError) {
       cancel_all();
       return event.error;
     }
-    if (event.kind != engine::EngineEvent::Kind::kEmbedding) {
+    if (event.kind != protocol::Event::Kind::kEmbedding) {
       cancel_all();
       return make_error(ErrorKind::kInternal, "the engine answered an embedding request without an embedding");
     }
+    result.n_tokens += event.n_tokens;
     std::vector<float> v = std::move(event.embedding);
     if (job.dimensions > 0 && static_cast<size_t>(job.dimensions) < v.size()) {
       v.resize(static_cast<size_t>(job.dimensions));
-      if (job.normalize) {
+      if (job.request.normalize) {
         double norm = 0.0;
         for (float x : v) norm += static_cast<double>(x) * x;
         norm = std::sqrt(norm);

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "api/generation_job.h"
-#include "server/model_backend.h"
+#include "protocol/backend.h"
 
 namespace hearth::server {
 
@@ -19,7 +19,7 @@ struct EmbeddingResult {
 
 // Errors: inputs that do not fit (400), the client leaving (the work is cancelled), engine errors.
 // `keep_going` is asked while waiting; false cancels the work (client gone, server stopping).
-Result<EmbeddingResult> run_embeddings(ModelBackend& model, const api::EmbeddingJob& job,
+Result<EmbeddingResult> run_embeddings(protocol::InferenceBackend& model, const api::EmbeddingJob& job,
                                        const std::function<bool()>& keep_going);
 
 }  // namespace hearth::server

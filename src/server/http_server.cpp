@@ -86,12 +86,12 @@ HttpServer::State::State(ServerOptions o)
 
 bool HttpServer::State::keep_serving() const { return !stopping.load() && current_client_connected(); }
 
-std::shared_ptr<ModelBackend> HttpServer::State::model() const {
+std::shared_ptr<protocol::InferenceBackend> HttpServer::State::model() const {
   std::lock_guard lock(mu_);
   return model_;
 }
 
-void HttpServer::State::set_model(std::shared_ptr<ModelBackend> m) {
+void HttpServer::State::set_model(std::shared_ptr<protocol::InferenceBackend> m) {
   std::lock_guard lock(mu_);
   model_ = std::move(m);
 }
@@ -140,7 +140,7 @@ void add_route(State& s, const std::string& method, const std::string& pattern, 
   }
 }
 
-std::shared_ptr<ModelBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res) {
+std::shared_ptr<protocol::InferenceBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res) {
   auto m = s.model();
   if (!m) send_error(res, dialect_for_path(req.path), http_unavailable("the model is still loading; try again shortly"));
   return m;
@@ -231,6 +231,6 @@ void HttpServer::stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void HttpServer::set_backend(std::shared_ptr<ModelBackend> backend) { state_->set_model(std::move(backend)); }
+void HttpServer::set_backend(std::shared_ptr<protocol::InferenceBackend> backend) { state_->set_model(std::move(backend)); }
 
 }  // namespace hearth::server

@@ -1,7 +1,7 @@
 // `hearth serve`'s HTTP server: binds the address, answers /health (503 until a model is set)
 // and every API route once set_backend() hands it the loaded model. Owns the cpp-httplib
 // server, the resumable stream registry and the access policy; inference happens behind the
-// ModelBackend.
+// protocol::InferenceBackend.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "server/model_backend.h"
+#include "protocol/backend.h"
 #include "util/result.h"
 
 namespace hearth::server {
@@ -41,7 +41,7 @@ class HttpServer {
   void stop();
 
   // The model is ready: API routes start answering. Until then they (and /health) give 503.
-  void set_backend(std::shared_ptr<ModelBackend> backend);
+  void set_backend(std::shared_ptr<protocol::InferenceBackend> backend);
 
   struct State;
 

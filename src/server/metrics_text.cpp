@@ -31,7 +31,7 @@ void scalar(std::string& out, const char* name, const char* type, const char* he
   sample(out, name, value);
 }
 
-void histogram(std::string& out, const char* name, const char* help, const engine::LatencyHistogram& h) {
+void histogram(std::string& out, const char* name, const char* help, const protocol::LatencyHistogram& h) {
   header(out, name, "histogram", help);
   uint64_t cumulative = 0;
   for (size_t i = 0; i < h.bounds.size(); ++i) {
@@ -53,7 +53,7 @@ std::string prometheus_number(double v) {
   return std::string(buf, r.ptr);
 }
 
-std::string metrics_text(const engine::EngineMetrics& m, const ServerCounters& s) {
+std::string metrics_text(const protocol::EngineMetrics& m, const ServerCounters& s) {
   std::string out;
   scalar(out, "hearth_prompt_tokens_total", "counter", "Prompt tokens evaluated.", static_cast<double>(m.prompt_tokens_total));
   scalar(out, "hearth_prompt_tokens_cached_total", "counter", "Prompt tokens reused from the prefix cache.",

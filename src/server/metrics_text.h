@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "engine/serving_engine.h"
+#include "protocol/engine_status.h"
 
 namespace hearth::server {
 
@@ -18,7 +18,7 @@ struct ServerCounters {
   uint64_t stream_disconnects = 0;              // plain streams cancelled because the client left
 };
 
-std::string metrics_text(const engine::EngineMetrics& engine, const ServerCounters& server);
+std::string metrics_text(const protocol::EngineMetrics& engine, const ServerCounters& server);
 
 // Prometheus number text: shortest round-trip form, "+Inf"/"-Inf"/"NaN" for the specials.
 std::string prometheus_number(double v);

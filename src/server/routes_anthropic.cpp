@@ -1,7 +1,6 @@
 // Anthropic's Messages API: /v1/messages and /v1/messages/count_tokens.
 #include "api/anthropic.h"
 #include "server/completion_route.h"
-#include "server/prompt_builder.h"
 
 namespace hearth::server {
 
@@ -21,12 +20,12 @@ void register_anthropic_routes(State& s) {
     }
     auto model = require_model(st, req, res);
     if (!model) return;
-    auto prompt = build_prompt(*model, job->prompts.at(0));
+    auto prompt = model->render_prompt(job->request.prompts.at(0));
     if (!prompt.ok()) {
       send_status_error(res, req, prompt.error());
       return;
     }
-    send_json(res, api::anthropic_count_tokens_response(static_cast<int32_t>(prompt->tokens.size())));
+    send_json(res, api::anthropic_count_tokens_response(static_cast<int32_t>(prompt->ids.size())));
   });
 }
 

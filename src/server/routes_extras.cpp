@@ -2,7 +2,6 @@
 // model loads), /metrics (Prometheus text), and llama-server's /props, /slots, /tokenize,
 // /detokenize and /apply-template.
 #include "api/openai.h"
-#include "server/prompt_builder.h"
 #include "server/server_state.h"
 
 namespace hearth::server {
@@ -46,19 +45,22 @@ void tokenize(State& st, const httplib::Request& req, httplib::Response& res) {
   }
   auto model = require_model(st, req, res);
   if (!model) return;
-  const Tokenizer& tok = model->tokenizer();
-  auto ids = tok.encode(**content, add_special->value_or(false), parse_special->value_or(true));
+  const bool with = with_pieces->value_or(false);
+  auto pieces = model->tokenize(**content, add_special->value_or(false), parse_special->value_or(true), with);
+  if (!pieces.ok()) {
+    send_status_error(res, req, pieces.error());
+    return;
+  }
   Json tokens = Json::array();
-  for (int32_t id : ids) {
-    if (with_pieces->value_or(false)) {
-      std::string piece = tok.token_to_piece(id, true);
-      Json p = valid_utf8(piece) ? Json(piece) : Json::array();
+  for (const protocol::TokenPiece& t : *pieces) {
+    if (with) {
+      Json p = valid_utf8(t.piece) ? Json(t.piece) : Json::array();
       if (p.is_array()) {
-        for (unsigned char c : piece) p.push_back(static_cast<int>(c));
+        for (unsigned char c : t.piece) p.push_back(static_cast<int>(c));
       }
-      tokens.push_back(Json{{"id", id}, {"piece", std::move(p)}});
+      tokens.push_back(Json{{"id", t.id}, {"piece", std::move(p)}});
     } else {
-      tokens.push_back(id);
+      tokens.push_back(t.id);
     }
   }
   send_json(res, Json{{"tokens", std::move(tokens)}});
@@ -77,14 +79,19 @@ void detokenize(State& st, const httplib::Request& req, httplib::Response& res) 
   std::vector<int32_t> ids;
   if (*tokens) {
     for (const auto& t : **tokens) {
-      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= model->tokenizer().n_vocab()) {
+      if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
         send_error(res, api::Dialect::kOpenAI, HttpError{400, "'tokens' must be token ids of this model's vocabulary"});
         return;
       }
       ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
     }
   }
-  send_json(res, Json{{"content", model->tokenizer().decode(ids, true)}});
+  auto text = model->detokenize(ids);
+  if (!text.ok()) {
+    send_status_error(res, req, text.error());
+    return;
+  }
+  send_json(res, Json{{"content", *text}});
 }
 
 void apply_template(State& st, const httplib::Request& req, httplib::Response& res) {
@@ -97,7 +104,7 @@ void apply_template(State& st, const httplib::Request& req, httplib::Response& r
   }
   auto model = require_model(st, req, res);
   if (!model) return;
-  auto prompt = model->chat_template().render(job->prompts.at(0).chat);
+  auto prompt = model->apply_template(job->request.prompts.at(0).chat);
   if (!prompt.ok()) {
     send_status_error(res, req, prompt.error());
     return;
@@ -126,8 +133,8 @@ void register_extra_routes(State& s) {
   add_route(s, "GET", "/props", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
     if (!model) return;
-    const api::ModelCard& card = model->card();
-    send_json(res, Json{{"default_generation_settings", {{"n_ctx", model->n_ctx_slot()}, {"model", card.name}}},
+    const protocol::ModelInfo& card = model->model_info();
+    send_json(res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}}},
                         {"total_slots", card.n_slots},
                         {"model_path", card.path},
                         {"model_alias", card.name},

@@ -17,12 +17,8 @@ void embed(State& s, const httplib::Request& req, httplib::Response& res, bool l
   }
   auto model = require_model(s, req, res);
   if (!model) return;
-  if (!model->card().answers_to(job->model)) {
-    send_error(res, api::Dialect::kOllama, http_model_not_found(job->model));
-    return;
-  }
-  if (model->overloaded()) {
-    send_error(res, api::Dialect::kOllama, http_unavailable("the server is busy; try again later"));
+  if (!model->model_info().answers_to(job->request.model)) {
+    send_error(res, api::Dialect::kOllama, http_model_not_found(job->request.model));
     return;
   }
   auto result = run_embeddings(*model, *job, [&s] { return s.keep_serving(); });
@@ -58,14 +54,14 @@ void register_ollama_routes(State& s) {
   add_route(s, "GET", "/api/tags", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
     if (!model) return;
-    api::ModelCard card = model->card();
+    protocol::ModelInfo card = model->model_info();
     card.digest = model->digest();
     send_json(res, api::ollama_tags_response(card));
   });
   add_route(s, "GET", "/api/ps", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
     if (!model) return;
-    api::ModelCard card = model->card();
+    protocol::ModelInfo card = model->model_info();
     card.digest = model->digest();
     send_json(res, api::ollama_ps_response(card));
   });
@@ -79,11 +75,11 @@ void register_ollama_routes(State& s) {
     }
     auto model = require_model(st, req, res);
     if (!model) return;
-    if (!model->card().answers_to(name)) {
+    if (!model->model_info().answers_to(name)) {
       send_error(res, api::Dialect::kOllama, http_model_not_found(name));
       return;
     }
-    send_json(res, api::ollama_show_response(model->card(), model->chat_template().capabilities().supports_tools));
+    send_json(res, api::ollama_show_response(model->model_info(), model->model_info().supports_tools));
   });
 }
 

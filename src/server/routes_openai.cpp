@@ -33,11 +33,7 @@ void register_openai_routes(State& s) {
     }
     auto model = require_model(st, req, res);
     if (!model) return;
-    if (job->model.empty()) job->model = model->card().name;
-    if (model->overloaded()) {
-      send_error(res, api::Dialect::kOpenAI, http_unavailable("the server is busy; try again later"));
-      return;
-    }
+    if (job->request.model.empty()) job->request.model = model->model_info().name;
     auto result = run_embeddings(*model, *job, [&st] { return st.keep_serving(); });
     if (!result.ok()) {
       send_status_error(res, req, result.error());
@@ -49,20 +45,20 @@ void register_openai_routes(State& s) {
     auto model = require_model(st, req, res);
     if (!model) return;
     if (req.has_header("anthropic-version")) {
-      send_json(res, api::anthropic_models_response(model->card()));
+      send_json(res, api::anthropic_models_response(model->model_info()));
     } else {
-      send_json(res, api::openai_models_response(model->card()));
+      send_json(res, api::openai_models_response(model->model_info()));
     }
   });
   add_route(s, "GET", R"(/v1/models/([^/]+))", [](State& st, const httplib::Request& req, httplib::Response& res) {
     auto model = require_model(st, req, res);
     if (!model) return;
     const std::string id = req.matches[1];
-    if (!model->card().answers_to(id)) {
+    if (!model->model_info().answers_to(id)) {
       send_error(res, api::Dialect::kOpenAI, http_not_found("The model '" + id + "' does not exist"));
       return;
     }
-    send_json(res, api::openai_model_object(model->card()));
+    send_json(res, api::openai_model_object(model->model_info()));
   });
 }
 

@@ -35,8 +35,8 @@ struct HttpServer::State {
   bool keep_serving() const;
 
   // The loaded model, or nullptr while loading.
-  std::shared_ptr<ModelBackend> model() const;
-  void set_model(std::shared_ptr<ModelBackend> m);
+  std::shared_ptr<protocol::InferenceBackend> model() const;
+  void set_model(std::shared_ptr<protocol::InferenceBackend> m);
   // "chatcmpl-" + 24 random characters, etc.
   std::string new_id(const std::string& prefix);
   void count_response(int status);
@@ -52,7 +52,7 @@ struct HttpServer::State {
 
  private:
   mutable std::mutex mu_;
-  std::shared_ptr<ModelBackend> model_;
+  std::shared_ptr<protocol::InferenceBackend> model_;
   ServerCounters counters_;
   std::mt19937_64 rng_;
 };
@@ -64,7 +64,7 @@ using RouteHandler = std::function<void(State&, const httplib::Request&, httplib
 void add_route(State& s, const std::string& method, const std::string& pattern, RouteHandler handler);
 
 // The model, or nullptr after answering 503 ("the model is still loading").
-std::shared_ptr<ModelBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res);
+std::shared_ptr<protocol::InferenceBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res);
 // The body as a JSON object, or nullopt after answering 400.
 std::optional<api::Json> require_json(const httplib::Request& req, httplib::Response& res);
 void send_json(httplib::Response& res, const api::Json& body, int status = 200);

@@ -8,11 +8,11 @@
 namespace hearth::api {
 namespace {
 
-using engine::EngineEvent;
-using engine::StopReason;
+using EngineEvent = protocol::Event;
+using protocol::StopReason;
 
-engine::TokenOutput token(int32_t id, const std::string& piece, float lp) {
-  engine::TokenOutput t;
+protocol::TokenOutput token(int32_t id, const std::string& piece, float lp) {
+  protocol::TokenOutput t;
   t.token = id;
   t.piece = piece;
   t.logprob = lp;
@@ -20,7 +20,7 @@ engine::TokenOutput token(int32_t id, const std::string& piece, float lp) {
   return t;
 }
 
-EngineEvent text_event(const std::string& text, std::vector<engine::TokenOutput> tokens) {
+EngineEvent text_event(const std::string& text, std::vector<protocol::TokenOutput> tokens) {
   EngineEvent e;
   e.kind = EngineEvent::Kind::kText;
   e.text = text;
@@ -106,7 +106,7 @@ TEST(OpenAiChatEncoder, StreamChunksUsageAndDone) {
   CompletionJob job;
   job.stream = true;
   job.include_usage = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_openai_chat_encoder(job, meta("chatcmpl-1"));
   EXPECT_STREQ(enc->content_type(), "text/event-stream");
   auto frames = sse_frames(run(*enc));
@@ -138,7 +138,7 @@ TEST(OpenAiChatEncoder, StreamChunksUsageAndDone) {
 TEST(OpenAiChatEncoder, BodyWithLogprobsAndLengthFinish) {
   CompletionJob job;
   job.request.logprobs = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_openai_chat_encoder(job, meta("chatcmpl-2"));
   EXPECT_STREQ(enc->content_type(), "application/json");
   Json body = Json::parse(run(*enc, StopReason::kLength));
@@ -162,7 +162,7 @@ TEST(OpenAiCompletionEncoder, EchoAndLegacyLogprobs) {
   CompletionJob job;
   job.echo = true;
   job.request.logprobs = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_openai_completion_encoder(job, meta("cmpl-1"));
   Json body = Json::parse(run(*enc, StopReason::kStopString, "!"));
   EXPECT_EQ(body["object"], "text_completion");
@@ -184,8 +184,8 @@ TEST(OpenAiCompletionEncoder, EchoAndLegacyLogprobs) {
 
 TEST(OpenAiCompletionEncoder, ChoicesOfSeveralPromptsAreNumberedInOrder) {
   CompletionJob job;
-  job.n_choices = 2;
-  job.prompts.resize(2);
+  job.request.n_choices = 2;
+  job.request.prompts.resize(2);
   ResponseMeta m = meta("cmpl-3");
   m.prompt_tokens = {4, 3};
   auto enc = make_openai_completion_encoder(job, m);
@@ -205,7 +205,7 @@ TEST(OpenAiCompletionEncoder, ChoicesOfSeveralPromptsAreNumberedInOrder) {
 TEST(OllamaEncoder, GenerateStreamFinalObject) {
   CompletionJob job;
   job.stream = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_ollama_generate_encoder(job, meta(""));
   EXPECT_STREQ(enc->content_type(), "application/x-ndjson");
   auto lines = ndjson_lines(run(*enc, StopReason::kLength));
@@ -235,7 +235,7 @@ TEST(OllamaEncoder, ChatBodyHasWholeMessage) {
   CompletionJob job;
   job.stream = false;
   job.request.logprobs = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_ollama_chat_encoder(job, meta(""));
   Json body = Json::parse(run(*enc));
   EXPECT_EQ(body["message"]["role"], "assistant");
@@ -249,7 +249,7 @@ TEST(OllamaEncoder, ChatBodyHasWholeMessage) {
 TEST(AnthropicEncoder, StreamEventSequence) {
   CompletionJob job;
   job.stream = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_anthropic_messages_encoder(job, meta("msg_1"));
   auto frames = sse_frames(run(*enc, StopReason::kStopString, "\n\nHuman:"));
   std::vector<std::string> names;
@@ -276,7 +276,7 @@ TEST(AnthropicEncoder, StreamEventSequence) {
 
 TEST(AnthropicEncoder, MessageBody) {
   CompletionJob job;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_anthropic_messages_encoder(job, meta("msg_2"));
   Json body = Json::parse(run(*enc, StopReason::kLength));
   EXPECT_EQ(body["type"], "message");
@@ -293,7 +293,7 @@ TEST(AnthropicEncoder, MessageBody) {
 TEST(ResponsesEncoder, StreamEventsAndFinalResponse) {
   CompletionJob job;
   job.stream = true;
-  job.prompts.resize(1);
+  job.request.prompts.resize(1);
   auto enc = make_openai_responses_encoder(job, meta("resp_abc"));
   auto frames = sse_frames(run(*enc));
   std::vector<std::string> names;

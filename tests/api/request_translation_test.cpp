@@ -52,15 +52,11 @@ TEST(RequestTranslation, BadBodiesAreRefusedWithTheirReason) {
       {Route::kOpenAiChat, "{" + msgs + R"(,"stop":[1,2]})", "'stop' must be a string or an array of strings"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"logit_bias":{"abc":1}})", "keys must be token ids"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"logit_bias":{"5":"x"}})", "values must be numbers"},
-      {Route::kOpenAiChat, "{" + msgs + R"(,"top_p":1.5})", "top_p"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"stream":"yes"})", "'stream' must be a boolean"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"response_format":{"type":"xml"}})", "'response_format.type' must be 'text', 'json_object' or 'json_schema'"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"name":"x"}}})", "'response_format.json_schema.schema' is required"},
-      {Route::kOpenAiChat, "{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"integer","minimum":1}}}})",
-       "'response_format.json_schema.schema': json schema: unsupported keyword 'minimum' at #"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"response_format":{"type":"json_object"},"grammar":"root ::= \"x\""})", "'response_format' and 'grammar' both constrain the output"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"json_schema":"{}"})", "'json_schema' must be a JSON schema object, got string"},
-      {Route::kOpenAiCompletion, R"({"prompt":"a","json_schema":{"type":"strin"}})", "'json_schema': json schema: #/type: unknown type 'strin'"},
       {Route::kOpenAiCompletion, R"({"prompt":"a","grammar":5})", "'grammar' must be a string"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"model":7})", "'model' must be a string"},
       {Route::kOpenAiChat, "{" + msgs + R"(,"stream_options":{"include_usage":1}})", "'stream_options.include_usage' must be a boolean"},
@@ -85,13 +81,10 @@ TEST(RequestTranslation, BadBodiesAreRefusedWithTheirReason) {
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","images":["aGk="]})", "cannot read images"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","format":"yaml"})", "'format' must be \"json\" or a JSON schema object"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","format":7})", "'format' must be a JSON schema object, got number"},
-      {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"format":{"type":"object","properties":{"a":{"not":{}}}}})",
-       "'format': json schema: unsupported keyword 'not' at #/properties/a"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"temperature":"warm"}})", "'options.temperature' must be a number"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_ctx":"big"}})", "'options.num_ctx'"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_predict":-3}})", "'options.num_predict' must be >= -2"},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","context":["a"]})", "'context' must be an array of token ids"},
-      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","template":"{{ range .Messages }}{{ end }}"})", "template: "},
       {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":[]})", "keep_alive"},
       {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi","images":["aGk="]}]})", "cannot read images"},
       {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"robot","content":"hi"}]})", "role' must be"},
@@ -127,7 +120,7 @@ TEST(RequestTranslation, OpenAiChatFieldsReachTheEngineRequest) {
   ASSERT_TRUE(body.ok());
   auto job = parse_openai_chat(*body);
   ASSERT_TRUE(job.ok()) << job.error().message;
-  EXPECT_EQ(job->model, "whatever");
+  EXPECT_EQ(job->request.model, "whatever");
   EXPECT_EQ(job->request.n_predict, 12);
   EXPECT_EQ(job->request.sampling.temperature, 0.0f);
   EXPECT_EQ(job->request.sampling.top_k, 5);
@@ -140,12 +133,12 @@ TEST(RequestTranslation, OpenAiChatFieldsReachTheEngineRequest) {
   ASSERT_EQ(job->request.sampling.logit_bias.size(), 1u);
   EXPECT_EQ(job->request.sampling.logit_bias[0].first, 7);
   EXPECT_EQ(job->request.sampling.logit_bias[0].second, -100.0f);
-  EXPECT_EQ(job->n_choices, 2);
+  EXPECT_EQ(job->request.n_choices, 2);
   EXPECT_TRUE(job->stream);
   EXPECT_TRUE(job->include_usage);
-  ASSERT_EQ(job->prompts.size(), 1u);
-  EXPECT_EQ(job->prompts[0].kind, PromptSource::Kind::kChat);
-  EXPECT_EQ(job->prompts[0].chat["messages"][0]["role"], "system");  // developer → system
+  ASSERT_EQ(job->request.prompts.size(), 1u);
+  EXPECT_EQ(job->request.prompts[0].kind, PromptSource::Kind::kChat);
+  EXPECT_EQ(job->request.prompts[0].chat["messages"][0]["role"], "system");  // developer → system
 }
 
 TEST(RequestTranslation, OpenAiDefaultsAreLlamaServers) {
@@ -160,19 +153,19 @@ TEST(RequestTranslation, OpenAiDefaultsAreLlamaServers) {
 TEST(RequestTranslation, OpenAiCompletionPromptForms) {
   auto many = parse_openai_completion(*parse_json_object(R"({"prompt":["a","b"],"n":2,"echo":true,"logprobs":2})"));
   ASSERT_TRUE(many.ok()) << many.error().message;
-  ASSERT_EQ(many->prompts.size(), 2u);
-  EXPECT_EQ(many->prompts[1].text, "b");
+  ASSERT_EQ(many->request.prompts.size(), 2u);
+  EXPECT_EQ(many->request.prompts[1].text, "b");
   EXPECT_TRUE(many->echo);
   EXPECT_TRUE(many->request.logprobs);
   EXPECT_EQ(many->request.top_logprobs, 2);
   auto tokens = parse_openai_completion(*parse_json_object(R"({"prompt":[[1,2],[3]]})"));
   ASSERT_TRUE(tokens.ok());
-  ASSERT_EQ(tokens->prompts.size(), 2u);
-  EXPECT_EQ(tokens->prompts[0].kind, PromptSource::Kind::kTokens);
-  EXPECT_EQ(tokens->prompts[0].tokens, (std::vector<int32_t>{1, 2}));
+  ASSERT_EQ(tokens->request.prompts.size(), 2u);
+  EXPECT_EQ(tokens->request.prompts[0].kind, PromptSource::Kind::kTokens);
+  EXPECT_EQ(tokens->request.prompts[0].tokens, (std::vector<int32_t>{1, 2}));
   auto fim = parse_openai_completion(*parse_json_object(R"({"prompt":"def f(","suffix":"\n  return x"})"));
   ASSERT_TRUE(fim.ok());
-  EXPECT_TRUE(fim->prompts[0].fill_in_middle);
+  EXPECT_TRUE(fim->request.prompts[0].fill_in_middle);
 }
 
 TEST(RequestTranslation, OllamaGenerateShapes) {
@@ -188,20 +181,24 @@ TEST(RequestTranslation, OllamaGenerateShapes) {
   EXPECT_EQ(chat->request.n_keep, 2);
   EXPECT_EQ(chat->request.sampling.seed, 3u);
   EXPECT_FLOAT_EQ(chat->request.sampling.repeat_penalty, 1.1f);  // ollama default
-  EXPECT_EQ(chat->prompts[0].kind, PromptSource::Kind::kChat);
-  EXPECT_EQ(chat->prompts[0].chat["messages"].size(), 2u);
+  EXPECT_EQ(chat->request.prompts[0].kind, PromptSource::Kind::kChat);
+  EXPECT_EQ(chat->request.prompts[0].chat["messages"].size(), 2u);
 
   auto raw = parse_ollama_generate(*parse_json_object(R"({"model":"m","prompt":"Once","raw":true,"stream":false,"context":[1,5]})"));
   ASSERT_TRUE(raw.ok());
-  EXPECT_EQ(raw->prompts[0].kind, PromptSource::Kind::kText);
-  EXPECT_EQ(raw->prompts[0].text, "Once");
-  EXPECT_EQ(raw->prompts[0].prefix_tokens, (std::vector<int32_t>{1, 5}));
-  EXPECT_FALSE(raw->prompts[0].add_special);
+  EXPECT_EQ(raw->request.prompts[0].kind, PromptSource::Kind::kText);
+  EXPECT_EQ(raw->request.prompts[0].text, "Once");
+  EXPECT_EQ(raw->request.prompts[0].prefix_tokens, (std::vector<int32_t>{1, 5}));
+  EXPECT_FALSE(raw->request.prompts[0].add_special);
 
   auto templ = parse_ollama_generate(*parse_json_object(
       R"J({"model":"m","prompt":"P","system":"S","template":"[{{ .System }}]({{ .Prompt }})"})J"));
   ASSERT_TRUE(templ.ok());
-  EXPECT_EQ(templ->prompts[0].text, "[S](P)");
+  // The Go template is rendered on the engine side (template/go_template.h).
+  EXPECT_EQ(templ->request.prompts[0].kind, PromptSource::Kind::kGoTemplate);
+  EXPECT_EQ(templ->request.prompts[0].text, "[{{ .System }}]({{ .Prompt }})");
+  EXPECT_EQ(templ->request.prompts[0].template_fields.at("System"), "S");
+  EXPECT_EQ(templ->request.prompts[0].template_fields.at("Prompt"), "P");
 }
 
 TEST(RequestTranslation, OllamaChatConvertsToolCalls) {
@@ -210,7 +207,7 @@ TEST(RequestTranslation, OllamaChatConvertsToolCalls) {
       {"role":"assistant","content":"","tool_calls":[{"function":{"name":"get","arguments":{"city":"Oslo"}}}]},
       {"role":"tool","content":"cold","tool_name":"get"}]})"));
   ASSERT_TRUE(job.ok()) << job.error().message;
-  const Json& m = job->prompts[0].chat["messages"];
+  const Json& m = job->request.prompts[0].chat["messages"];
   EXPECT_EQ(m[1]["tool_calls"][0]["function"]["arguments"]["city"], "Oslo");
   EXPECT_EQ(m[2]["name"], "get");
   auto empty = parse_ollama_chat(*parse_json_object(R"({"model":"m","messages":[]})"));
@@ -229,7 +226,7 @@ TEST(RequestTranslation, AnthropicBlocksBecomeChat) {
   EXPECT_EQ(job->request.n_predict, 20);
   EXPECT_EQ(job->request.stop, std::vector<std::string>{"\n\nHuman:"});
   EXPECT_EQ(job->request.sampling.top_k, 3);
-  const Json& m = job->prompts[0].chat["messages"];
+  const Json& m = job->request.prompts[0].chat["messages"];
   ASSERT_EQ(m.size(), 4u);
   EXPECT_EQ(m[0]["role"], "system");
   EXPECT_EQ(m[0]["content"], "A\n\nB");
@@ -246,7 +243,7 @@ TEST(RequestTranslation, ResponsesApiInputItems) {
       {"type":"function_call_output","call_id":"c1","output":"ok"}],
       "instructions":"Be nice","max_output_tokens":9})"));
   ASSERT_TRUE(job.ok()) << job.error().message;
-  const Json& m = job->prompts[0].chat["messages"];
+  const Json& m = job->request.prompts[0].chat["messages"];
   ASSERT_EQ(m.size(), 4u);
   EXPECT_EQ(m[0]["role"], "system");
   EXPECT_EQ(m[2]["tool_calls"][0]["id"], "c1");
@@ -257,12 +254,12 @@ TEST(RequestTranslation, ResponsesApiInputItems) {
 TEST(RequestTranslation, EmbeddingInputs) {
   auto openai = parse_openai_embeddings(*parse_json_object(R"({"input":["a","b"],"encoding_format":"base64"})"));
   ASSERT_TRUE(openai.ok());
-  EXPECT_EQ(openai->texts.size(), 2u);
+  EXPECT_EQ(openai->request.texts.size(), 2u);
   EXPECT_TRUE(openai->base64);
   auto legacy = parse_ollama_embed(*parse_json_object(R"({"model":"m","prompt":"x"})"), true);
   ASSERT_TRUE(legacy.ok());
-  EXPECT_FALSE(legacy->normalize);
-  EXPECT_EQ(legacy->texts, std::vector<std::string>{"x"});
+  EXPECT_FALSE(legacy->request.normalize);
+  EXPECT_EQ(legacy->request.texts, std::vector<std::string>{"x"});
 }
 
 TEST(RequestTranslation, Base64FloatsAreLittleEndianFloat32) {
@@ -272,8 +269,8 @@ TEST(RequestTranslation, Base64FloatsAreLittleEndianFloat32) {
   EXPECT_EQ(base64_floats({}), "");
 }
 
-TEST(ModelCardNames, AnswersToNameAliasesAndLatestTag) {
-  ModelCard card;
+TEST(ModelInfoNames, AnswersToNameAliasesAndLatestTag) {
+  protocol::ModelInfo card;
   card.name = "stories";
   card.aliases = {"llama", "stories260k-llama-f32"};
   EXPECT_TRUE(card.answers_to(""));

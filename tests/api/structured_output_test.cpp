@@ -1,11 +1,13 @@
-// Structured-output fields → engine grammar, per dialect: the GBNF each field must produce
-// (the any-object grammar, or the schema's grammar from the sampler's converter, or the user's
-// GBNF as is), and that text output stays unconstrained. Refusals are in the bad-body table of
+// Structured-output fields → the request's output constraint → the engine side's grammar, per
+// dialect: the GBNF each field must produce (the any-object grammar, or the schema's grammar
+// from the sampler's converter, or the user's GBNF as is), and that text output stays
+// unconstrained. Refusals are in the bad-body table of
 // request_translation_test.cpp.
 #include <gtest/gtest.h>
 
 #include "api/ollama.h"
 #include "api/openai.h"
+#include "engine/prompt_preparation.h"
 #include "sampler/grammar/json_schema_grammar.h"
 
 namespace hearth::api {
@@ -26,7 +28,10 @@ std::string grammar_of(Parse parse, const std::string& text) {
   if (!body.ok()) return "<bad body>";
   auto job = parse(*body);
   EXPECT_TRUE(job.ok()) << text << ": " << job.error().message;
-  return job.ok() ? job->request.grammar : "<error>";
+  if (!job.ok()) return "<error>";
+  auto gbnf = engine::constraint_grammar(job->request.constraint);
+  EXPECT_TRUE(gbnf.ok()) << text;
+  return gbnf.ok() ? *gbnf : "<error>";
 }
 
 TEST(StructuredOutput, OllamaFormat) {
@@ -69,6 +74,30 @@ TEST(StructuredOutput, ResponsesTextFormat) {
   EXPECT_EQ(grammar_of(parse_openai_responses, R"({"input":"hi","text":{"format":{"type":"json_schema","name":"p","strict":true,"schema":)" +
                                                    std::string(kSchema) + "}}}"),
             schema_gbnf());
+}
+
+// A schema the grammar cannot enforce passes the translator (it is well-formed JSON) and is
+// refused on the engine side, where the schema becomes a grammar; the error names the field.
+TEST(StructuredOutput, SchemaErrorsNameTheirField) {
+  auto error_of = [](auto parse, const std::string& text) -> std::string {
+    auto body = parse_json_object(text);
+    EXPECT_TRUE(body.ok()) << text;
+    auto job = parse(*body);
+    EXPECT_TRUE(job.ok()) << text;
+    if (!body.ok() || !job.ok()) return "<bad body>";
+    auto gbnf = engine::constraint_grammar(job->request.constraint);
+    return gbnf.ok() ? "<accepted>" : gbnf.error().message;
+  };
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  EXPECT_EQ(error_of(parse_openai_chat, "{" + msgs + R"(,"response_format":{"type":"json_schema","json_schema":{"schema":{"type":"integer","minimum":1}}}})")
+                .rfind("'response_format.json_schema.schema': json schema: unsupported keyword 'minimum' at #", 0),
+            0u);
+  EXPECT_EQ(error_of(parse_openai_completion, R"({"prompt":"a","json_schema":{"type":"strin"}})")
+                .rfind("'json_schema': json schema: #/type: unknown type 'strin'", 0),
+            0u);
+  EXPECT_EQ(error_of(parse_ollama_chat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"format":{"type":"object","properties":{"a":{"not":{}}}}})")
+                .rfind("'format': json schema: unsupported keyword 'not' at #/properties/a", 0),
+            0u);
 }
 
 }  // namespace

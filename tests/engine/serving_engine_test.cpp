@@ -188,7 +188,7 @@ TEST_F(ServingEngineTest, PrefixCacheIsReusedWithoutChangingTheOutput) {
   EXPECT_GT(cached.final.timings.cached_n, 0);
   EXPECT_EQ(cached.tokens, want->tokens);
 
-  CompletionRequest no_cache = greedy(longer, 16);
+  GenerationRequest no_cache = greedy(longer, 16);
   no_cache.cache_prompt = false;
   Collected uncached = collect(*engine->submit(no_cache));
   EXPECT_EQ(uncached.final.timings.cached_n, 0);

@@ -22,8 +22,8 @@ bool matches(const std::string& gbnf, const std::string& text) {
   return m.accept_bytes(text) && m.is_complete();
 }
 
-CompletionRequest sampled(std::vector<int32_t> prompt, uint64_t seed, std::string grammar) {
-  CompletionRequest r;
+GenerationRequest sampled(std::vector<int32_t> prompt, uint64_t seed, std::string grammar) {
+  GenerationRequest r;
   r.prompt = std::move(prompt);
   r.sampling.temperature = 1.0f;
   r.sampling.top_k = 0;

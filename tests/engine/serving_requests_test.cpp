@@ -120,7 +120,7 @@ TEST_F(ServingEngineTest, TooLongPromptIsAnErrorUnlessTruncationIsAsked) {
   EXPECT_NE(err.final.error.message.find(std::to_string(prompt.size())), std::string::npos) << err.final.error.message;
   EXPECT_NE(err.final.error.message.find("64"), std::string::npos);
 
-  CompletionRequest req = greedy(prompt, n_predict);
+  GenerationRequest req = greedy(prompt, n_predict);
   req.truncate = true;
   req.n_keep = n_keep;
   Collected ok = collect(*engine->submit(req));
@@ -157,7 +157,7 @@ TEST_F(ServingEngineTest, BadRequestsAreClearErrors) {
   o.n_slots = 2;
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
-  auto expect_error = [&](CompletionRequest req, ErrorKind kind, const std::string& words) {
+  auto expect_error = [&](GenerationRequest req, ErrorKind kind, const std::string& words) {
     Collected c = collect(*engine->submit(std::move(req)));
     ASSERT_EQ(c.final.kind, EngineEvent::Kind::kError);
     EXPECT_EQ(c.final.error.kind, kind);
@@ -165,13 +165,13 @@ TEST_F(ServingEngineTest, BadRequestsAreClearErrors) {
   };
   expect_error(greedy({}, 4), ErrorKind::kInvalidArgument, "empty");
   expect_error(greedy({1, 100000}, 4), ErrorKind::kInvalidArgument, "100000");
-  CompletionRequest bad_p = greedy({1, 403}, 4);
+  GenerationRequest bad_p = greedy({1, 403}, 4);
   bad_p.sampling.top_p = 2.0f;
   expect_error(bad_p, ErrorKind::kInvalidArgument, "top_p");
-  CompletionRequest bad_slot = greedy({1, 403}, 4);
+  GenerationRequest bad_slot = greedy({1, 403}, 4);
   bad_slot.slot = 5;
   expect_error(bad_slot, ErrorKind::kInvalidArgument, "slot 5");
-  CompletionRequest bad_top = greedy({1, 403}, 4);
+  GenerationRequest bad_top = greedy({1, 403}, 4);
   bad_top.top_logprobs = -1;
   expect_error(bad_top, ErrorKind::kInvalidArgument, "top_logprobs");
   EXPECT_EQ(engine->metrics().requests_total, 0u);  // none of them reached the engine thread
@@ -207,7 +207,7 @@ TEST_F(ServingEngineTest, NamedSlotIsUsedAndShutdownCancelsWorkInFlight) {
   o.n_slots = 2;
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
-  CompletionRequest on_one = greedy(encode(*ctx, "The cat"), 4);
+  GenerationRequest on_one = greedy(encode(*ctx, "The cat"), 4);
   on_one.slot = 1;
   Collected c = collect(*engine->submit(on_one));
   EXPECT_EQ(c.final.slot, 1);

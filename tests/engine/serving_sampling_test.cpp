@@ -29,7 +29,7 @@ TEST_F(ServingEngineTest, StopStringsEndTheTextAndArePartlyHeldBackWhileStreamin
   o.n_slots = 2;
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
-  CompletionRequest req = greedy(prompt, 40);
+  GenerationRequest req = greedy(prompt, 40);
   req.stop = {"never appears", stop};
   auto stream = engine->submit(req);
   std::string streamed;
@@ -62,7 +62,7 @@ TEST_F(ServingEngineTest, EndOfGenerationAndZeroPredictStops) {
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
   const auto prompt = encode(*ctx, "Once upon a time");
-  CompletionRequest eog = greedy(prompt, 16);
+  GenerationRequest eog = greedy(prompt, 16);
   eog.ignore_eos = false;
   eog.sampling.logit_bias = {{ctx->tokenizer().eos_id(), 100.0f}};
   Collected c = collect(*engine->submit(eog));
@@ -91,7 +91,7 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   auto ctx = open(stories(), 4 * 128);
   ASSERT_NE(ctx, nullptr);
   const auto prompt = encode(*ctx, "Lily and Ben went to the park");
-  CompletionRequest req;
+  GenerationRequest req;
   req.prompt = prompt;
   req.n_predict = 32;
   req.ignore_eos = true;
@@ -116,7 +116,7 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   EXPECT_EQ(solo.final.seed, 1234u);
   std::vector<std::shared_ptr<ResultStream>> streams;
   for (uint64_t seed : {7u, 8u, 9u}) {
-    CompletionRequest other = req;
+    GenerationRequest other = req;
     other.prompt = encode(*ctx, "One day, a little bird flew over the town and saw");
     other.sampling.seed = seed;
     streams.push_back(engine->submit(other));
@@ -128,10 +128,10 @@ TEST_F(ServingEngineTest, SeededSamplingIsReproducibleUnderConcurrency) {
   for (auto& s : streams) others.push_back(collect(*s).tokens);
   EXPECT_NE(others[0], others[1]);  // different seeds, different draws
   // An unset seed is drawn at submission and reported; passing it back replays the tokens.
-  CompletionRequest unseeded = req;
+  GenerationRequest unseeded = req;
   unseeded.sampling.seed = 0xFFFFFFFFu;
   Collected drawn = collect(*engine->submit(unseeded));
-  CompletionRequest replay = req;
+  GenerationRequest replay = req;
   replay.sampling.seed = drawn.final.seed;
   EXPECT_EQ(collect(*engine->submit(replay)).tokens, drawn.tokens);
 }
@@ -161,7 +161,7 @@ TEST_F(ServingEngineTest, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
   o.n_slots = 2;
   auto engine = start(*ctx, o);
   ASSERT_NE(engine, nullptr);
-  CompletionRequest req;
+  GenerationRequest req;
   req.prompt = prompt;
   req.n_predict = 8;
   req.ignore_eos = true;
@@ -200,8 +200,12 @@ TEST_F(ServingEngineTest, LogprobsAreTheLogSoftmaxOfTheRawLogits) {
     EXPECT_EQ(t.token, t.top[0].token);
     EXPECT_FLOAT_EQ(t.logprob, t.top[0].logprob);
   }
-  // Without logprobs, no alternatives are reported.
+  // Asking for alternatives asks for log-probabilities too.
   req.logprobs = false;
+  Collected implied = collect(*engine->submit(req));
+  for (const TokenOutput& t : implied.outputs) EXPECT_EQ(t.top.size(), static_cast<size_t>(req.top_logprobs));
+  // Without either, no alternatives are reported.
+  req.top_logprobs = 0;
   Collected plain = collect(*engine->submit(req));
   for (const TokenOutput& t : plain.outputs) EXPECT_TRUE(t.top.empty());
 }
@@ -226,8 +230,8 @@ TEST_F(ServingEngineTest, EmbeddingsEqualInferenceContextEmbed) {
   ASSERT_NE(engine, nullptr);
   ASSERT_EQ(engine->n_ctx_slot(), 256);
   ASSERT_EQ(engine->max_embedding_tokens(), 512);  // an encoder's slots hold no cache
-  auto sa = engine->submit(EmbeddingRequest{a, true, false});
-  auto sb = engine->submit(EmbeddingRequest{b, false, false});
+  auto sa = engine->submit(EmbeddingInput{a, true, false});
+  auto sb = engine->submit(EmbeddingInput{b, false, false});
   EngineEvent ea, eb;
   ASSERT_TRUE(sa->next(ea, std::chrono::seconds(60)));
   ASSERT_TRUE(sb->next(eb, std::chrono::seconds(60)));
@@ -237,11 +241,11 @@ TEST_F(ServingEngineTest, EmbeddingsEqualInferenceContextEmbed) {
   EXPECT_EQ(eb.embedding, *want_b);
   EXPECT_EQ(ea.n_tokens, static_cast<int32_t>(a.size()));
 
-  Collected err = collect(*engine->submit(EmbeddingRequest{too_long, true, false}));
+  Collected err = collect(*engine->submit(EmbeddingInput{too_long, true, false}));
   ASSERT_EQ(err.final.kind, EngineEvent::Kind::kError);
   EXPECT_EQ(err.final.error.kind, ErrorKind::kOutOfRange);
   EngineEvent cut;
-  ASSERT_TRUE(engine->submit(EmbeddingRequest{too_long, true, true})->next(cut, std::chrono::seconds(60)));
+  ASSERT_TRUE(engine->submit(EmbeddingInput{too_long, true, true})->next(cut, std::chrono::seconds(60)));
   ASSERT_EQ(cut.kind, EngineEvent::Kind::kEmbedding);
   EXPECT_EQ(cut.n_tokens, 512);
   EXPECT_EQ(cut.embedding, *want_cut);
@@ -276,7 +280,7 @@ TEST_F(ServingEngineTest, DecoderEmbeddingRunsBetweenStepsNextToStreams) {
   EngineEvent head = first_event(*stream);  // running: its blocks are taken
   ASSERT_EQ(head.kind, EngineEvent::Kind::kText);
   EngineEvent emb;
-  ASSERT_TRUE(engine->submit(EmbeddingRequest{text, true, false})->next(emb, std::chrono::seconds(60)));
+  ASSERT_TRUE(engine->submit(EmbeddingInput{text, true, false})->next(emb, std::chrono::seconds(60)));
   ASSERT_EQ(emb.kind, EngineEvent::Kind::kEmbedding) << emb.error.to_string();
   EXPECT_EQ(emb.embedding, *want);
   EXPECT_EQ(engine->slots()[static_cast<size_t>(filler.final.slot)].cached_tokens, 0);  // its cache made room

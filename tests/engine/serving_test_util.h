@@ -65,8 +65,8 @@ inline EngineEvent first_event(ResultStream& stream) {
   return ev;
 }
 
-inline CompletionRequest greedy(std::vector<int32_t> prompt, int32_t n_predict) {
-  CompletionRequest r;
+inline GenerationRequest greedy(std::vector<int32_t> prompt, int32_t n_predict) {
+  GenerationRequest r;
   r.prompt = std::move(prompt);
   r.sampling.temperature = 0;
   r.n_predict = n_predict;

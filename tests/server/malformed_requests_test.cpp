@@ -60,6 +60,7 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":[]})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_k":"x"}})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"top_p":7}})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","template":"{{ range .Messages }}{{ end }}"})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","images":["aGk="]})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","format":"yaml"})", 400, Shape::kOllama},
       {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","suffix":"x"})", 400, Shape::kOllama},

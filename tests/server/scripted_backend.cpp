@@ -6,9 +6,41 @@
 
 #include "gguf/gguf_file.h"
 #include "sampler/grammar/compiled_grammar.h"
-#include "server/default_chat_template.h"
+#include "engine/default_chat_template.h"
+#include "engine/request_admission.h"
 
 namespace hearth::test {
+
+// The generation service side: forwards to the backend's scripted engine functions.
+class ScriptedEngine final : public engine::GenerationService {
+ public:
+  explicit ScriptedEngine(ScriptedBackend* owner) : owner_(owner) {}
+  std::shared_ptr<engine::ResultStream> submit(engine::GenerationRequest request) override {
+    return owner_->submit_generation(std::move(request));
+  }
+  std::shared_ptr<engine::ResultStream> submit(engine::EmbeddingInput request) override {
+    return owner_->submit_embedding(std::move(request));
+  }
+  protocol::EngineMetrics metrics() const override { return owner_->engine_metrics(); }
+  std::vector<protocol::SlotInfo> slots() const override { return owner_->engine_slots(); }
+  int32_t n_ctx_slot() const override { return owner_->n_ctx_slot_.load(); }
+
+ private:
+  ScriptedBackend* owner_;
+};
+
+namespace {
+
+std::shared_ptr<engine::ResultStream> rejected(int64_t id, Error error) {
+  auto stream = std::make_shared<engine::ResultStream>(id);
+  engine::EngineEvent e;
+  e.kind = engine::EngineEvent::Kind::kError;
+  e.error = std::move(error);
+  stream->push(std::move(e));
+  return stream;
+}
+
+}  // namespace
 
 std::shared_ptr<ScriptedBackend> ScriptedBackend::create(const std::string& gguf_path, std::string reply,
                                                          std::chrono::milliseconds tick) {
@@ -18,13 +50,10 @@ std::shared_ptr<ScriptedBackend> ScriptedBackend::create(const std::string& gguf
   if (!tok.ok()) return nullptr;
   std::shared_ptr<ScriptedBackend> b(new ScriptedBackend());
   b->tokenizer_ = std::move(tok).value();
-  auto tmpl = ChatTemplate::create(server::kChatMlTemplate, "<s>", "</s>", "chatml");
-  if (!tmpl.ok()) return nullptr;
-  b->template_ = std::make_unique<ChatTemplate>(std::move(tmpl).value());
   b->reply_ = std::move(reply);
   b->reply_tokens_ = b->tokenizer_.encode(b->reply_, false, false);
   b->tick_ = tick;
-  api::ModelCard& c = b->card_;
+  protocol::ModelInfo c;
   c.name = "scripted";
   c.aliases = {"stories260k-llama-f32"};
   c.path = gguf_path;
@@ -35,16 +64,22 @@ std::shared_ptr<ScriptedBackend> ScriptedBackend::create(const std::string& gguf
   c.size_bytes = file->file_size();
   c.digest = std::string(64, 'a');
   c.modified_unix = 1700000000;
-  c.chat_template = server::kChatMlTemplate;
+  c.chat_template = engine::kChatMlTemplate;
   c.chat_template_builtin = true;
   c.context_length = 2048;
-  c.n_ctx_slot = b->n_ctx_slot_;
   c.n_slots = 2;
   c.bos_token = "<s>";
   c.eos_token = "</s>";
   c.model_info = {{"general.architecture", "llama"}};
+  auto local = engine::LocalBackend::create(b->tokenizer_, std::make_shared<ScriptedEngine>(b.get()), std::move(c));
+  if (!local.ok()) return nullptr;
+  b->local_ = std::move(local).value();
   return b;
 }
+
+void ScriptedBackend::set_overloaded(bool v) { overloaded_ = v; }
+void ScriptedBackend::set_n_ctx_slot(int32_t n) { n_ctx_slot_ = n; }
+void ScriptedBackend::set_failure_marker(std::string marker) { failure_marker_ = std::move(marker); }
 
 ScriptedBackend::~ScriptedBackend() {
   stopping_ = true;
@@ -56,8 +91,23 @@ ScriptedBackend::~ScriptedBackend() {
   for (auto& t : threads) t.join();
 }
 
-std::shared_ptr<engine::ResultStream> ScriptedBackend::submit(engine::CompletionRequest request) {
-  auto stream = std::make_shared<engine::ResultStream>(next_id_++);
+// Refuses what the serving engine refuses at submission, with the engine's own checks and
+// texts (queue full, prompt fitting, grammar compilation); everything else runs on a thread.
+std::shared_ptr<engine::ResultStream> ScriptedBackend::submit_generation(engine::GenerationRequest request) {
+  const int64_t id = next_id_++;
+  if (overloaded_) {
+    return rejected(id, make_error(ErrorKind::kUnavailable, "the queue is full (1 requests waiting); try again later"));
+  }
+  auto admitted = engine::admit_generation(
+      request, engine::AdmissionLimits{tokenizer_.n_vocab(), n_ctx_slot_.load(), 2});
+  if (!admitted.ok()) return rejected(id, admitted.error());
+  if (!request.grammar.empty()) {
+    auto grammar = sampler::compile_gbnf(request.grammar);
+    if (!grammar.ok()) {
+      return rejected(id, make_error(grammar.error().kind, "'" + request.grammar_field + "': " + grammar.error().message));
+    }
+  }
+  auto stream = std::make_shared<engine::ResultStream>(id);
   auto record = std::make_shared<Record>();
   record->request = std::move(request);
   std::lock_guard lock(mu_);
@@ -67,7 +117,7 @@ std::shared_ptr<engine::ResultStream> ScriptedBackend::submit(engine::Completion
 }
 
 void ScriptedBackend::run_completion(std::shared_ptr<engine::ResultStream> stream, std::shared_ptr<Record> record) {
-  const engine::CompletionRequest& req = record->request;
+  const engine::GenerationRequest& req = record->request;
   auto fail = [&](ErrorKind kind, const std::string& message) {
     engine::EngineEvent e;
     e.kind = engine::EngineEvent::Kind::kError;
@@ -75,17 +125,8 @@ void ScriptedBackend::run_completion(std::shared_ptr<engine::ResultStream> strea
     stream->push(std::move(e));
     record->finished = true;
   };
-  if (req.prompt.empty()) return fail(ErrorKind::kInvalidArgument, "empty prompt");
-  // Like the engine: a grammar that does not compile fails the request before any token.
-  if (!req.grammar.empty()) {
-    auto grammar = sampler::compile_gbnf(req.grammar);
-    if (!grammar.ok()) return fail(grammar.error().kind, grammar.error().message);
-  }
   if (!failure_marker_.empty() && tokenizer_.decode(req.prompt, true).find(failure_marker_) != std::string::npos) {
     return fail(ErrorKind::kInternal, "scripted engine failure");
-  }
-  if (!req.truncate && req.prompt.size() >= static_cast<size_t>(n_ctx_slot_)) {
-    return fail(ErrorKind::kOutOfRange, "prompt too long");
   }
   prompt_total_ += req.prompt.size();
   const int32_t limit = req.n_predict < 0 ? static_cast<int32_t>(reply_tokens_.size()) : req.n_predict;
@@ -151,8 +192,11 @@ void ScriptedBackend::run_completion(std::shared_ptr<engine::ResultStream> strea
   stream->push(std::move(done));
 }
 
-std::shared_ptr<engine::ResultStream> ScriptedBackend::submit(engine::EmbeddingRequest request) {
+std::shared_ptr<engine::ResultStream> ScriptedBackend::submit_embedding(engine::EmbeddingInput request) {
   auto stream = std::make_shared<engine::ResultStream>(next_id_++);
+  if (auto st = engine::check_token_ids(request.tokens, tokenizer_.n_vocab()); !st.ok()) {
+    return rejected(next_id_++, st.error());
+  }
   engine::EngineEvent e;
   if (request.tokens.empty()) {
     e.kind = engine::EngineEvent::Kind::kError;
@@ -174,8 +218,8 @@ std::shared_ptr<engine::ResultStream> ScriptedBackend::submit(engine::EmbeddingR
   return stream;
 }
 
-engine::EngineMetrics ScriptedBackend::metrics() const {
-  engine::EngineMetrics m;
+protocol::EngineMetrics ScriptedBackend::engine_metrics() const {
+  protocol::EngineMetrics m;
   m.prompt_tokens_total = prompt_total_;
   m.generated_tokens_total = generated_total_;
   m.kv_blocks_total = 64;
@@ -194,8 +238,8 @@ engine::EngineMetrics ScriptedBackend::metrics() const {
   return m;
 }
 
-std::vector<engine::SlotInfo> ScriptedBackend::slots() const {
-  std::vector<engine::SlotInfo> out(2);
+std::vector<protocol::SlotInfo> ScriptedBackend::engine_slots() const {
+  std::vector<protocol::SlotInfo> out(2);
   for (int32_t i = 0; i < 2; ++i) {
     out[static_cast<size_t>(i)].id = i;
     out[static_cast<size_t>(i)].n_ctx = n_ctx_slot_;

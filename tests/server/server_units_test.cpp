@@ -179,7 +179,7 @@ TEST(HttpErrors, KindsMapToStatuses) {
 }
 
 TEST(MetricsText, IsValidPrometheusText) {
-  engine::EngineMetrics m;
+  protocol::EngineMetrics m;
   m.prompt_tokens_total = 120;
   m.generated_tokens_total = 33;
   m.requests_processing = 2;

@@ -2,7 +2,7 @@
 // the common default of serving engines, so chat routes work with any model.
 #pragma once
 
-namespace hearth::server {
+namespace hearth::engine {
 
 inline constexpr const char* kChatMlTemplate =
     "{%- for message in messages -%}"
@@ -12,4 +12,4 @@ inline constexpr const char* kChatMlTemplate =
     "{%- endfor -%}"
     "{%- if add_generation_prompt -%}{{- '<|im_start|>assistant\\n' -}}{%- endif -%}";
 
-}  // namespace hearth::server
+}  // namespace hearth::engine

@@ -1,4 +1,4 @@
-// Describes a loaded model for the server's listing routes (api::ModelCard): names, size,
+// Describes a loaded model for the server's listing routes (protocol::ModelInfo): names, size,
 // quantization, parameter count, trained context, chat template (or the ChatML fallback),
 // fill-in-the-middle tokens, and the GGUF metadata /api/show reports. Lives in app/ because it
 // reads GGUF metadata, which the server layer does not touch.
@@ -6,14 +6,14 @@
 
 #include <string>
 
-#include "api/model_card.h"
+#include "protocol/model_info.h"
 #include "engine/inference_context.h"
 
 namespace hearth::app {
 
 // `alias`: the name to answer to ("" for the file stem); `chat_template`: a template source
 // that replaces the file's own ("" to use the file's).
-api::ModelCard build_model_card(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
+protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
                                 const std::string& chat_template);
 
 // "292.80K", "2.18M", "7.2B": ollama's parameter_size style.

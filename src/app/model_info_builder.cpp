@@ -1,5 +1,5 @@
-// Model description from GGUF metadata (see model_card_builder.h).
-#include "app/model_card_builder.h"
+// Model description from GGUF metadata (see model_info_builder.h).
+#include "app/model_info_builder.h"
 
 #include <sys/stat.h>
 
@@ -8,7 +8,7 @@
 #include <cstdio>
 
 #include "app/file_type_names.h"
-#include "server/default_chat_template.h"
+#include "engine/default_chat_template.h"
 
 namespace hearth::app {
 namespace {
@@ -91,11 +91,11 @@ std::string parameter_size_text(uint64_t n) {
   return buf;
 }
 
-api::ModelCard build_model_card(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
+protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
                                 const std::string& chat_template) {
   const gguf::File& f = ctx.model().file();
   const Tokenizer& tok = ctx.tokenizer();
-  api::ModelCard c;
+  protocol::ModelInfo c;
   const std::string stem = file_stem(path);
   c.name = alias.empty() ? stem : alias;
   c.aliases = {lower(stem)};
@@ -116,7 +116,7 @@ api::ModelCard build_model_card(const engine::InferenceContext& ctx, const std::
   if (::stat(path.c_str(), &st) == 0) c.modified_unix = static_cast<int64_t>(st.st_mtime);
   c.chat_template = chat_template.empty() ? f.get_or<std::string>("tokenizer.chat_template", "") : chat_template;
   if (c.chat_template.empty()) {
-    c.chat_template = server::kChatMlTemplate;
+    c.chat_template = engine::kChatMlTemplate;
     c.chat_template_builtin = true;
   }
   c.context_length = ctx.model().hparams().n_ctx_train;

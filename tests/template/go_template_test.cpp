@@ -1,9 +1,9 @@
 // The Go-template subset used by ollama's `template` override.
 #include <gtest/gtest.h>
 
-#include "api/go_template.h"
+#include "template/go_template.h"
 
-namespace hearth::api {
+namespace hearth {
 namespace {
 
 TEST(GoTemplate, SubstitutesAndBranches) {
@@ -49,4 +49,4 @@ TEST(GoTemplate, RefusesWhatItCannotRender) {
 }
 
 }  // namespace
-}  // namespace hearth::api
+}  // namespace hearth

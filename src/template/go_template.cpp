@@ -1,12 +1,12 @@
 // The Go-template subset for ollama's `template` override (see go_template.h). The source is
 // split into text and actions; if/else/end form a tree walked once.
-#include "api/go_template.h"
+#include "template/go_template.h"
 
 #include <cctype>
 #include <memory>
 #include <vector>
 
-namespace hearth::api {
+namespace hearth {
 namespace {
 
 struct Node {
@@ -180,4 +180,4 @@ Result<std::string> render_go_template(std::string_view source, const std::map<s
   return out;
 }
 
-}  // namespace hearth::api
+}  // namespace hearth

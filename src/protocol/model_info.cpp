@@ -1,10 +1,10 @@
-// Model name matching for the single loaded model (see model_card.h).
-#include "api/model_card.h"
+// Model name matching for the single loaded model (see model_info.h).
+#include "protocol/model_info.h"
 
 #include <algorithm>
 #include <cctype>
 
-namespace hearth::api {
+namespace hearth::protocol {
 namespace {
 
 std::string normalize_name(std::string s) {
@@ -18,7 +18,7 @@ std::string normalize_name(std::string s) {
 
 }  // namespace
 
-bool ModelCard::answers_to(const std::string& requested) const {
+bool ModelInfo::answers_to(const std::string& requested) const {
   if (requested.empty()) return true;
   const std::string want = normalize_name(requested);
   if (want == normalize_name(name)) return true;
@@ -28,6 +28,6 @@ bool ModelCard::answers_to(const std::string& requested) const {
   return false;
 }
 
-std::string ModelCard::tagged_name() const { return name.find(':') == std::string::npos ? name + ":latest" : name; }
+std::string ModelInfo::tagged_name() const { return name.find(':') == std::string::npos ? name + ":latest" : name; }
 
-}  // namespace hearth::api
+}  // namespace hearth::protocol

@@ -1,10 +1,10 @@
-// Names and validation of sampler parameters (see sampler_params.h).
-#include "sampler/sampler_params.h"
+// Names and validation of sampling options (see sampling_options.h).
+#include "protocol/sampling_options.h"
 
 #include <cmath>
 #include <string>
 
-namespace hearth::sampler {
+namespace hearth::protocol {
 namespace {
 struct KindName {
   SamplerKind kind;
@@ -43,7 +43,7 @@ Result<SamplerKind> sampler_kind_from_name(std::string_view name) {
   return make_error(ErrorKind::kInvalidArgument, "unknown sampler '" + std::string(name) + "'");
 }
 
-Status validate_sampler_params(const SamplerParams& p) {
+Status validate_sampling_options(const SamplingOptions& p) {
   HEARTH_TRY(check(std::isfinite(p.temperature), "temperature must be a finite number"));
   HEARTH_TRY(check(p.top_p >= 0 && p.top_p <= 1, "top_p must be in [0, 1]"));
   HEARTH_TRY(check(p.min_p >= 0 && p.min_p <= 1, "min_p must be in [0, 1]"));
@@ -63,4 +63,4 @@ Status validate_sampler_params(const SamplerParams& p) {
   return ok_status();
 }
 
-}  // namespace hearth::sampler
+}  // namespace hearth::protocol

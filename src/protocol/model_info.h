@@ -1,6 +1,6 @@
-// What the HTTP routes say about the loaded model (/api/tags, /api/show, /api/ps, /v1/models,
-// /props): names, file facts and a summary of its GGUF metadata. Filled once by the server when
-// the model is loaded; plain data.
+// What the HTTP side knows of a loaded model (/api/tags, /api/show, /api/ps, /v1/models,
+// /props): names, file facts, capabilities and a summary of its GGUF metadata. Filled once by
+// the engine side when the model is loaded and handed across with the backend; plain data.
 #pragma once
 
 #include <cstdint>
@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-namespace hearth::api {
+namespace hearth::protocol {
 
-struct ModelCard {
+struct ModelInfo {
   std::string name;                  // what responses call it: --alias, or the file stem
   std::vector<std::string> aliases;  // other accepted names (general.name, file stem), lower case
   std::string path;
@@ -28,6 +28,7 @@ struct ModelCard {
   int32_t n_ctx_slot = 0;            // context of one request here
   int32_t n_slots = 0;
   bool embedding_only = false;       // an encoder (bert): embeddings, no generation
+  bool supports_tools = false;       // the chat template renders `tools`
   nlohmann::ordered_json model_info = nlohmann::ordered_json::object();  // GGUF scalars, small arrays
   std::string bos_token, eos_token;
   // Fill-in-the-middle control tokens (-1 when the model has none).
@@ -40,4 +41,4 @@ struct ModelCard {
   std::string tagged_name() const;
 };
 
-}  // namespace hearth::api
+}  // namespace hearth::protocol

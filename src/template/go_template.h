@@ -11,9 +11,9 @@
 
 #include "util/result.h"
 
-namespace hearth::api {
+namespace hearth {
 
 // `fields` maps "System", "Prompt", ... to their values; an absent field is empty.
 Result<std::string> render_go_template(std::string_view source, const std::map<std::string, std::string>& fields);
 
-}  // namespace hearth::api
+}  // namespace hearth

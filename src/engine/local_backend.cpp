@@ -1,0 +1,130 @@
+// protocol::InferenceBackend over a model in this process (see local_backend.h).
+#include "engine/local_backend.h"
+
+#include <fstream>
+#include <vector>
+
+#include "engine/default_chat_template.h"
+#include "util/log.h"
+#include "util/sha256.h"
+
+namespace hearth::engine {
+
+Result<std::shared_ptr<LocalBackend>> LocalBackend::create(std::unique_ptr<InferenceContext> context,
+                                                           const ServingOptions& options, protocol::ModelInfo info) {
+  std::shared_ptr<LocalBackend> b(new LocalBackend());
+  HEARTH_ASSIGN(std::unique_ptr<ServingEngine> engine, ServingEngine::create(*context, options));
+  b->service_ = std::shared_ptr<GenerationService>(std::move(engine));
+  b->tokenizer_ = &context->tokenizer();
+  b->context_ = std::move(context);
+  info.n_slots = options.n_slots;
+  HEARTH_TRY(b->init(std::move(info)));
+  return b;
+}
+
+Result<std::shared_ptr<LocalBackend>> LocalBackend::create(const Tokenizer& tokenizer,
+                                                           std::shared_ptr<GenerationService> service,
+                                                           protocol::ModelInfo info) {
+  std::shared_ptr<LocalBackend> b(new LocalBackend());
+  b->tokenizer_ = &tokenizer;
+  b->service_ = std::move(service);
+  HEARTH_TRY(b->init(std::move(info)));
+  return b;
+}
+
+Status LocalBackend::init(protocol::ModelInfo info) {
+  auto tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "chat template");
+  if (!tmpl.ok()) {
+    log_warn("chat template does not parse; using ChatML", {{"error", tmpl.error().message}});
+    info.chat_template = kChatMlTemplate;
+    info.chat_template_builtin = true;
+    tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "ChatML");
+    if (!tmpl.ok()) return tmpl.error();
+  }
+  template_ = std::make_unique<ChatTemplate>(std::move(tmpl).value());
+  info.supports_tools = template_->capabilities().supports_tools;
+  info.n_ctx_slot = service_->n_ctx_slot();
+  info_ = std::move(info);
+  if (!info_.digest.empty() || info_.path.empty()) {
+    digest_ = info_.digest;
+    return ok_status();
+  }
+  hasher_ = std::thread([this, path = info_.path] {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return;
+    Sha256 hash;
+    std::vector<char> buf(1 << 20);
+    while (!stop_hashing_.load() && in) {
+      in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+      if (in.gcount() > 0) hash.update(buf.data(), static_cast<size_t>(in.gcount()));
+    }
+    if (stop_hashing_.load() || !in.eof()) return;
+    std::string hex = hash.finish_hex();
+    std::lock_guard lock(digest_mu_);
+    digest_ = std::move(hex);
+  });
+  return ok_status();
+}
+
+LocalBackend::~LocalBackend() {
+  stop_hashing_ = true;
+  if (hasher_.joinable()) hasher_.join();
+  service_.reset();
+}
+
+std::string LocalBackend::digest() const {
+  std::lock_guard lock(digest_mu_);
+  return digest_;
+}
+
+Result<protocol::CompletionSubmission> LocalBackend::submit(const protocol::CompletionRequest& request) {
+  HEARTH_ASSIGN(PreparedPrompts prepared, prepare_completion(prompt_model(), request));
+  protocol::CompletionSubmission out;
+  out.prompts = std::move(prepared.prompts);
+  for (auto& r : prepared.requests) {
+    std::shared_ptr<ResultStream> stream = service_->submit(std::move(r));
+    if (std::optional<Error> rejected = stream->rejection()) {
+      for (auto& s : out.streams) s->cancel();
+      return *rejected;
+    }
+    out.streams.push_back(std::move(stream));
+  }
+  return out;
+}
+
+Result<protocol::EmbeddingSubmission> LocalBackend::submit(const protocol::EmbeddingRequest& request) {
+  protocol::EmbeddingSubmission out;
+  for (auto& input : prepare_embedding(*tokenizer_, request)) {
+    std::shared_ptr<ResultStream> stream = service_->submit(std::move(input));
+    if (std::optional<Error> rejected = stream->rejection()) {
+      for (auto& s : out.streams) s->cancel();
+      return *rejected;
+    }
+    out.streams.push_back(std::move(stream));
+  }
+  return out;
+}
+
+Result<std::vector<protocol::TokenPiece>> LocalBackend::tokenize(const std::string& text, bool add_special,
+                                                                 bool parse_special, bool with_pieces) const {
+  std::vector<protocol::TokenPiece> out;
+  for (int32_t id : tokenizer_->encode(text, add_special, parse_special)) {
+    out.push_back({id, with_pieces ? tokenizer_->token_to_piece(id, true) : std::string()});
+  }
+  return out;
+}
+
+Result<std::string> LocalBackend::detokenize(const std::vector<int32_t>& ids) const {
+  for (int32_t id : ids) {
+    if (id < 0 || id >= tokenizer_->n_vocab()) {
+      return make_error(ErrorKind::kInvalidArgument, "'tokens' must be token ids of this model's vocabulary");
+    }
+  }
+  return tokenizer_->decode(ids, true);
+}
+
+Result<std::string> LocalBackend::apply_template(const nlohmann::ordered_json& chat) const {
+  return template_->render(chat);
+}
+
+}  // namespace hearth::engine

@@ -1,0 +1,132 @@
+// Prompt rendering, tokenization and request shaping (see prompt_preparation.h). Nothing here
+// checks token ids or lengths: the serving engine does that for every request, once.
+#include "engine/prompt_preparation.h"
+
+#include "sampler/grammar/json_schema_grammar.h"
+#include "template/go_template.h"
+
+namespace hearth::engine {
+
+Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const protocol::PromptSource& source) {
+  using Kind = protocol::PromptSource::Kind;
+  const Tokenizer& tok = model.tokenizer;
+  protocol::PromptInfo out;
+  out.ids = source.prefix_tokens;
+  switch (source.kind) {
+    case Kind::kChat: {
+      if (source.untemplated_text && model.info.chat_template_builtin) {
+        out.text = *source.untemplated_text;
+        auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/false);
+        out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+        break;
+      }
+      HEARTH_ASSIGN(out.text, model.chat_template.render(source.chat));
+      auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
+      out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+      break;
+    }
+    case Kind::kText: {
+      out.text = source.text;
+      if (source.fill_in_middle) {
+        const protocol::ModelInfo& info = model.info;
+        if (info.fim_prefix < 0 || info.fim_suffix < 0 || info.fim_middle < 0) {
+          return make_error(ErrorKind::kUnsupported, "'suffix' needs a model with fill-in-the-middle tokens; '" +
+                                                         info.name + "' has none");
+        }
+        if (source.add_special && tok.add_bos() && tok.bos_id() >= 0) out.ids.push_back(tok.bos_id());
+        out.ids.push_back(info.fim_prefix);
+        auto pre = tok.encode(source.text, false, false);
+        out.ids.insert(out.ids.end(), pre.begin(), pre.end());
+        out.ids.push_back(info.fim_suffix);
+        auto suf = tok.encode(source.suffix, false, false);
+        out.ids.insert(out.ids.end(), suf.begin(), suf.end());
+        out.ids.push_back(info.fim_middle);
+      } else {
+        auto ids = tok.encode(source.text, source.add_special, /*parse_special=*/true);
+        out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+      }
+      break;
+    }
+    case Kind::kGoTemplate: {
+      HEARTH_ASSIGN(out.text, render_go_template(source.text, source.template_fields));
+      auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
+      out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+      break;
+    }
+    case Kind::kTokens:
+      out.ids.insert(out.ids.end(), source.tokens.begin(), source.tokens.end());
+      out.text = tok.decode(source.tokens, /*special=*/true);
+      break;
+  }
+  out.n_tokens = static_cast<int32_t>(out.ids.size());
+  return out;
+}
+
+Result<std::string> constraint_grammar(const protocol::OutputConstraint& constraint) {
+  using Kind = protocol::OutputConstraint::Kind;
+  switch (constraint.kind) {
+    case Kind::kNone: return std::string();
+    case Kind::kGbnf: return constraint.text;
+    case Kind::kJsonObject: return sampler::json_object_gbnf();
+    case Kind::kJsonSchema: {
+      auto gbnf = sampler::json_schema_to_gbnf(constraint.schema);
+      if (!gbnf.ok()) return make_error(gbnf.error().kind, "'" + constraint.field + "': " + gbnf.error().message);
+      return gbnf;
+    }
+  }
+  return std::string();
+}
+
+Result<PreparedPrompts> prepare_completion(const PromptModel& model, const protocol::CompletionRequest& request) {
+  GenerationRequest base;
+  base.sampling = request.sampling;
+  base.n_predict = request.n_predict;
+  base.stop = request.stop;
+  base.ignore_eos = request.ignore_eos;
+  HEARTH_ASSIGN(base.grammar, constraint_grammar(request.constraint));
+  base.grammar_field = request.constraint.field;
+  base.logprobs = request.logprobs;
+  base.top_logprobs = request.top_logprobs;
+  base.truncate = request.truncate;
+  base.n_keep = request.n_keep;
+  base.cache_prompt = request.cache_prompt;
+  base.slot = request.slot;
+  base.tag = request.tag;
+  if (base.sampling.dry_multiplier > 0.0f) {
+    std::vector<std::string> breakers = request.dry_sequence_breakers;
+    if (breakers.empty()) breakers = {"\n", ":", "\"", "*"};  // llama-server's defaults
+    base.sampling.dry_breakers.clear();
+    for (const auto& b : breakers) {
+      for (int32_t id : model.tokenizer.encode(b, false, false)) base.sampling.dry_breakers.push_back(id);
+    }
+  }
+
+  PreparedPrompts out;
+  for (const auto& source : request.prompts) {
+    HEARTH_ASSIGN(protocol::PromptInfo prompt, render_prompt(model, source));
+    for (int32_t j = 0; j < request.n_choices; ++j) {
+      GenerationRequest r = base;
+      r.prompt = prompt.ids;
+      if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
+      out.requests.push_back(std::move(r));
+    }
+    out.prompts.push_back(std::move(prompt));
+  }
+  return out;
+}
+
+std::vector<EmbeddingInput> prepare_embedding(const Tokenizer& tokenizer, const protocol::EmbeddingRequest& request) {
+  std::vector<EmbeddingInput> out;
+  auto add = [&](std::vector<int32_t> ids) {
+    EmbeddingInput in;
+    in.tokens = std::move(ids);
+    in.normalize = request.normalize;
+    in.truncate = request.truncate;
+    out.push_back(std::move(in));
+  };
+  for (const auto& text : request.texts) add(tokenizer.encode(text, true, false));
+  for (const auto& ids : request.token_inputs) add(ids);
+  return out;
+}
+
+}  // namespace hearth::engine

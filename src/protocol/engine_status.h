@@ -1,0 +1,44 @@
+// What an engine reports about itself for /metrics and /slots: counters, latency histograms
+// and a snapshot of each slot. Plain data, filled on the engine side.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace hearth::protocol {
+
+// A histogram with fixed upper bounds (seconds), Prometheus-style cumulative buckets.
+struct LatencyHistogram {
+  std::vector<double> bounds;     // ascending upper bounds, +Inf implied
+  std::vector<uint64_t> counts;   // per bound (not cumulative), bounds.size() + 1 entries
+  double sum = 0.0;
+  uint64_t count = 0;
+  void observe(double seconds);
+};
+
+struct EngineMetrics {
+  uint64_t prompt_tokens_total = 0;     // prompt tokens evaluated
+  uint64_t cached_tokens_total = 0;     // prompt tokens reused from the prefix cache
+  uint64_t generated_tokens_total = 0;
+  uint64_t requests_total = 0;          // completions + embeddings finished
+  uint64_t requests_cancelled_total = 0;
+  uint64_t steps_total = 0;             // batches decoded
+  int32_t requests_processing = 0;      // in a slot now
+  int32_t requests_waiting = 0;         // queued, no slot yet
+  int32_t kv_blocks_used = 0;
+  int32_t kv_blocks_total = 0;
+  LatencyHistogram ttft;                // seconds, submit -> first token
+  LatencyHistogram inter_token;         // seconds between tokens of one stream
+};
+
+struct SlotInfo {
+  int32_t id = 0;
+  bool busy = false;
+  int64_t request_id = -1;
+  int32_t n_ctx = 0;
+  int32_t cached_tokens = 0;   // tokens held in the slot's KV
+  int32_t prompt_pending = 0;  // prompt tokens still to prefill
+  int32_t generated = 0;
+};
+
+}  // namespace hearth::protocol
