@@ -37,20 +37,32 @@ class ForwardPass {
              std::vector<float>* hidden = nullptr);
 
  private:
-  // Largest run of decoder tokens sent through the layers together (see run()).
+  // Largest run of tokens of a causal model sent through the layers together (see run()).
   static constexpr int64_t kMicroBatchTokens = 128;
 
   Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
   void reserve_scratch(int64_t n);
-  // One micro-batch of a decoder through every layer (hidden states left in x_).
-  Status run_decoder(std::span<const BatchToken> batch, kv::KvCache& kv);
+  // One micro-batch through the embeddings and every layer (hidden states left in x_).
+  Status run_layers(std::span<const BatchToken> batch, kv::KvCache& kv);
   // Logits of the batch's output tokens into out; adds their count to *n_done.
   Status compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done);
+  // Token embeddings into x_ (scaled, plus learned positions and token types, normed when the
+  // model has an embedding norm).
   void embed(std::span<const BatchToken> batch);
+  // y = norm(x) with the model's norm kind over n_embd floats; bias is read by LayerNorm only.
+  void norm_row(const float* x, const float* weight, const float* bias, float* y) const;
+  // x += attn(norm(x)); x += ffn(norm(x)) (each block's output optionally normed first).
+  void pre_norm_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  // x = norm(x + attn(x)); x = norm(x + ffn(x)) (post_norm_layer.cpp).
+  void post_norm_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+
+  // xn_ -> tmp_: Q/K/V projection, QK norm, RoPE, K/V store, attention, output projection.
   void attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  // x_ normed in xn_ -> tmp_: act(gate) * up, or act(up) without a gate, then down.
   void ffn_block(int32_t il, int64_t n);
-  void bert_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
   Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+  // y[t] += bias for each of n rows of width floats (nothing when bias is null).
+  static void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width);
 
   const Model& model_;
   ThreadPool& pool_;
