@@ -1,11 +1,10 @@
 // The forward pass shared by every architecture: validation, embeddings, the pre-norm layer of
-// the decoders, the attention and FFN blocks, logits and the micro-batch loop. Architecture
-// differences are fields of the hyper-parameters and optional weights (see hparams.h,
-// weights.h); the post-norm layer is in post_norm_layer.cpp.
+// the decoders, the FFN block, logits and the micro-batch loop. Architecture differences are
+// fields of the hyper-parameters and optional weights (see hparams.h, weights.h); the attention
+// block is in attention_block.cpp, the post-norm layer in post_norm_layer.cpp.
 #include "model/forward.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 namespace hearth::model {
@@ -42,11 +41,6 @@ void ForwardPass::norm_row(const float* x, const float* weight, const float* bia
   } else {
     kernels::rms_norm(x, weight, y, h.n_embd, h.norm_eps);
   }
-}
-
-int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads) {
-  if (n_tokens <= 0 || n_threads <= 1 || n_tokens >= n_threads || n_head <= 1) return 1;
-  return static_cast<int32_t>(std::min<int64_t>((n_threads + n_tokens - 1) / n_tokens, n_head));
 }
 
 Status ForwardPass::matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y) {
@@ -130,119 +124,6 @@ void ForwardPass::pre_norm_layer(int32_t il, std::span<const BatchToken> batch, 
     if (L.post_ffw_norm != nullptr) norm_row(f, L.post_ffw_norm, nullptr, f);
     kernels::add(x_.data() + t * d, f, d);
   });
-}
-
-void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv) {
-  const auto& h = model_.hparams();
-  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(il)];
-  const int64_t n = static_cast<int64_t>(batch.size());
-  const int64_t q_dim = static_cast<int64_t>(h.n_head) * h.head_dim_k;
-  const int64_t k_dim = static_cast<int64_t>(h.n_head_kv) * h.head_dim_k;
-  const int64_t v_dim = static_cast<int64_t>(h.n_head_kv) * h.head_dim_v;
-  const int64_t o_dim = static_cast<int64_t>(h.n_head) * h.head_dim_v;
-
-  if (L.wqkv.data != nullptr) {
-    const int64_t all = q_dim + k_dim + v_dim;
-    grow(qkv_, static_cast<size_t>(n * all));
-    if (auto st = matmul(L.wqkv, xn_.data(), n, qkv_.data()); !st.ok()) status_ = st;
-    for (int64_t t = 0; t < n; ++t) {
-      const float* row = qkv_.data() + t * all;
-      std::copy(row, row + q_dim, q_.data() + t * q_dim);
-      std::copy(row + q_dim, row + q_dim + k_dim, k_.data() + t * k_dim);
-      std::copy(row + q_dim + k_dim, row + all, v_.data() + t * v_dim);
-    }
-  } else {
-    const kernels::MatmulJob jobs[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
-    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
-  }
-  add_bias_rows(q_.data(), L.bq, n, q_dim);
-  add_bias_rows(k_.data(), L.bk, n, k_dim);
-  add_bias_rows(v_.data(), L.bv, n, v_dim);
-
-  const DType kv_type = kv.pool().layout().type;
-  for (int64_t t = 0; t < n; ++t) {
-    float* qt = q_.data() + t * q_dim;
-    float* kt = k_.data() + t * k_dim;
-    if (L.q_norm != nullptr) {
-      for (int32_t hd = 0; hd < h.n_head; ++hd) {
-        float* p = qt + static_cast<int64_t>(hd) * h.head_dim_k;
-        kernels::rms_norm(p, L.q_norm, p, h.head_dim_k, h.norm_eps);
-      }
-      for (int32_t hd = 0; hd < h.n_head_kv; ++hd) {
-        float* p = kt + static_cast<int64_t>(hd) * h.head_dim_k;
-        kernels::rms_norm(p, L.k_norm, p, h.head_dim_k, h.norm_eps);
-      }
-    }
-    if (h.position_encoding == PositionEncoding::kRope) {
-      kernels::rope(qt, h.n_head, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
-      kernels::rope(kt, h.n_head_kv, h.head_dim_k, batch[static_cast<size_t>(t)].pos, rope_);
-    }
-    const auto& bt = batch[static_cast<size_t>(t)];
-    (void)kernels::kv_store_row(kv_type, kt, kv.k_row(il, bt.seq, bt.pos), k_dim);
-    (void)kernels::kv_store_row(kv_type, v_.data() + t * v_dim, kv.v_row(il, bt.seq, bt.pos), v_dim);
-  }
-
-  kernels::AttentionParams ap;
-  ap.n_head = h.n_head;
-  ap.n_head_kv = h.n_head_kv;
-  ap.head_dim_k = h.head_dim_k;
-  ap.head_dim_v = h.head_dim_v;
-  ap.scale = h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim_k));
-  ap.softcap = h.attn_softcap;
-  ap.window = h.layer_is_sliding(il) ? h.sliding_window : 0;
-  ap.causal = h.causal;
-
-  if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
-  const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());
-  // Everything the workers need, captured by one reference so the std::function the pool
-  // takes does not allocate.
-  struct Work {
-    ForwardPass* self;
-    std::span<const BatchToken> batch;
-    kv::KvCache* kv;
-    int32_t il;
-    DType kv_type;
-    int32_t head_chunks;
-    const kernels::AttentionParams* ap;
-    int64_t q_dim, o_dim;
-  } work{this, batch, &kv, il, kv_type, head_chunks, &ap, q_dim, o_dim};
-  pool_.parallel_for(static_cast<size_t>(n) * static_cast<size_t>(head_chunks),
-                     [&work](size_t begin, size_t end, int thread) {
-    const auto& hp = work.self->model_.hparams();
-    kv::KvBlockPool& blocks = work.kv->pool();
-    AttentionScratch& scratch = work.self->attn_scratch_[static_cast<size_t>(thread)];
-    int32_t span_seq = -1;  // the sequence whose blocks scratch.k_blocks/v_blocks hold
-    kernels::KvSpan span;
-    for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / static_cast<size_t>(work.head_chunks);
-      const int64_t chunk = static_cast<int64_t>(item % static_cast<size_t>(work.head_chunks));
-      const auto& bt = work.batch[t];
-      if (bt.seq != span_seq) {
-        auto table = work.kv->block_table(bt.seq);
-        scratch.k_blocks.resize(table.size());
-        scratch.v_blocks.resize(table.size());
-        for (size_t b = 0; b < table.size(); ++b) {
-          scratch.k_blocks[b] = blocks.k_block(work.il, table[b]);
-          scratch.v_blocks[b] = blocks.v_block(work.il, table[b]);
-        }
-        span.k_blocks = scratch.k_blocks.data();
-        span.v_blocks = scratch.v_blocks.data();
-        span.block_tokens = work.kv->block_tokens();
-        span.k_row_bytes = blocks.k_row_bytes();
-        span.v_row_bytes = blocks.v_row_bytes();
-        span.type = work.kv_type;
-        span_seq = bt.seq;
-      }
-      const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
-      const auto head_begin = static_cast<int32_t>(chunk * hp.n_head / work.head_chunks);
-      const auto head_end = static_cast<int32_t>((chunk + 1) * hp.n_head / work.head_chunks);
-      kernels::attention_heads(work.self->q_.data() + static_cast<int64_t>(t) * work.q_dim, bt.pos, n_kv, span,
-                               *work.ap, head_begin, head_end,
-                               work.self->attn_.data() + static_cast<int64_t>(t) * work.o_dim, scratch.scores);
-    }
-  });
-  if (auto st = matmul(L.wo, attn_.data(), n, tmp_.data()); !st.ok()) status_ = st;
-  add_bias_rows(tmp_.data(), L.bo, n, h.n_embd);
 }
 
 void ForwardPass::ffn_block(int32_t il, int64_t n) {

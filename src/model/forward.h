@@ -40,6 +40,11 @@ class ForwardPass {
   // Largest run of tokens of a causal model sent through the layers together (see run()).
   static constexpr int64_t kMicroBatchTokens = 128;
 
+  // Widths of one token's attention rows: queries, keys, values and the heads' outputs.
+  struct AttentionDims {
+    int64_t q, k, v, o;
+  };
+
   Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
   void reserve_scratch(int64_t n);
   // One micro-batch through the embeddings and every layer (hidden states left in x_).
@@ -56,8 +61,23 @@ class ForwardPass {
   // x = norm(x + attn(x)); x = norm(x + ffn(x)) (post_norm_layer.cpp).
   void post_norm_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
 
-  // xn_ -> tmp_: Q/K/V projection, QK norm, RoPE, K/V store, attention, output projection.
+  // The attention block, from xn_ to tmp_ (attention_block.cpp), in the order it runs:
   void attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  AttentionDims attention_dims() const;
+  // xn_ -> q_, k_, v_ (one fused matrix or three), plus biases.
+  void project_qkv(const LayerWeights& L, int64_t n, const AttentionDims& dims);
+  // Per-head RMSNorm of one token's query and key heads (when the layer has QK norms).
+  void norm_qk_heads(const LayerWeights& L, float* q, float* k) const;
+  // Rotates one token's query and key heads by its position.
+  void rope_qk(float* q, float* k, int32_t pos) const;
+  // Writes one token's key and value rows into the cache at its position.
+  void store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
+                const AttentionDims& dims);
+  // q_ and the cache -> attn_: every token's heads over its sequence, split over the pool.
+  void attend(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv, const AttentionDims& dims);
+  // attn_ -> tmp_ through the output projection, plus its bias.
+  void project_output(const LayerWeights& L, int64_t n);
+
   // x_ normed in xn_ -> tmp_: act(gate) * up, or act(up) without a gate, then down.
   void ffn_block(int32_t il, int64_t n);
   Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
@@ -79,7 +99,7 @@ class ForwardPass {
   Status status_;                               // first error inside a block
 };
 
-// How attention_block splits a batch over threads: each token's query heads are cut into this
+// How attend() splits a batch over threads: each token's query heads are cut into this
 // many contiguous ranges (chunk c of k covers heads [c*n_head/k, (c+1)*n_head/k)), so that a
 // batch of fewer tokens than threads (a decode step has one) still gives every thread work.
 // Heads are computed independently, so the split never changes the numbers.
