@@ -175,7 +175,10 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(EmbeddingInput request
 // A decoder's slots keep caches, so an embedding is sure of one slot's share of the pool. An
 // encoder's slots never hold anything: the whole context is its, up to the model's positions.
 int32_t ServingEngine::Impl::embed_limit() const {
-  if (ctx_.model().is_encoder()) return std::min(ctx_.n_ctx(), ctx_.model().hparams().n_ctx_train);
+  if (ctx_.model().is_encoder()) {
+    const int32_t n_pos_max = ctx_.model().hparams().n_pos_max;
+    return n_pos_max > 0 ? std::min(ctx_.n_ctx(), n_pos_max) : ctx_.n_ctx();
+  }
   return n_ctx_slot_;
 }
 

@@ -37,20 +37,52 @@ class ForwardPass {
              std::vector<float>* hidden = nullptr);
 
  private:
-  // Largest run of decoder tokens sent through the layers together (see run()).
+  // Largest run of tokens of a causal model sent through the layers together (see run()).
   static constexpr int64_t kMicroBatchTokens = 128;
+
+  // Widths of one token's attention rows: queries, keys, values and the heads' outputs.
+  struct AttentionDims {
+    int64_t q, k, v, o;
+  };
 
   Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
   void reserve_scratch(int64_t n);
-  // One micro-batch of a decoder through every layer (hidden states left in x_).
-  Status run_decoder(std::span<const BatchToken> batch, kv::KvCache& kv);
+  // One micro-batch through the embeddings and every layer (hidden states left in x_).
+  Status run_layers(std::span<const BatchToken> batch, kv::KvCache& kv);
   // Logits of the batch's output tokens into out; adds their count to *n_done.
   Status compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done);
+  // Token embeddings into x_ (scaled, plus learned positions and token types, normed when the
+  // model has an embedding norm).
   void embed(std::span<const BatchToken> batch);
+  // y = norm(x) with the model's norm kind over n_embd floats; bias is read by LayerNorm only.
+  void norm_row(const float* x, const float* weight, const float* bias, float* y) const;
+  // x += attn(norm(x)); x += ffn(norm(x)) (each block's output optionally normed first).
+  void pre_norm_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  // x = norm(x + attn(x)); x = norm(x + ffn(x)) (post_norm_layer.cpp).
+  void post_norm_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+
+  // The attention block, from xn_ to tmp_ (attention_block.cpp), in the order it runs:
   void attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
+  AttentionDims attention_dims() const;
+  // xn_ -> q_, k_, v_ (one fused matrix or three), plus biases.
+  void project_qkv(const LayerWeights& L, int64_t n, const AttentionDims& dims);
+  // Per-head RMSNorm of one token's query and key heads (when the layer has QK norms).
+  void norm_qk_heads(const LayerWeights& L, float* q, float* k) const;
+  // Rotates one token's query and key heads by its position.
+  void rope_qk(float* q, float* k, int32_t pos) const;
+  // Writes one token's key and value rows into the cache at its position.
+  void store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
+                const AttentionDims& dims);
+  // q_ and the cache -> attn_: every token's heads over its sequence, split over the pool.
+  void attend(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv, const AttentionDims& dims);
+  // attn_ -> tmp_ through the output projection, plus its bias.
+  void project_output(const LayerWeights& L, int64_t n);
+
+  // x_ normed in xn_ -> tmp_: act(gate) * up, or act(up) without a gate, then down.
   void ffn_block(int32_t il, int64_t n);
-  void bert_layer(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv);
   Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+  // y[t] += bias for each of n rows of width floats (nothing when bias is null).
+  static void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width);
 
   const Model& model_;
   ThreadPool& pool_;
@@ -67,7 +99,7 @@ class ForwardPass {
   Status status_;                               // first error inside a block
 };
 
-// How attention_block splits a batch over threads: each token's query heads are cut into this
+// How attend() splits a batch over threads: each token's query heads are cut into this
 // many contiguous ranges (chunk c of k covers heads [c*n_head/k, (c+1)*n_head/k)), so that a
 // batch of fewer tokens than threads (a decode step has one) still gives every thread work.
 // Heads are computed independently, so the split never changes the numbers.

@@ -1,4 +1,5 @@
-// Reading hyper-parameters from GGUF metadata (see hparams.h).
+// Reading hyper-parameters from GGUF metadata and each architecture's table of traits (see
+// hparams.h): the one place that turns "which architecture" into fields the forward pass reads.
 #include "model/hparams.h"
 
 #include <cmath>
@@ -6,14 +7,41 @@
 namespace hearth::model {
 namespace {
 
-struct ArchName {
+// What each architecture fixes that its metadata does not say. Metadata-dependent quirks
+// (gemma2's soft-caps and sliding window, bert's causality and pooling) are read in
+// load_hparams below.
+struct ArchTraits {
   Arch arch;
   const char* name;
+  kernels::RopeStyle rope_style;
+  ActivationKind ffn_activation;
+  NormKind norm_kind;
+  NormPlacement norm_placement;
+  PositionEncoding position_encoding;
+  ModelOutput output;
 };
-constexpr ArchName kArchNames[] = {
-    {Arch::kLlama, "llama"}, {Arch::kQwen2, "qwen2"}, {Arch::kQwen3, "qwen3"},
-    {Arch::kGemma2, "gemma2"}, {Arch::kPhi3, "phi3"}, {Arch::kBert, "bert"},
+using AK = ActivationKind;
+using NK = NormKind;
+using NP = NormPlacement;
+using PE = PositionEncoding;
+using MO = ModelOutput;
+using RS = kernels::RopeStyle;
+// bert's rope_style is unused (learned positions).
+constexpr ArchTraits kArchTraits[] = {
+    {Arch::kLlama, "llama", RS::kNormal, AK::kSilu, NK::kRms, NP::kPre, PE::kRope, MO::kLogits},
+    {Arch::kQwen2, "qwen2", RS::kNeox, AK::kSilu, NK::kRms, NP::kPre, PE::kRope, MO::kLogits},
+    {Arch::kQwen3, "qwen3", RS::kNeox, AK::kSilu, NK::kRms, NP::kPre, PE::kRope, MO::kLogits},
+    {Arch::kGemma2, "gemma2", RS::kNeox, AK::kGelu, NK::kRms, NP::kPre, PE::kRope, MO::kLogits},
+    {Arch::kPhi3, "phi3", RS::kNeox, AK::kSilu, NK::kRms, NP::kPre, PE::kRope, MO::kLogits},
+    {Arch::kBert, "bert", RS::kNeox, AK::kGelu, NK::kLayer, NP::kPost, PE::kLearned, MO::kHiddenStates},
 };
+
+const ArchTraits& arch_traits(Arch arch) {
+  for (const auto& a : kArchTraits) {
+    if (a.arch == arch) return a;
+  }
+  return kArchTraits[0];  // unreachable: every Arch has a row
+}
 
 template <typename T>
 Result<T> required(const gguf::File& f, const std::string& key) {
@@ -25,17 +53,17 @@ Result<T> required(const gguf::File& f, const std::string& key) {
 }  // namespace
 
 Result<Arch> arch_from_name(const std::string& name) {
-  for (const auto& a : kArchNames) {
+  for (const auto& a : kArchTraits) {
     if (name == a.name) return a.arch;
   }
   std::string known;
-  for (const auto& a : kArchNames) known += std::string(known.empty() ? "" : ", ") + a.name;
+  for (const auto& a : kArchTraits) known += std::string(known.empty() ? "" : ", ") + a.name;
   return make_error(ErrorKind::kUnsupported,
                     "architecture '" + name + "' is not supported (supported: " + known + ")");
 }
 
 const char* arch_name(Arch arch) {
-  for (const auto& a : kArchNames) {
+  for (const auto& a : kArchTraits) {
     if (a.arch == arch) return a.name;
   }
   return "?";
@@ -45,6 +73,12 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
   ModelHparams h;
   HEARTH_ASSIGN(h.arch_name, required<std::string>(f, "general.architecture"));
   HEARTH_ASSIGN(h.arch, arch_from_name(h.arch_name));
+  const ArchTraits& traits = arch_traits(h.arch);
+  h.ffn_activation = traits.ffn_activation;
+  h.norm_kind = traits.norm_kind;
+  h.norm_placement = traits.norm_placement;
+  h.position_encoding = traits.position_encoding;
+  h.output = traits.output;
   const std::string p = h.arch_name + ".";
   h.n_vocab = n_vocab;
   HEARTH_ASSIGN(h.n_embd, required<int32_t>(f, p + "embedding_length"));
@@ -70,16 +104,18 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
     return make_error(ErrorKind::kCorrupt, "model metadata: bad attention key/value length");
   }
 
-  if (h.arch == Arch::kBert) {
+  if (h.norm_kind == NormKind::kLayer) {
     HEARTH_ASSIGN(h.norm_eps, required<float>(f, p + "attention.layer_norm_epsilon"));
   } else {
     HEARTH_ASSIGN(h.norm_eps, required<float>(f, p + "attention.layer_norm_rms_epsilon"));
   }
+  // Learned position embeddings have one row per trained position; RoPE has no limit.
+  if (h.position_encoding == PositionEncoding::kLearned) h.n_pos_max = h.n_ctx_train;
 
   // RoPE.
   h.rope.rope_dims = f.get_or<int32_t>(p + "rope.dimension_count", h.head_dim_k);
   h.rope.freq_base = f.get_or<float>(p + "rope.freq_base", 10000.0f);
-  h.rope.style = (h.arch == Arch::kLlama) ? kernels::RopeStyle::kNormal : kernels::RopeStyle::kNeox;
+  h.rope.style = traits.rope_style;
   if (h.rope.rope_dims <= 0 || h.rope.rope_dims > h.head_dim_k || h.rope.rope_dims % 2 != 0) {
     return make_error(ErrorKind::kCorrupt, "model metadata: rope.dimension_count must be even and at most the head size");
   }
@@ -127,7 +163,6 @@ Result<ModelHparams> load_hparams(const gguf::File& f, int32_t n_vocab) {
       if (h.n_layer == 46) h.attn_scale = 1.0f / std::sqrt(static_cast<float>(h.n_embd / h.n_head));
       break;
     case Arch::kBert:
-      h.use_rope = false;
       h.causal = f.get_or<bool>(p + "attention.causal", false);
       h.pooling = static_cast<PoolingType>(f.get_or<uint32_t>(p + "pooling_type", 1));
       if (static_cast<uint32_t>(h.pooling) > 3) return make_error(ErrorKind::kUnsupported, "unknown bert pooling type");

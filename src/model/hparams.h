@@ -16,8 +16,38 @@ enum class Arch { kLlama, kQwen2, kQwen3, kGemma2, kPhi3, kBert };
 
 enum class PoolingType { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
 
+// The activation of the FFN's gate (or of its up projection when it has no gate).
+enum class ActivationKind { kSilu, kGelu };
+
+// The normalisation every norm weight of the model applies (QK norms are always RMSNorm).
+enum class NormKind {
+  kRms,    // RMSNorm: weight only
+  kLayer,  // LayerNorm: mean and variance, weight and bias
+};
+
+// Where a layer's norms sit around its attention and FFN blocks.
+enum class NormPlacement {
+  kPre,   // x += block(norm(x)) (the decoders)
+  kPost,  // x = norm(x + block(x)) (bert)
+};
+
+// How a token's position enters the model.
+enum class PositionEncoding {
+  kRope,     // Q and K rotated by position (kernels::rope)
+  kLearned,  // a row of position_embd added to the token's embedding (bert)
+};
+
+// What the forward pass leaves for the caller.
+enum class ModelOutput {
+  kLogits,        // next-token logits of the tokens that ask (decoders)
+  kHiddenStates,  // every token's final hidden state, for pooling into embeddings (encoders)
+};
+
+// Every field is filled once by load_hparams, from the metadata and the architecture's row in
+// its table of traits; the forward pass reads these fields and never asks which architecture
+// it runs.
 struct ModelHparams {
-  Arch arch = Arch::kLlama;
+  Arch arch = Arch::kLlama;  // for loading (weight binding) and messages only
   std::string arch_name;
   int32_t n_vocab = 0;
   int32_t n_embd = 0;
@@ -28,16 +58,21 @@ struct ModelHparams {
   int32_t head_dim_v = 0;
   int32_t n_ff = 0;
   int32_t n_ctx_train = 0;
-  float norm_eps = 1e-5f;           // RMSNorm eps, or LayerNorm eps for bert
-  kernels::RopeParams rope;         // style, dims, base, scale, YaRN
-  bool use_rope = true;
+  float norm_eps = 1e-5f;           // eps of the norm_kind norms
+  NormKind norm_kind = NormKind::kRms;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  ActivationKind ffn_activation = ActivationKind::kSilu;
+  PositionEncoding position_encoding = PositionEncoding::kRope;
+  kernels::RopeParams rope;         // style, dims, base, scale, YaRN (position_encoding kRope)
+  int32_t n_pos_max = 0;            // positions a token may take (0: no limit); kLearned: n_ctx_train
+  ModelOutput output = ModelOutput::kLogits;
   float attn_softcap = 0.0f;        // gemma2
   float final_softcap = 0.0f;       // gemma2
   int32_t sliding_window = 0;       // 0: none
   int32_t swa_period = 0;           // layer il is sliding when il % swa_period == 0 (gemma2: 2)
   float embed_scale = 1.0f;         // gemma: sqrt(n_embd)
   float attn_scale = 0.0f;          // 0: 1/sqrt(head_dim_k)
-  bool causal = true;
+  bool causal = true;               // false: every token attends to its whole sequence
   PoolingType pooling = PoolingType::kNone;
 
   bool layer_is_sliding(int32_t il) const {

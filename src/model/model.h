@@ -38,7 +38,8 @@ class Model {
   const ModelWeights& weights() const { return weights_; }
   const gguf::File& file() const { return file_; }
   double load_ms() const { return load_ms_; }
-  bool is_encoder() const { return hparams_.arch == Arch::kBert; }
+  // An embedding model: the forward pass leaves hidden states, not logits.
+  bool is_encoder() const { return hparams_.output == ModelOutput::kHiddenStates; }
 
   // The RoPE parameters for a context in which one sequence may reach n_ctx_per_seq tokens
   // (0: the training context length). Llama 3.1 rope_freqs always apply; otherwise LongRoPE

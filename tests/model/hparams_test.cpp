@@ -1,7 +1,8 @@
 // Hyper-parameters read from metadata alone (no tensors): RoPE scaling types and their keys as
 // the ecosystem reads them (a factor without a type is linear scaling, an explicit "none"
 // ignores it, the attention factor and original context apply to every type, the old
-// scale_linear key is a fallback), LongRoPE's type name, and the Gemma 2 27B query scale.
+// scale_linear key is a fallback), LongRoPE's type name, the Gemma 2 27B query scale, and the
+// per-architecture fields (activation, norms, positions, output) the forward pass reads.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -114,6 +115,50 @@ TEST(Hparams, Gemma2QueryScaleFollowsModelSize) {
       46);
   ASSERT_TRUE(big.ok());
   EXPECT_FLOAT_EQ(big->attn_scale, 1.0f / 8.0f);
+}
+
+TEST(Hparams, ArchitectureDifferencesAreFields) {
+  auto llama = hparams_with("llama", [](gguf::Writer&) {});
+  ASSERT_TRUE(llama.ok()) << llama.error().to_string();
+  EXPECT_EQ(llama->rope.style, kernels::RopeStyle::kNormal);
+  EXPECT_EQ(llama->ffn_activation, ActivationKind::kSilu);
+  EXPECT_EQ(llama->norm_kind, NormKind::kRms);
+  EXPECT_EQ(llama->norm_placement, NormPlacement::kPre);
+  EXPECT_EQ(llama->position_encoding, PositionEncoding::kRope);
+  EXPECT_EQ(llama->n_pos_max, 0);
+  EXPECT_EQ(llama->output, ModelOutput::kLogits);
+  EXPECT_TRUE(llama->causal);
+  EXPECT_EQ(llama->embed_scale, 1.0f);
+
+  auto qwen2 = hparams_with("qwen2", [](gguf::Writer&) {});
+  ASSERT_TRUE(qwen2.ok());
+  EXPECT_EQ(qwen2->rope.style, kernels::RopeStyle::kNeox);
+  EXPECT_EQ(qwen2->ffn_activation, ActivationKind::kSilu);
+
+  auto gemma2 = hparams_with("gemma2", [](gguf::Writer&) {});
+  ASSERT_TRUE(gemma2.ok());
+  EXPECT_EQ(gemma2->ffn_activation, ActivationKind::kGelu);
+  EXPECT_EQ(gemma2->norm_placement, NormPlacement::kPre);
+  EXPECT_FLOAT_EQ(gemma2->embed_scale, 16.0f);  // sqrt(256)
+  EXPECT_EQ(gemma2->attn_softcap, 50.0f);
+  EXPECT_EQ(gemma2->final_softcap, 30.0f);
+
+  auto bert = hparams_with("bert", [](gguf::Writer& w) {
+    w.set("bert.attention.layer_norm_epsilon", gguf::Value(1e-12f));
+  });
+  ASSERT_TRUE(bert.ok()) << bert.error().to_string();
+  EXPECT_EQ(bert->norm_eps, 1e-12f);
+  EXPECT_EQ(bert->ffn_activation, ActivationKind::kGelu);
+  EXPECT_EQ(bert->norm_kind, NormKind::kLayer);
+  EXPECT_EQ(bert->norm_placement, NormPlacement::kPost);
+  EXPECT_EQ(bert->position_encoding, PositionEncoding::kLearned);
+  EXPECT_EQ(bert->n_pos_max, 4096);  // one learned row per trained position
+  EXPECT_EQ(bert->output, ModelOutput::kHiddenStates);
+  EXPECT_FALSE(bert->causal);
+  EXPECT_EQ(bert->pooling, PoolingType::kMean);
+  // bert reads the LayerNorm eps, not the RMSNorm one
+  auto bert_no_eps = hparams_with("bert", [](gguf::Writer&) {});
+  EXPECT_FALSE(bert_no_eps.ok());
 }
 
 }  // namespace

@@ -1,0 +1,157 @@
+// The attention block of every layer, decoder or encoder, as the steps it runs in order:
+// Q/K/V projection, per-head QK norm, RoPE, the K/V store into the paged cache, attention over
+// each token's sequence, and the output projection. Architecture differences are fields of the
+// hyper-parameters and optional weights (see hparams.h, weights.h).
+#include <algorithm>
+#include <cmath>
+
+#include "model/forward.h"
+
+namespace hearth::model {
+
+int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads) {
+  if (n_tokens <= 0 || n_threads <= 1 || n_tokens >= n_threads || n_head <= 1) return 1;
+  return static_cast<int32_t>(std::min<int64_t>((n_threads + n_tokens - 1) / n_tokens, n_head));
+}
+
+void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv) {
+  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(il)];
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const AttentionDims dims = attention_dims();
+  project_qkv(L, n, dims);
+  for (int64_t t = 0; t < n; ++t) {
+    const BatchToken& token = batch[static_cast<size_t>(t)];
+    float* q = q_.data() + t * dims.q;
+    float* k = k_.data() + t * dims.k;
+    norm_qk_heads(L, q, k);
+    rope_qk(q, k, token.pos);
+    store_kv(il, token, k, v_.data() + t * dims.v, kv, dims);
+  }
+  attend(il, batch, kv, dims);
+  project_output(L, n);
+}
+
+ForwardPass::AttentionDims ForwardPass::attention_dims() const {
+  const auto& h = model_.hparams();
+  return {static_cast<int64_t>(h.n_head) * h.head_dim_k, static_cast<int64_t>(h.n_head_kv) * h.head_dim_k,
+          static_cast<int64_t>(h.n_head_kv) * h.head_dim_v, static_cast<int64_t>(h.n_head) * h.head_dim_v};
+}
+
+void ForwardPass::project_qkv(const LayerWeights& L, int64_t n, const AttentionDims& dims) {
+  if (L.wqkv.data != nullptr) {
+    const int64_t all = dims.q + dims.k + dims.v;
+    if (qkv_.size() < static_cast<size_t>(n * all)) qkv_.resize(static_cast<size_t>(n * all));
+    if (auto st = matmul(L.wqkv, xn_.data(), n, qkv_.data()); !st.ok()) status_ = st;
+    for (int64_t t = 0; t < n; ++t) {
+      const float* row = qkv_.data() + t * all;
+      std::copy(row, row + dims.q, q_.data() + t * dims.q);
+      std::copy(row + dims.q, row + dims.q + dims.k, k_.data() + t * dims.k);
+      std::copy(row + dims.q + dims.k, row + all, v_.data() + t * dims.v);
+    }
+  } else {
+    const kernels::MatmulJob jobs[] = {{&L.wq, q_.data()}, {&L.wk, k_.data()}, {&L.wv, v_.data()}};
+    if (auto st = kernels::matmul_multi(jobs, xn_.data(), n, pool_, mm_scratch_); !st.ok()) status_ = st;
+  }
+  add_bias_rows(q_.data(), L.bq, n, dims.q);
+  add_bias_rows(k_.data(), L.bk, n, dims.k);
+  add_bias_rows(v_.data(), L.bv, n, dims.v);
+}
+
+void ForwardPass::norm_qk_heads(const LayerWeights& L, float* q, float* k) const {
+  if (L.q_norm == nullptr) return;
+  const auto& h = model_.hparams();
+  for (int32_t hd = 0; hd < h.n_head; ++hd) {
+    float* p = q + static_cast<int64_t>(hd) * h.head_dim_k;
+    kernels::rms_norm(p, L.q_norm, p, h.head_dim_k, h.norm_eps);
+  }
+  for (int32_t hd = 0; hd < h.n_head_kv; ++hd) {
+    float* p = k + static_cast<int64_t>(hd) * h.head_dim_k;
+    kernels::rms_norm(p, L.k_norm, p, h.head_dim_k, h.norm_eps);
+  }
+}
+
+void ForwardPass::rope_qk(float* q, float* k, int32_t pos) const {
+  const auto& h = model_.hparams();
+  if (h.position_encoding != PositionEncoding::kRope) return;
+  kernels::rope(q, h.n_head, h.head_dim_k, pos, rope_);
+  kernels::rope(k, h.n_head_kv, h.head_dim_k, pos, rope_);
+}
+
+void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
+                           const AttentionDims& dims) {
+  const DType kv_type = kv.pool().layout().type;
+  (void)kernels::kv_store_row(kv_type, k, kv.k_row(il, token.seq, token.pos), dims.k);
+  (void)kernels::kv_store_row(kv_type, v, kv.v_row(il, token.seq, token.pos), dims.v);
+}
+
+void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCache& kv, const AttentionDims& dims) {
+  const auto& h = model_.hparams();
+  const int64_t n = static_cast<int64_t>(batch.size());
+  kernels::AttentionParams ap;
+  ap.n_head = h.n_head;
+  ap.n_head_kv = h.n_head_kv;
+  ap.head_dim_k = h.head_dim_k;
+  ap.head_dim_v = h.head_dim_v;
+  ap.scale = h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim_k));
+  ap.softcap = h.attn_softcap;
+  ap.window = h.layer_is_sliding(il) ? h.sliding_window : 0;
+  ap.causal = h.causal;
+
+  if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
+  const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());
+  // Everything the workers need, captured by one reference so the std::function the pool
+  // takes does not allocate.
+  struct Work {
+    ForwardPass* self;
+    std::span<const BatchToken> batch;
+    kv::KvCache* kv;
+    int32_t il;
+    DType kv_type;
+    int32_t head_chunks;
+    const kernels::AttentionParams* ap;
+    int64_t q_dim, o_dim;
+  } work{this, batch, &kv, il, kv.pool().layout().type, head_chunks, &ap, dims.q, dims.o};
+  pool_.parallel_for(static_cast<size_t>(n) * static_cast<size_t>(head_chunks),
+                     [&work](size_t begin, size_t end, int thread) {
+    const auto& hp = work.self->model_.hparams();
+    kv::KvBlockPool& blocks = work.kv->pool();
+    AttentionScratch& scratch = work.self->attn_scratch_[static_cast<size_t>(thread)];
+    int32_t span_seq = -1;  // the sequence whose blocks scratch.k_blocks/v_blocks hold
+    kernels::KvSpan span;
+    for (size_t item = begin; item < end; ++item) {
+      const size_t t = item / static_cast<size_t>(work.head_chunks);
+      const int64_t chunk = static_cast<int64_t>(item % static_cast<size_t>(work.head_chunks));
+      const auto& bt = work.batch[t];
+      if (bt.seq != span_seq) {
+        auto table = work.kv->block_table(bt.seq);
+        scratch.k_blocks.resize(table.size());
+        scratch.v_blocks.resize(table.size());
+        for (size_t b = 0; b < table.size(); ++b) {
+          scratch.k_blocks[b] = blocks.k_block(work.il, table[b]);
+          scratch.v_blocks[b] = blocks.v_block(work.il, table[b]);
+        }
+        span.k_blocks = scratch.k_blocks.data();
+        span.v_blocks = scratch.v_blocks.data();
+        span.block_tokens = work.kv->block_tokens();
+        span.k_row_bytes = blocks.k_row_bytes();
+        span.v_row_bytes = blocks.v_row_bytes();
+        span.type = work.kv_type;
+        span_seq = bt.seq;
+      }
+      // Causal: the keys up to the token's own position; otherwise the whole sequence.
+      const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
+      const auto head_begin = static_cast<int32_t>(chunk * hp.n_head / work.head_chunks);
+      const auto head_end = static_cast<int32_t>((chunk + 1) * hp.n_head / work.head_chunks);
+      kernels::attention_heads(work.self->q_.data() + static_cast<int64_t>(t) * work.q_dim, bt.pos, n_kv, span,
+                               *work.ap, head_begin, head_end,
+                               work.self->attn_.data() + static_cast<int64_t>(t) * work.o_dim, scratch.scores);
+    }
+  });
+}
+
+void ForwardPass::project_output(const LayerWeights& L, int64_t n) {
+  if (auto st = matmul(L.wo, attn_.data(), n, tmp_.data()); !st.ok()) status_ = st;
+  add_bias_rows(tmp_.data(), L.bo, n, model_.hparams().n_embd);
+}
+
+}  // namespace hearth::model
