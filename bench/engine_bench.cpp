@@ -28,6 +28,7 @@
 #include "llama_bench_runner.h"
 #include "machine_probe.h"
 #include "util/settings.h"
+#include "util/thread_pool.h"
 
 namespace hearth::bench {
 namespace {
@@ -124,11 +125,13 @@ Result<Options> parse_options(int argc, char** argv) {
       {"models_dir", 0, SettingType::kString, "", "benchmark every .gguf file in this folder (sorted by name)",
        "HEARTH_BENCH_MODELS"},
       {"filter", 0, SettingType::kString, "", "only files whose name contains this text", ""},
-      {"threads", 't', SettingType::kInt, "2", "threads for both engines", ""},
-      {"rounds", 'r', SettingType::kInt, "3", "alternating Hearth / llama.cpp rounds (medians are reported)", ""},
-      {"pp", 'p', SettingType::kInt, "512", "prompt tokens per prompt-processing run", ""},
-      {"tg", 'n', SettingType::kInt, "128", "tokens per generation run", ""},
-      {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", ""},
+      {"threads", 't', SettingType::kInt, "2", "threads for both engines", "",
+       SettingRange::at_least(1).lowered_above(hardware_thread_count())},
+      {"rounds", 'r', SettingType::kInt, "3", "alternating Hearth / llama.cpp rounds (medians are reported)", "",
+       SettingRange::between(1, 1000)},
+      {"pp", 'p', SettingType::kInt, "512", "prompt tokens per prompt-processing run", "", SettingRange::between(1, 65536)},
+      {"tg", 'n', SettingType::kInt, "128", "tokens per generation run", "", SettingRange::between(1, 65536)},
+      {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", "", SettingRange::between(1, 1000)},
       {"weights", 0, SettingType::kString, "interleaved",
        "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
       {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
@@ -159,10 +162,10 @@ Result<Options> parse_options(int argc, char** argv) {
   }
   if (o.models.empty()) return make_error(ErrorKind::kInvalidArgument, "no model files (give FILE.gguf or --models-dir)");
   o.threads = static_cast<int>(s.get_int("threads"));
-  o.rounds = static_cast<int>(std::max<int64_t>(1, s.get_int("rounds")));
+  o.rounds = static_cast<int>(s.get_int("rounds"));
   o.pp = static_cast<int>(s.get_int("pp"));
   o.tg = static_cast<int>(s.get_int("tg"));
-  o.load_reps = static_cast<int>(std::max<int64_t>(1, s.get_int("load_reps")));
+  o.load_reps = static_cast<int>(s.get_int("load_reps"));
   const std::string layout = s.get_string("weights");
   if (layout != "interleaved" && layout != "gguf") {
     return make_error(ErrorKind::kInvalidArgument, "--weights must be interleaved or gguf, not '" + layout + "'");

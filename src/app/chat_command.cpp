@@ -21,10 +21,12 @@ std::vector<SettingSpec> chat_settings() {
       {"model", 'm', SettingType::kString, "", "model name (default: the first one the server lists)", ""},
       {"system", 's', SettingType::kString, "", "system message that starts the conversation", ""},
       {"api_key", 0, SettingType::kString, "", "API key the server requires", "HEARTH_API_KEY"},
-      {"temp", 0, SettingType::kFloat, "0.8", "temperature (sent only when given)", ""},
-      {"seed", 0, SettingType::kInt, "-1", "random seed (sent only when given)", ""},
-      {"num_predict", 'n', SettingType::kInt, "-1", "most tokens per reply (sent only when given)", ""},
-      {"num_ctx", 0, SettingType::kInt, "0", "context size to ask for (sent only when given)", ""},
+      {"temp", 0, SettingType::kFloat, "0.8", "temperature (sent only when given)", "", SettingRange::at_least(0)},
+      {"seed", 0, SettingType::kInt, "-1", "random seed (-1: random; sent only when given)", "", SettingRange::at_least(-1)},
+      {"num_predict", 'n', SettingType::kInt, "-1", "most tokens per reply (-1: no limit, -2: fill the context; sent only when given)",
+       "", SettingRange::between(-2, SettingRange::kInt32Max)},
+      {"num_ctx", 0, SettingType::kInt, "", "context size to ask for (sent only when given)", "",
+       SettingRange::between(1, SettingRange::kInt32Max)},
       {"verbose", 'v', SettingType::kBool, "false", "print token counts and speed after each reply", ""},
   };
 }

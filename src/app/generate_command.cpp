@@ -38,8 +38,9 @@ int run_generate(const CommandArgs& args) {
   std::vector<SettingSpec> specs = model_run_settings();
   for (auto& s : sampling_settings()) specs.push_back(s);
   specs.push_back({"prompt", 'p', SettingType::kString, "", "prompt text (default: standard input)", ""});
-  specs.push_back({"n_predict", 'n', SettingType::kInt, "128", "tokens to generate (-1: until the context is full)", ""});
-  specs.push_back({"stop", 0, SettingType::kString, "", "stop string (repeatable)", "", true});
+  specs.push_back({"n_predict", 'n', SettingType::kInt, "128", "tokens to generate (-1: until the context is full)", "",
+                   SettingRange::between(-1, SettingRange::kInt32Max)});
+  specs.push_back({"stop", 0, SettingType::kString, "", "stop string (repeatable)", "", {}, true});
   specs.push_back({"ignore_eos", 0, SettingType::kBool, "false", "keep generating after an end-of-generation token", ""});
   specs.push_back({"no_bos", 0, SettingType::kBool, "false", "do not add the model's BOS/EOS tokens to the prompt", ""});
   specs.push_back({"parse_special", 0, SettingType::kBool, "false", "match special-token text in the prompt", ""});

@@ -23,8 +23,8 @@ const char* const kUsage = "hearth inspect FILE.gguf [--json] [--metadata]";
 
 std::vector<SettingSpec> inspect_settings() {
   return {
-      {"json", 0, SettingType::kBool, "false", "print one JSON object instead of text", "", false},
-      {"metadata", 0, SettingType::kBool, "false", "also list every metadata key and value (text output)", "", false},
+      {"json", 0, SettingType::kBool, "false", "print one JSON object instead of text", ""},
+      {"metadata", 0, SettingType::kBool, "false", "also list every metadata key and value (text output)", ""},
   };
 }
 

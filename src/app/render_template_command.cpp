@@ -22,10 +22,10 @@ const char* const kUsage = "hearth render-template -t TEMPLATE.jinja [--date YYY
 
 std::vector<SettingSpec> render_template_settings() {
   return {
-      {"template", 't', SettingType::kString, "", "chat template file (Jinja)", "", false},
-      {"date", 0, SettingType::kString, "", "date seen by strftime_now, YYYY-MM-DD (default: today)", "", false},
-      {"bos", 0, SettingType::kString, "<s>", "bos_token given to the template", "", false},
-      {"eos", 0, SettingType::kString, "</s>", "eos_token given to the template", "", false},
+      {"template", 't', SettingType::kString, "", "chat template file (Jinja)", ""},
+      {"date", 0, SettingType::kString, "", "date seen by strftime_now, YYYY-MM-DD (default: today)", ""},
+      {"bos", 0, SettingType::kString, "<s>", "bos_token given to the template", ""},
+      {"eos", 0, SettingType::kString, "</s>", "eos_token given to the template", ""},
   };
 }
 

@@ -2,29 +2,35 @@
 #include "app/sampling_flags.h"
 
 namespace hearth::app {
+namespace {
+constexpr double kInt32Max = SettingRange::kInt32Max;
+}  // namespace
 
 std::vector<SettingSpec> model_run_settings() {
   return {
       {"model", 'm', SettingType::kString, "", "GGUF model file", "HEARTH_MODEL"},
-      {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE"},
-      {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "HEARTH_THREADS"},
+      {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE",
+       SettingRange::between(0, kInt32Max)},
+      {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "HEARTH_THREADS", thread_count_range()},
       {"kv_type", 0, SettingType::kString, "f16", "KV cache type: f16, f32 or q8_0", "HEARTH_KV_TYPE"},
   };
 }
 
 std::vector<SettingSpec> sampling_settings() {
   return {
-      {"temp", 0, SettingType::kFloat, "0.8", "temperature (0: greedy)", ""},
-      {"top_k", 0, SettingType::kInt, "40", "top-k (0: off)", ""},
-      {"top_p", 0, SettingType::kFloat, "0.9", "top-p (1: off)", ""},
-      {"min_p", 0, SettingType::kFloat, "0.0", "min-p (0: off)", ""},
-      {"typical_p", 0, SettingType::kFloat, "1.0", "locally typical sampling (1: off)", ""},
-      {"repeat_penalty", 0, SettingType::kFloat, "1.0", "repeat penalty (1: off)", ""},
-      {"repeat_last_n", 0, SettingType::kInt, "64", "tokens the penalties look back over (-1: all)", ""},
-      {"presence_penalty", 0, SettingType::kFloat, "0.0", "presence penalty", ""},
-      {"frequency_penalty", 0, SettingType::kFloat, "0.0", "frequency penalty", ""},
-      {"mirostat", 0, SettingType::kInt, "0", "mirostat version (0: off, 1, 2)", ""},
-      {"seed", 's', SettingType::kInt, "-1", "random seed (-1: random)", ""},
+      {"temp", 0, SettingType::kFloat, "0.8", "temperature (0: greedy)", "", SettingRange::at_least(0)},
+      {"top_k", 0, SettingType::kInt, "40", "top-k (0: off)", "", SettingRange::between(0, kInt32Max)},
+      {"top_p", 0, SettingType::kFloat, "0.9", "top-p (1: off)", "", SettingRange::between(0, 1)},
+      {"min_p", 0, SettingType::kFloat, "0.0", "min-p (0: off)", "", SettingRange::between(0, 1)},
+      {"typical_p", 0, SettingType::kFloat, "1.0", "locally typical sampling (1: off)", "", SettingRange::between(0, 1)},
+      {"repeat_penalty", 0, SettingType::kFloat, "1.0", "repeat penalty (1: off)", "", SettingRange::above(0)},
+      {"repeat_last_n", 0, SettingType::kInt, "64", "tokens the penalties look back over (0: off, -1: all)", "",
+       SettingRange::between(-1, kInt32Max)},
+      // Any finite value, as the HTTP APIs accept (OpenAI documents -2 to 2 but does not refuse more).
+      {"presence_penalty", 0, SettingType::kFloat, "0.0", "presence penalty (0: off)", ""},
+      {"frequency_penalty", 0, SettingType::kFloat, "0.0", "frequency penalty (0: off)", ""},
+      {"mirostat", 0, SettingType::kInt, "0", "mirostat version (0: off, 1, 2)", "", SettingRange::between(0, 2)},
+      {"seed", 's', SettingType::kInt, "-1", "random seed (-1: random)", "", SettingRange::at_least(-1)},
   };
 }
 
@@ -32,7 +38,6 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   engine::ContextOptions o;
   o.n_ctx = static_cast<int32_t>(s.get_int("ctx_size"));
   o.n_threads = static_cast<int32_t>(s.get_int("threads"));
-  if (o.n_ctx < 0 || o.n_threads < 0) return make_error(ErrorKind::kInvalidArgument, "--ctx-size and --threads must not be negative");
   auto type = dtype_from_name(s.get_string("kv_type"));
   if (!type || (*type != DType::kF16 && *type != DType::kF32 && *type != DType::kQ8_0)) {
     return make_error(ErrorKind::kInvalidArgument, "--kv-type must be f16, f32 or q8_0");

@@ -21,25 +21,36 @@ namespace {
 
 const char* const kUsage = "hearth serve -m FILE.gguf [options]";
 
+constexpr double kInt32Max = SettingRange::kInt32Max;
+
 std::vector<SettingSpec> serve_settings() {
   std::vector<SettingSpec> specs = model_run_settings();
   for (auto& s : specs) {
     if (s.name == "ctx_size") s.help = "KV cache tokens for all slots together (0: the model's context, at most 4096)";
   }
   specs.push_back({"host", 0, SettingType::kString, "127.0.0.1", "address to bind, HOST or HOST:PORT", "HEARTH_HOST"});
-  specs.push_back({"port", 0, SettingType::kInt, "-1", "port to bind (0: any free port; -1: from --host, else 11434)", "HEARTH_PORT"});
+  specs.push_back({"port", 0, SettingType::kInt, "-1", "port to bind (0: any free port; -1: from --host, else 11434)", "HEARTH_PORT",
+                   SettingRange::between(-1, 65535)});
   specs.push_back({"alias", 'a', SettingType::kString, "", "model name to answer to (default: the file name without .gguf)", "HEARTH_ALIAS"});
-  specs.push_back({"parallel", 0, SettingType::kInt, "4", "requests generated at once (slots)", "HEARTH_PARALLEL"});
-  specs.push_back({"batch_tokens", 0, SettingType::kInt, "512", "tokens in one engine step (decode + prompt chunks)", "HEARTH_BATCH_TOKENS"});
-  specs.push_back({"max_queue", 0, SettingType::kInt, "512", "requests waiting for a slot before new ones get 503", "HEARTH_MAX_QUEUE"});
+  specs.push_back({"parallel", 0, SettingType::kInt, "4", "requests generated at once (slots)", "HEARTH_PARALLEL",
+                   SettingRange::between(1, 256)});
+  specs.push_back({"batch_tokens", 0, SettingType::kInt, "512", "tokens in one engine step (decode + prompt chunks)", "HEARTH_BATCH_TOKENS",
+                   SettingRange::between(1, kInt32Max)});
+  specs.push_back({"max_queue", 0, SettingType::kInt, "512", "requests waiting for a slot before new ones get 503", "HEARTH_MAX_QUEUE",
+                   SettingRange::between(0, kInt32Max)});
   specs.push_back({"chat_template", 0, SettingType::kString, "", "Jinja chat template file to use instead of the model's", "HEARTH_CHAT_TEMPLATE"});
   specs.push_back({"api_key", 0, SettingType::kString, "", "require this key (Authorization: Bearer KEY or x-api-key); /health stays open", "HEARTH_API_KEY"});
   specs.push_back({"origins", 0, SettingType::kString, "", "extra browser origins allowed by CORS, comma-separated ('*' for any)", "HEARTH_ORIGINS"});
-  specs.push_back({"max_body_bytes", 0, SettingType::kInt, "33554432", "largest request body accepted (413 beyond)", "HEARTH_MAX_BODY_BYTES"});
-  specs.push_back({"http_threads", 0, SettingType::kInt, "64", "HTTP connections served at once", "HEARTH_HTTP_THREADS"});
-  specs.push_back({"stream_buffer_bytes", 0, SettingType::kInt, "4194304", "replay bytes kept per resumable stream (X-Conversation-Id)", "HEARTH_STREAM_BUFFER_BYTES"});
-  specs.push_back({"stream_keep_seconds", 0, SettingType::kInt, "300", "how long a finished resumable stream stays replayable", "HEARTH_STREAM_KEEP_SECONDS"});
-  specs.push_back({"max_streams", 0, SettingType::kInt, "256", "resumable streams held at once", "HEARTH_MAX_STREAMS"});
+  specs.push_back({"max_body_bytes", 0, SettingType::kInt, "33554432", "largest request body accepted (413 beyond)", "HEARTH_MAX_BODY_BYTES",
+                   SettingRange::at_least(1024)});
+  specs.push_back({"http_threads", 0, SettingType::kInt, "64", "HTTP connections served at once", "HEARTH_HTTP_THREADS",
+                   SettingRange::between(4, 4096)});
+  specs.push_back({"stream_buffer_bytes", 0, SettingType::kInt, "4194304", "replay bytes kept per resumable stream (X-Conversation-Id)", "HEARTH_STREAM_BUFFER_BYTES",
+                   SettingRange::at_least(1024)});
+  specs.push_back({"stream_keep_seconds", 0, SettingType::kInt, "300", "how long a finished resumable stream stays replayable", "HEARTH_STREAM_KEEP_SECONDS",
+                   SettingRange::at_least(0)});
+  specs.push_back({"max_streams", 0, SettingType::kInt, "256", "resumable streams held at once", "HEARTH_MAX_STREAMS",
+                   SettingRange::at_least(1)});
   return specs;
 }
 
@@ -68,37 +79,21 @@ int run_serve(const CommandArgs& args) {
   o.host = address->host;
   o.port = address->port;
   const int64_t port = s.get_int("port");
-  if (port > 65535 || port < -1) return fail("--port must be between 0 and 65535");
   if (port >= 0) o.port = static_cast<int>(port);
   o.api_key = s.get_string("api_key");
   o.origins = server::AccessPolicy::parse_origin_list(s.get_string("origins"));
-  const int64_t max_body = s.get_int("max_body_bytes");
-  const int64_t http_threads = s.get_int("http_threads");
-  const int64_t buffer = s.get_int("stream_buffer_bytes");
-  const int64_t keep = s.get_int("stream_keep_seconds");
-  const int64_t max_streams = s.get_int("max_streams");
-  if (max_body < 1024) return fail("--max-body-bytes must be at least 1024");
-  if (http_threads < 4 || http_threads > 4096) return fail("--http-threads must be between 4 and 4096");
-  if (buffer < 1024) return fail("--stream-buffer-bytes must be at least 1024");
-  if (keep < 0) return fail("--stream-keep-seconds must not be negative");
-  if (max_streams < 1) return fail("--max-streams must be at least 1");
-  o.max_body_bytes = static_cast<size_t>(max_body);
-  o.http_threads = static_cast<int>(http_threads);
-  o.stream_buffer_bytes = static_cast<size_t>(buffer);
-  o.stream_keep_seconds = keep;
-  o.max_streams = static_cast<size_t>(max_streams);
+  // The table's ranges (serve_settings) already hold every number below.
+  o.max_body_bytes = static_cast<size_t>(s.get_int("max_body_bytes"));
+  o.http_threads = static_cast<int>(s.get_int("http_threads"));
+  o.stream_buffer_bytes = static_cast<size_t>(s.get_int("stream_buffer_bytes"));
+  o.stream_keep_seconds = s.get_int("stream_keep_seconds");
+  o.max_streams = static_cast<size_t>(s.get_int("max_streams"));
   o.version = HEARTH_VERSION;
 
   engine::ServingOptions serving;
-  const int64_t parallel = s.get_int("parallel");
-  const int64_t batch = s.get_int("batch_tokens");
-  const int64_t max_queue = s.get_int("max_queue");
-  if (parallel < 1 || parallel > 256) return fail("--parallel must be between 1 and 256");
-  if (batch < 1) return fail("--batch-tokens must be at least 1");
-  if (max_queue < 0) return fail("--max-queue must not be negative");
-  serving.n_slots = static_cast<int32_t>(parallel);
-  serving.step_token_budget = static_cast<int32_t>(batch);
-  serving.max_queue = static_cast<int32_t>(max_queue);
+  serving.n_slots = static_cast<int32_t>(s.get_int("parallel"));
+  serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
+  serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
 
   std::string template_source;
   if (!s.get_string("chat_template").empty()) {

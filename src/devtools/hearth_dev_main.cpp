@@ -21,8 +21,8 @@ int run_make_model(const std::vector<std::string>& args) {
       {"shape", 0, SettingType::kString, "1b", "size (" + hearth::devtools::model_shape_names() + ")", ""},
       {"type", 0, SettingType::kString, "q4_0", "file type: f16, q8_0, q4_0, q4_k_m or q6_k", ""},
       {"output", 'o', SettingType::kString, "", "the .gguf file to write", ""},
-      {"seed", 0, SettingType::kInt, "20250605", "seed of the random weights", ""},
-      {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", ""},
+      {"seed", 0, SettingType::kInt, "20250605", "seed of the random weights", "", hearth::SettingRange::at_least(0)},
+      {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "", hearth::thread_count_range()},
       {"quiet", 'q', SettingType::kBool, "false", "no progress output", ""},
   });
   if (auto st = s.parse(args); !st.ok()) {

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "kernels/cpu_features.h"
+#include "util/settings.h"
 
 namespace hearth::engine {
 namespace {
@@ -17,9 +18,9 @@ namespace {
 // same model then share its pages in the page cache); interleaved (or unset) leaves the choice
 // to the caller's options.
 Result<bool> interleave_from_environment(bool requested) {
-  const char* env = std::getenv("HEARTH_WEIGHT_LAYOUT");
-  if (env == nullptr || *env == '\0') return requested;
-  const std::string v = env;
+  const std::optional<std::string> env = env_setting("HEARTH_WEIGHT_LAYOUT");
+  if (!env || env->empty()) return requested;
+  const std::string& v = *env;
   if (v == "gguf") return false;
   if (v == "interleaved") return requested;
   return make_error(ErrorKind::kInvalidArgument,

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "util/log.h"
+#include "util/settings.h"
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -127,13 +128,13 @@ std::vector<CpuVariant> supported_cpu_variants() {
 }
 
 Result<CpuVariant> cpu_variant_from_env() {
-  const char* env = std::getenv("HEARTH_CPU");
-  if (env == nullptr || *env == '\0') return best_cpu_variant();
-  auto parsed = parse_cpu_variant(env);
+  const std::optional<std::string> env = env_setting("HEARTH_CPU");
+  if (!env || env->empty()) return best_cpu_variant();
+  auto parsed = parse_cpu_variant(*env);
   if (!parsed.ok()) return parsed.error().with_context("HEARTH_CPU");
   const std::string missing = missing_for(*parsed);
   if (!missing.empty()) {
-    return make_error(ErrorKind::kUnsupported, "HEARTH_CPU=" + std::string(env) +
+    return make_error(ErrorKind::kUnsupported, "HEARTH_CPU=" + *env +
                                                    " is not supported by this CPU (missing: " + missing + ")");
   }
   return *parsed;

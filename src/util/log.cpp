@@ -8,12 +8,14 @@
 #include <ctime>
 #include <mutex>
 
+#include "util/settings.h"
+
 namespace hearth {
 namespace {
 
 LogLevel initial_level() {
   LogLevel level = LogLevel::kInfo;
-  if (const char* env = std::getenv("HEARTH_LOG_LEVEL")) parse_log_level(env, &level);
+  if (auto env = env_setting("HEARTH_LOG_LEVEL")) parse_log_level(*env, &level);
   return level;
 }
 

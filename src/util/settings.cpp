@@ -3,8 +3,12 @@
 
 #include <cassert>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
+
+#include "util/log.h"
+#include "util/thread_pool.h"
 
 namespace hearth {
 namespace {
@@ -36,7 +40,7 @@ bool parse_float_text(const std::string& v, double* out) {
   errno = 0;
   char* end = nullptr;
   double x = std::strtod(v.c_str(), &end);
-  if (errno != 0 || end == nullptr || *end != '\0') return false;
+  if (errno != 0 || end == nullptr || *end != '\0' || !std::isfinite(x)) return false;
   *out = x;
   return true;
 }
@@ -51,14 +55,97 @@ const char* type_placeholder(SettingType t) {
   return "";
 }
 
+// "3", "-1", "0.5", "2147483647": whole numbers without a fraction or exponent.
+std::string format_bound(double x) {
+  if (std::fabs(x) < 1e15 && x == std::floor(x)) return std::to_string(static_cast<long long>(x));
+  std::ostringstream out;
+  out << x;
+  return out.str();
+}
+
+// The one place src/ reads the process environment.
+std::optional<std::string> read_env(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
 }  // namespace
 
-EnvLookup process_env() {
-  return [](const std::string& name) -> std::optional<std::string> {
-    const char* v = std::getenv(name.c_str());
-    if (v == nullptr) return std::nullopt;
-    return std::string(v);
+SettingRange SettingRange::at_least(double min) {
+  SettingRange r;
+  r.min_ = min;
+  return r;
+}
+
+SettingRange SettingRange::above(double min) {
+  SettingRange r;
+  r.min_ = min;
+  r.min_exclusive_ = true;
+  return r;
+}
+
+SettingRange SettingRange::at_most(double max) {
+  SettingRange r;
+  r.max_ = max;
+  return r;
+}
+
+SettingRange SettingRange::between(double min, double max) {
+  SettingRange r;
+  r.min_ = min;
+  r.max_ = max;
+  return r;
+}
+
+SettingRange SettingRange::lowered_above(double max) const {
+  SettingRange r = *this;
+  r.soft_max_ = max;
+  return r;
+}
+
+bool SettingRange::contains(double x) const {
+  if (std::isnan(x)) return false;
+  if (min_ && (min_exclusive_ ? x <= *min_ : x < *min_)) return false;
+  if (max_ && x > *max_) return false;
+  return true;
+}
+
+std::string SettingRange::describe() const {
+  std::string out;
+  if (min_ && max_ && !min_exclusive_) {
+    out = format_bound(*min_) + " to " + format_bound(*max_);
+  } else {
+    if (min_) out = (min_exclusive_ ? "> " : ">= ") + format_bound(*min_);
+    if (max_) out += (out.empty() ? "<= " : " and <= ") + format_bound(*max_);
+  }
+  if (soft_max_) {
+    out += (out.empty() ? "" : ", ") + std::string("more than ") + format_bound(*soft_max_) + " is lowered to " +
+           format_bound(*soft_max_);
+  }
+  return out;
+}
+
+SettingRange thread_count_range() { return SettingRange::at_least(0).lowered_above(hardware_thread_count()); }
+
+EnvLookup process_env() { return read_env; }
+
+const std::vector<EnvSettingSpec>& env_setting_specs() {
+  static const std::vector<EnvSettingSpec> specs = {
+      {"HEARTH_CPU", "kernel variant: scalar, avx2 or avx512 (default: the best this CPU supports)"},
+      {"HEARTH_LOG_LEVEL", "log level: debug, info, warn, error or off (default: info)"},
+      {"HEARTH_WEIGHT_LAYOUT",
+       "interleaved (default) or gguf: keep every matrix in the file mapping, shared through the page cache"},
   };
+  return specs;
+}
+
+std::optional<std::string> env_setting(const std::string& name) {
+  bool listed = false;
+  for (const auto& s : env_setting_specs()) listed = listed || name == s.name;
+  assert(listed && "HEARTH_* variable missing from env_setting_specs()");
+  (void)listed;
+  return read_env(name);
 }
 
 std::string setting_flag_name(const SettingSpec& spec) {
@@ -94,10 +181,16 @@ const SettingSpec& Settings::spec(const std::string& name) const {
 
 Status Settings::assign(const SettingSpec& s, const std::string& value, const std::string& source) {
   bool ok = true;
+  double number = 0;  // the value of a kInt or kFloat setting, for its range
   switch (s.type) {
     case SettingType::kString: break;
-    case SettingType::kInt: { int64_t x; ok = parse_int_text(value, &x); break; }
-    case SettingType::kFloat: { double x; ok = parse_float_text(value, &x); break; }
+    case SettingType::kInt: {
+      int64_t x = 0;
+      ok = parse_int_text(value, &x);
+      number = static_cast<double>(x);
+      break;
+    }
+    case SettingType::kFloat: ok = parse_float_text(value, &number); break;
     case SettingType::kBool: { bool x; ok = parse_bool_text(value, &x); break; }
   }
   if (!ok) {
@@ -105,19 +198,33 @@ Status Settings::assign(const SettingSpec& s, const std::string& value, const st
                       source + ": '" + value + "' is not a valid " +
                           (s.type == SettingType::kInt ? "integer" : s.type == SettingType::kFloat ? "number" : "boolean"));
   }
+  std::string stored = value;
+  const bool numeric = s.type == SettingType::kInt || s.type == SettingType::kFloat;
+  if (numeric && !s.range.contains(number)) {
+    return make_error(ErrorKind::kInvalidArgument,
+                      source + ": " + value + " is out of range (allowed: " + s.range.describe() + ")");
+  }
+  if (numeric && s.range.soft_max() && number > *s.range.soft_max()) {
+    stored = format_bound(*s.range.soft_max());
+    warnings_.push_back(source + ": " + value + " is more than " + stored + "; using " + stored);
+    log_warn("setting lowered", {{"setting", setting_flag_name(s)}, {"given", value}, {"used", stored}});
+  }
   auto& slot = values_[s.name];
   if (!s.repeatable) slot.clear();
-  slot.push_back(value);
+  slot.push_back(stored);
   return ok_status();
 }
 
 Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& env) {
   values_.clear();
   positionals_.clear();
+  warnings_.clear();
   help_requested_ = false;
   for (const auto& s : specs_) {
     if (s.env.empty()) continue;
-    if (auto v = env(s.env)) HEARTH_TRY(assign(s, *v, "environment variable " + s.env));
+    if (auto v = env(s.env)) {
+      HEARTH_TRY(assign(s, *v, "environment variable " + s.env + " (" + setting_flag_name(s) + ")"));
+    }
   }
   std::map<std::string, bool> from_flag;
   bool only_positionals = false;
@@ -239,7 +346,13 @@ std::string Settings::help_text(const std::string& usage) const {
   for (size_t i = 0; i < specs_.size(); ++i) {
     const auto& s = specs_[i];
     out << lefts[i] << std::string(width - lefts[i].size() + 2, ' ') << s.help;
-    if (!s.default_value.empty() && s.type != SettingType::kBool) out << " (default: " << s.default_value << ")";
+    std::vector<std::string> notes;
+    if (!s.default_value.empty() && s.type != SettingType::kBool) notes.push_back("default: " + s.default_value);
+    if (!s.range.empty() && s.type != SettingType::kString && s.type != SettingType::kBool) {
+      notes.push_back("range " + s.range.describe());
+    }
+    for (size_t n = 0; n < notes.size(); ++n) out << (n == 0 ? " (" : "; ") << notes[n];
+    if (!notes.empty()) out << ")";
     if (!s.env.empty()) out << " [env " << s.env << "]";
     out << "\n";
   }
@@ -249,11 +362,12 @@ std::string Settings::help_text(const std::string& usage) const {
 
 std::string Settings::markdown_table() const {
   std::ostringstream out;
-  out << "| flag | environment | default | meaning |\n|---|---|---|---|\n";
+  out << "| flag | environment | default | range | meaning |\n|---|---|---|---|---|\n";
   for (const auto& s : specs_) {
     out << "| `" << setting_flag_name(s) << "`";
     if (s.short_flag) out << " (`-" << s.short_flag << "`)";
-    out << " | " << (s.env.empty() ? "" : "`" + s.env + "`") << " | " << s.default_value << " | " << s.help << " |\n";
+    out << " | " << (s.env.empty() ? "" : "`" + s.env + "`") << " | " << s.default_value << " | "
+        << (s.range.empty() ? "" : s.range.describe()) << " | " << s.help << " |\n";
   }
   return out.str();
 }

@@ -182,7 +182,11 @@ int physical_core_count() {
     if (key == "core id") cores.insert({physical, value});
   }
   int n = static_cast<int>(cores.size());
-  if (n <= 0) n = static_cast<int>(std::thread::hardware_concurrency());
+  return n > 0 ? n : hardware_thread_count();
+}
+
+int hardware_thread_count() {
+  const int n = static_cast<int>(std::thread::hardware_concurrency());
   return n > 0 ? n : 1;
 }
 

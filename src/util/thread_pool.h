@@ -91,5 +91,7 @@ class ThreadPool {
 
 // Number of physical cores (hyper-threads of one core counted once); at least 1.
 int physical_core_count();
+// Number of hardware threads (std::thread::hardware_concurrency()); at least 1.
+int hardware_thread_count();
 
 }  // namespace hearth

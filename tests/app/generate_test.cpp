@@ -55,6 +55,43 @@ TEST(GenerateCommand, BadInputSaysWhatToDo) {
   EXPECT_NE(badtemp.err.find("--temp"), std::string::npos);
 }
 
+// Ranges come from the settings table: a value outside one is a usage error (exit 2) that
+// names the flag, the value and the range, before any model is loaded.
+TEST(GenerateCommand, OutOfRangeOptionsAreUsageErrors) {
+  struct Case {
+    const char* flags;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"-n -5", "option --n-predict: -5 is out of range (allowed: -1 to 2147483647)"},
+      {"--top-k -3", "option --top-k: -3 is out of range (allowed: 0 to 2147483647)"},
+      {"--temp -1", "option --temp: -1 is out of range (allowed: >= 0)"},
+      {"--top-p 1.5", "option --top-p: 1.5 is out of range (allowed: 0 to 1)"},
+      {"--mirostat 3", "option --mirostat: 3 is out of range (allowed: 0 to 2)"},
+      {"--ctx-size -1", "option --ctx-size: -1 is out of range (allowed: 0 to 2147483647)"},
+      {"-t -2", "option --threads: -2 is out of range"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_hearth(std::string("generate -m x.gguf -p hi ") + c.flags);
+    EXPECT_EQ(r.status, 2) << c.flags << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("hearth generate: ") + c.message), std::string::npos) << c.flags << ": " << r.err;
+  }
+  auto help = run_hearth("generate --help");
+  EXPECT_EQ(help.status, 0);
+  EXPECT_NE(help.out.find("top-k (0: off) (default: 40; range 0 to 2147483647)"), std::string::npos) << help.out;
+}
+
+// More threads than the machine has are lowered to its hardware threads with a warning; they
+// used to abort the process (std::thread could not start tens of thousands of workers).
+TEST(GenerateCommand, TooManyThreadsAreLoweredNotFatal) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto r = run_hearth("generate -m " + shell_quote(stories()) + " -p 'Once upon a time' -n 4 --temp 0 -t 100000 --json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("setting lowered"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("setting=--threads given=100000"), std::string::npos) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["tokens"].size(), 4u);
+}
+
 TEST(GenerateCommand, GrammarFlagsConstrainTheOutput) {
   HEARTH_REQUIRE_FILE(stories());
   const std::string base = "generate -m " + shell_quote(stories()) + " -p 'Once upon a time' -n 60 --seed 4 --json ";

@@ -110,12 +110,21 @@ TEST(ServeCommand, BadStartsSayWhy) {
   EXPECT_NE(nomodel.err.find("-m FILE.gguf"), std::string::npos);
   auto badport = run_hearth("serve -m x.gguf --port 70000");
   EXPECT_EQ(badport.status, 2);
+  EXPECT_NE(badport.err.find("option --port: 70000 is out of range (allowed: -1 to 65535)"), std::string::npos) << badport.err;
+  setenv("HEARTH_PARALLEL", "0", 1);
+  auto badenv = run_hearth("serve -m x.gguf");
+  unsetenv("HEARTH_PARALLEL");
+  EXPECT_EQ(badenv.status, 2);
+  EXPECT_NE(badenv.err.find("environment variable HEARTH_PARALLEL (--parallel): 0 is out of range (allowed: 1 to 256)"),
+            std::string::npos)
+      << badenv.err;
   ServerProcess missing;
   EXPECT_FALSE(missing.start({"-m", "/nonexistent/model.gguf"}, 20));
   auto help = run_hearth("serve --help");
   EXPECT_EQ(help.status, 0);
   EXPECT_NE(help.out.find("HEARTH_API_KEY"), std::string::npos);
   EXPECT_NE(help.out.find("HEARTH_HOST"), std::string::npos);
+  EXPECT_NE(help.out.find("(default: -1; range -1 to 65535) [env HEARTH_PORT]"), std::string::npos) << help.out;
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
-// Tests for the settings table: precedence flag > env > default, errors, help text.
+// Tests for the settings table: precedence flag > env > default, errors, ranges, help text, and
+// the table of library-level HEARTH_* variables.
 #include "util/settings.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <map>
 
 namespace hearth {
@@ -14,7 +17,7 @@ std::vector<SettingSpec> specs() {
       {"num_ctx", 'c', SettingType::kInt, "2048", "context size", "HEARTH_NUM_CTX"},
       {"temp", 0, SettingType::kFloat, "0.8", "temperature", ""},
       {"json", 0, SettingType::kBool, "false", "print JSON", ""},
-      {"stop", 0, SettingType::kString, "", "stop string", "", true},
+      {"stop", 0, SettingType::kString, "", "stop string", "", {}, true},
   };
 }
 
@@ -70,6 +73,130 @@ TEST(Settings, BadInputIsAClearError) {
   r = s.parse({}, env_of({{"HEARTH_NUM_CTX", "x"}}));
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.error().message.find("HEARTH_NUM_CTX"), std::string::npos);
+}
+
+std::vector<SettingSpec> ranged_specs() {
+  return {
+      {"n_predict", 'n', SettingType::kInt, "128", "tokens to generate", "", SettingRange::at_least(-1)},
+      {"top_p", 0, SettingType::kFloat, "0.9", "top-p", "", SettingRange::between(0, 1)},
+      {"repeat_penalty", 0, SettingType::kFloat, "1.0", "repeat penalty", "", SettingRange::above(0)},
+      {"port", 0, SettingType::kInt, "-1", "port", "HEARTH_PORT", SettingRange::between(-1, 65535)},
+      {"threads", 't', SettingType::kInt, "0", "threads", "HEARTH_THREADS", SettingRange::at_least(0).lowered_above(8)},
+      {"stop", 0, SettingType::kString, "", "stop string", "", {}, true},
+  };
+}
+
+TEST(SettingsRange, ValuesInsideTheRangeAndOnItsBoundsAreAccepted) {
+  Settings s(ranged_specs());
+  ASSERT_TRUE(s.parse({"-n", "-1", "--top-p", "0", "--repeat-penalty", "0.01", "--port", "65535"}, env_of({})).ok());
+  EXPECT_EQ(s.get_int("n_predict"), -1);
+  EXPECT_DOUBLE_EQ(s.get_float("top_p"), 0.0);
+  EXPECT_EQ(s.get_int("port"), 65535);
+  ASSERT_TRUE(s.parse({"--top-p=1"}, env_of({})).ok());
+  EXPECT_DOUBLE_EQ(s.get_float("top_p"), 1.0);
+  EXPECT_TRUE(s.warnings().empty());
+}
+
+TEST(SettingsRange, AFlagOutsideItsRangeNamesFlagValueAndRange) {
+  Settings s(ranged_specs());
+  auto r = s.parse({"-n", "-5"}, env_of({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
+  EXPECT_EQ(r.error().message, "option --n-predict: -5 is out of range (allowed: >= -1)");
+  r = s.parse({"--top-p", "1.5"}, env_of({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "option --top-p: 1.5 is out of range (allowed: 0 to 1)");
+  r = s.parse({"--repeat-penalty", "0"}, env_of({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "option --repeat-penalty: 0 is out of range (allowed: > 0)");
+  r = s.parse({"--port=70000"}, env_of({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "option --port: 70000 is out of range (allowed: -1 to 65535)");
+}
+
+TEST(SettingsRange, NonFiniteNumbersAreRefused) {
+  Settings s(ranged_specs());
+  for (const char* bad : {"nan", "inf", "-inf", "1e999"}) {
+    auto r = s.parse({"--top-p", bad}, env_of({}));
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.error().message.find("option --top-p"), std::string::npos) << r.error().message;
+  }
+}
+
+TEST(SettingsRange, AnEnvironmentValueOutsideItsRangeNamesTheVariable) {
+  Settings s(ranged_specs());
+  auto r = s.parse({}, env_of({{"HEARTH_PORT", "-7"}}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "environment variable HEARTH_PORT (--port): -7 is out of range (allowed: -1 to 65535)");
+  // A flag does not rescue a bad environment value: the variable is wrong either way.
+  EXPECT_FALSE(s.parse({"--port", "80"}, env_of({{"HEARTH_PORT", "-7"}})).ok());
+  ASSERT_TRUE(s.parse({}, env_of({{"HEARTH_PORT", "8080"}})).ok());
+  EXPECT_EQ(s.get_int("port"), 8080);
+}
+
+TEST(SettingsRange, ASoftMaximumLowersTheValueWithAWarning) {
+  Settings s(ranged_specs());
+  ASSERT_TRUE(s.parse({"-t", "100000"}, env_of({})).ok());
+  EXPECT_EQ(s.get_int("threads"), 8);
+  ASSERT_EQ(s.warnings().size(), 1u);
+  EXPECT_EQ(s.warnings()[0], "option --threads: 100000 is more than 8; using 8");
+  ASSERT_TRUE(s.parse({}, env_of({{"HEARTH_THREADS", "9"}})).ok());
+  EXPECT_EQ(s.get_int("threads"), 8);
+  EXPECT_NE(s.warnings().at(0).find("HEARTH_THREADS"), std::string::npos);
+  ASSERT_TRUE(s.parse({"-t", "8"}, env_of({})).ok());
+  EXPECT_EQ(s.get_int("threads"), 8);
+  EXPECT_TRUE(s.warnings().empty());
+  auto r = s.parse({"-t", "-1"}, env_of({}));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error().message, "option --threads: -1 is out of range (allowed: >= 0, more than 8 is lowered to 8)");
+}
+
+TEST(SettingsRange, HelpAndMarkdownShowTheRange) {
+  Settings s(ranged_specs());
+  const std::string help = s.help_text("hearth x [options]");
+  EXPECT_NE(help.find("tokens to generate (default: 128; range >= -1)"), std::string::npos) << help;
+  EXPECT_NE(help.find("top-p (default: 0.9; range 0 to 1)"), std::string::npos) << help;
+  EXPECT_NE(help.find("repeat penalty (default: 1.0; range > 0)"), std::string::npos) << help;
+  EXPECT_NE(help.find("port (default: -1; range -1 to 65535) [env HEARTH_PORT]"), std::string::npos) << help;
+  EXPECT_NE(help.find("range >= 0, more than 8 is lowered to 8"), std::string::npos) << help;
+  EXPECT_NE(help.find("stop string\n"), std::string::npos) << help;  // strings have no range
+  EXPECT_NE(s.markdown_table().find("| `--top-p` |  | 0.9 | 0 to 1 | top-p |"), std::string::npos) << s.markdown_table();
+}
+
+TEST(SettingsRange, DescribeFormatsBounds) {
+  EXPECT_EQ(SettingRange().describe(), "");
+  EXPECT_TRUE(SettingRange().empty());
+  EXPECT_EQ(SettingRange::at_most(2.5).describe(), "<= 2.5");
+  EXPECT_EQ(SettingRange::at_least(-1).describe(), ">= -1");
+  EXPECT_EQ(SettingRange::between(0, SettingRange::kInt32Max).describe(), "0 to 2147483647");
+  EXPECT_TRUE(SettingRange::above(0).contains(1e-9));
+  EXPECT_FALSE(SettingRange::above(0).contains(0));
+  EXPECT_FALSE(SettingRange::between(0, 1).contains(std::nan("")));
+}
+
+TEST(SettingsRange, ThreadCountsAreLoweredToTheHardwareThreads) {
+  const SettingRange r = thread_count_range();
+  ASSERT_TRUE(r.soft_max().has_value());
+  EXPECT_GE(*r.soft_max(), 1.0);
+  EXPECT_TRUE(r.contains(0));
+  EXPECT_FALSE(r.contains(-1));
+}
+
+TEST(EnvSetting, EveryLibraryVariableIsListedAndReadLive) {
+  std::vector<std::string> names;
+  for (const auto& e : env_setting_specs()) {
+    names.push_back(e.name);
+    EXPECT_EQ(std::string(e.name).rfind("HEARTH_", 0), 0u) << e.name;
+    EXPECT_GT(std::string(e.help).size(), 10u) << e.name;
+  }
+  EXPECT_EQ(names, (std::vector<std::string>{"HEARTH_CPU", "HEARTH_LOG_LEVEL", "HEARTH_WEIGHT_LAYOUT"}));
+  const char* saved = std::getenv("HEARTH_WEIGHT_LAYOUT");
+  const std::string saved_value = saved ? saved : "";
+  setenv("HEARTH_WEIGHT_LAYOUT", "gguf", 1);
+  EXPECT_EQ(env_setting("HEARTH_WEIGHT_LAYOUT"), std::optional<std::string>("gguf"));
+  unsetenv("HEARTH_WEIGHT_LAYOUT");
+  EXPECT_EQ(env_setting("HEARTH_WEIGHT_LAYOUT"), std::nullopt);
+  if (saved != nullptr) setenv("HEARTH_WEIGHT_LAYOUT", saved_value.c_str(), 1);
 }
 
 }  // namespace
