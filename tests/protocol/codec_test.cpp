@@ -196,6 +196,8 @@ TEST(ProtocolCodec, BadMessagesNameTheField) {
   EXPECT_NE(ev.error().message.find("'tokens[0].piece' must be an array of bytes"), std::string::npos) << ev.error().message;
   EXPECT_FALSE(decode_event(R"({"kind":"done","stop_reason":"bored"})").ok());
   EXPECT_FALSE(decode_model_info(R"({"fim":[1,2]})").ok());
+  EXPECT_FALSE(decode_completion_request("{\"prompts\":" + std::string(200, '[') + std::string(200, ']') + "}").ok());
+  EXPECT_TRUE(decode_completion_request(R"({"tag":"[[[[{{{{"})").ok());  // brackets inside strings do not count
   // A field an older sender does not know is left at its default; an unknown one is ignored.
   auto minimal = decode_completion_request(R"({"model":"m","future_field":1})");
   ASSERT_TRUE(minimal.ok());
