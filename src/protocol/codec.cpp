@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 namespace hearth::protocol {
 namespace {
@@ -99,7 +100,7 @@ class Reader {
     const Json* v = find(key);
     if (!v) return;
     if (auto x = to_float(*v)) {
-      out = static_cast<F>(*x);
+      out = narrow<F>(*x);
     } else {
       fail(key, "a number");
     }
@@ -194,6 +195,16 @@ class Reader {
     error_ = make_error(ErrorKind::kCorrupt, "protocol: '" + where + "' must be " + expected);
   }
 
+  // A double beyond a float's range becomes an infinity (a plain cast would be undefined).
+  template <typename F>
+  static F narrow(double x) {
+    if constexpr (std::is_same_v<F, float>) {
+      if (x > std::numeric_limits<float>::max()) return std::numeric_limits<float>::infinity();
+      if (x < -std::numeric_limits<float>::max()) return -std::numeric_limits<float>::infinity();
+    }
+    return static_cast<F>(x);
+  }
+
   static std::optional<double> to_float(const Json& v) {
     if (v.is_number()) return v.get<double>();
     if (v.is_string()) {
@@ -283,7 +294,7 @@ void read_sampling(Reader& r, SamplingOptions& p) {
           pair[0].get<int64_t>() > std::numeric_limits<int32_t>::max()) {
         return r.fail("logit_bias", "an array of [id, bias] pairs");
       }
-      p.logit_bias.emplace_back(static_cast<int32_t>(pair[0].get<int64_t>()), static_cast<float>(*b));
+      p.logit_bias.emplace_back(static_cast<int32_t>(pair[0].get<int64_t>()), Reader::narrow<float>(*b));
     }
   }
   std::vector<std::string> order;
@@ -526,7 +537,7 @@ void read_event(Reader& r, Event& e, std::optional<Error>& error) {
     for (const auto& x : *v) {
       auto f = Reader::to_float(x);
       if (!f) return r.fail("embedding", "an array of numbers");
-      e.embedding.push_back(static_cast<float>(*f));
+      e.embedding.push_back(Reader::narrow<float>(*f));
     }
   }
   r.integer<int32_t>("n_tokens", e.n_tokens);
