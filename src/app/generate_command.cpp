@@ -12,6 +12,8 @@
 #include "engine/generation.h"
 #include "sampler/grammar/json_schema_grammar.h"
 #include "util/file_io.h"
+#include "util/log.h"
+#include "util/settings.h"
 
 namespace hearth::app {
 namespace {
@@ -35,6 +37,9 @@ Result<std::string> grammar_from(const Settings& s) {
 }  // namespace
 
 int run_generate(const CommandArgs& args) {
+  // The generated text is the output; the serving engine's per-request info lines would only
+  // be noise here (HEARTH_LOG_LEVEL still chooses).
+  if (!env_setting("HEARTH_LOG_LEVEL")) set_log_level(LogLevel::kWarn);
   std::vector<SettingSpec> specs = model_run_settings();
   for (auto& s : sampling_settings()) specs.push_back(s);
   specs.push_back({"prompt", 'p', SettingType::kString, "", "prompt text (default: standard input)", ""});

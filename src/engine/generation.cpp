@@ -1,119 +1,68 @@
-// Generation loop and perplexity (see generation.h).
+// One-shot generation on a one-slot serving engine, and perplexity (see generation.h).
 #include "engine/generation.h"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 
-#include "engine/text_streamer.h"
-#include "sampler/sampler_chain.h"
+#include "engine/serving_engine.h"
 
 namespace hearth::engine {
-namespace {
-
-double ms_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
-}
-
-Status run_prompt(InferenceContext& ctx, int32_t seq, const std::vector<int32_t>& tokens, int32_t n_batch,
-                  std::vector<float>& logits) {
-  const int32_t step = std::max<int32_t>(1, n_batch);
-  std::vector<model::BatchToken> batch;
-  for (size_t start = 0; start < tokens.size(); start += static_cast<size_t>(step)) {
-    const size_t end = std::min(tokens.size(), start + static_cast<size_t>(step));
-    batch.clear();
-    for (size_t i = start; i < end; ++i) {
-      batch.push_back({tokens[i], seq, static_cast<int32_t>(i), i + 1 == tokens.size()});
-    }
-    HEARTH_TRY(ctx.decode(batch, logits));
-  }
-  return ok_status();
-}
-
-}  // namespace
-
 Result<GenerateResult> generate(InferenceContext& ctx, std::string_view prompt, const GenerateOptions& o,
                                 const PieceCallback& on_piece) {
   std::vector<int32_t> tokens = ctx.tokenizer().encode(prompt, o.add_special, o.parse_special);
   return generate_from_tokens(ctx, std::move(tokens), o, on_piece);
 }
 
+// One request on a serving engine of one slot: the same admission checks, prompt chunking,
+// sampling, stop strings, EOS, length limits, UTF-8 hold-back and timings as a served request.
 Result<GenerateResult> generate_from_tokens(InferenceContext& ctx, std::vector<int32_t> prompt_tokens,
                                             const GenerateOptions& o, const PieceCallback& on_piece) {
   GenerateResult r;
-  r.prompt_tokens = std::move(prompt_tokens);
-  if (r.prompt_tokens.empty()) return make_error(ErrorKind::kInvalidArgument, "the prompt is empty");
-  if (static_cast<int32_t>(r.prompt_tokens.size()) >= ctx.n_ctx()) {
-    return make_error(ErrorKind::kOutOfRange, "the prompt has " + std::to_string(r.prompt_tokens.size()) +
-                                                  " tokens, more than the context of " + std::to_string(ctx.n_ctx()) +
-                                                  " allows (raise --ctx-size)");
-  }
-  HEARTH_ASSIGN(auto grammar, ctx.grammar_constraint(o.grammar));
-  HEARTH_ASSIGN(auto chain, sampler::SamplerChain::create(o.sampling, static_cast<size_t>(ctx.n_vocab()),
-                                                          static_cast<size_t>(ctx.n_ctx()), std::move(grammar)));
-  for (int32_t t : r.prompt_tokens) chain.accept(t);
+  r.prompt_tokens = prompt_tokens;
+  ServingOptions serving;
+  serving.n_slots = 1;
+  serving.step_token_budget = std::max<int32_t>(1, o.n_batch);
+  serving.max_queue = 1;
+  HEARTH_ASSIGN(std::unique_ptr<ServingEngine> engine, ServingEngine::create(ctx, serving));
+  GenerationRequest request;
+  request.prompt = std::move(prompt_tokens);
+  request.sampling = o.sampling;
+  request.n_predict = o.n_predict;
+  request.stop = o.stop;
+  request.ignore_eos = !o.stop_at_eog;
+  request.grammar = o.grammar;
+  request.cache_prompt = false;
+  request.tag = "generate";
+  std::shared_ptr<ResultStream> stream = engine->submit(std::move(request));
+  if (std::optional<Error> rejected = stream->rejection()) return *rejected;
 
-  const int32_t seq = ctx.seq_create();
-  std::vector<float> logits;
-  auto t0 = std::chrono::steady_clock::now();
-  Status st = run_prompt(ctx, seq, r.prompt_tokens, o.n_batch, logits);
-  r.prompt_ms = ms_since(t0);
-  if (!st.ok()) {
-    ctx.seq_free(seq);
-    return st.error();
+  bool cancelled = false;
+  EngineEvent event;
+  for (;;) {
+    if (!stream->next(event, std::chrono::milliseconds(100))) continue;
+    if (event.kind == EngineEvent::Kind::kError) return event.error;
+    if (cancelled) {
+      // The consumer stopped reading; what the engine made before it saw the cancel is dropped.
+      if (event.kind == EngineEvent::Kind::kDone) break;
+      continue;
+    }
+    for (const TokenOutput& t : event.tokens) r.tokens.push_back(t.token);
+    r.text += event.text;
+    if (event.kind == EngineEvent::Kind::kDone) {
+      if (event.eog_token >= 0) r.tokens.push_back(event.eog_token);
+      if (on_piece && !event.text.empty()) on_piece(event.text);
+      r.stop_reason = stop_reason_name(event.stop_reason);
+      r.prompt_ms = event.timings.prompt_ms;
+      r.generation_ms = event.timings.predicted_ms;
+      break;
+    }
+    if (on_piece && !event.text.empty() && !on_piece(event.text)) {
+      cancelled = true;
+      r.stop_reason = stop_reason_name(StopReason::kCancelled);
+      stream->cancel();
+    }
   }
-
-  auto t1 = std::chrono::steady_clock::now();
-  TextStreamer streamer(o.stop);
-  r.stop_reason = "length";
-  int32_t pos = static_cast<int32_t>(r.prompt_tokens.size());
-  for (int32_t i = 0; o.n_predict < 0 || i < o.n_predict; ++i) {
-    if (pos >= ctx.n_ctx()) {
-      r.stop_reason = "context";
-      break;
-    }
-    int32_t token = chain.sample(logits.data()).token;
-    if (token < 0) {
-      // Only under a grammar: no token of the vocabulary continues the match.
-      if (chain.grammar_complete()) {
-        r.stop_reason = "eog";
-        break;
-      }
-      st = make_error(ErrorKind::kUnsupported, "the grammar allows no token of this model's vocabulary at this point");
-      break;
-    }
-    r.tokens.push_back(token);
-    if (o.stop_at_eog && ctx.tokenizer().is_eog(token)) {
-      r.stop_reason = "eog";
-      break;
-    }
-    std::string emit = streamer.push(ctx.tokenizer().token_to_piece(token, false));
-    r.text += emit;
-    if (streamer.stopped()) {
-      if (on_piece && !emit.empty()) on_piece(emit);
-      r.stop_reason = "stop";
-      break;
-    }
-    if (!emit.empty() && on_piece && !on_piece(emit)) {
-      r.stop_reason = "cancelled";
-      break;
-    }
-    if (chain.grammar_finished()) {
-      r.stop_reason = "eog";
-      break;
-    }
-    model::BatchToken next{token, seq, pos, true};
-    st = ctx.decode(std::span<const model::BatchToken>(&next, 1), logits);
-    if (!st.ok()) break;
-    ++pos;
-  }
-  if (std::string rest = streamer.flush(); !rest.empty()) {
-    r.text += rest;
-    if (on_piece) on_piece(rest);
-  }
-  r.generation_ms = ms_since(t1);
-  ctx.seq_free(seq);
-  if (!st.ok()) return st.error();
   return r;
 }
 

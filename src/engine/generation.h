@@ -1,6 +1,7 @@
-// Text generation and perplexity over an InferenceContext: prompt processing in batches,
-// sampling, stop strings (partial matches held back while streaming), end-of-generation
-// tokens, and UTF-8-safe streaming of the produced text.
+// Text generation and perplexity over an InferenceContext for programs without HTTP (the CLI's
+// generate, tests). Generation is one request on a serving engine of one slot, so stop strings,
+// end-of-generation tokens, length limits, UTF-8 hold-back, admission checks and timings are
+// the served path's own; there is no second generation loop.
 #pragma once
 
 #include <functional>
@@ -22,12 +23,12 @@ struct GenerateOptions {
   bool stop_at_eog = true;
   std::vector<std::string> stop;
   std::string grammar;         // GBNF the output must match; empty: free text
-  int32_t n_batch = 512;       // prompt tokens per forward pass
+  int32_t n_batch = 512;       // tokens per engine step (prompt chunks)
 };
 
 struct GenerateResult {
   std::vector<int32_t> prompt_tokens;
-  std::vector<int32_t> tokens;  // generated ids (the stop string's tokens included)
+  std::vector<int32_t> tokens;  // generated ids (the stop string's and the end-of-generation token included)
   std::string text;             // generated text, cut before a stop string
   std::string stop_reason;      // "length", "eog" (also: the grammar is complete), "stop", "context", "cancelled"
   double prompt_ms = 0.0;

@@ -101,6 +101,7 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
   if (!req.ignore_eos && tokenizer.is_eog(s.token)) {
     // The end-of-generation token is counted but is not part of the output.
     reason = StopReason::kEog;
+    a.eog_token = s.token;
     text = a.streamer.flush();
   } else {
     TokenOutput t;
@@ -161,6 +162,7 @@ void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineCl
   if (reason == StopReason::kStopString) ev.stop_word = a.streamer.stop_word();
   ev.timings = a.timings;
   ev.slot = id_;
+  ev.eog_token = a.eog_token;
   ev.seed = a.prep.chain.seed();
   log_info("request done", {{"slot", id_},
                             {"task", static_cast<long long>(a.id)},

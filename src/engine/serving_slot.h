@@ -100,6 +100,7 @@ class ServingSlot {
     int32_t n_prompt_done = 0;     // prompt tokens in the sequence
     int32_t pending_token = -1;    // sampled, not yet decoded
     int32_t n_generated = 0;
+    int32_t eog_token = -1;        // the end-of-generation token that ended the request
     std::vector<TokenOutput> unsent;
     Timings timings;
     EngineClock::time_point submitted, started, first_token, last_token;

@@ -468,6 +468,7 @@ Json to_json(const Event& e) {
                             {"prompt_ms", float_json(t.prompt_ms)}, {"predicted_n", t.predicted_n},
                             {"predicted_ms", float_json(t.predicted_ms)}, {"ttft_ms", float_json(t.ttft_ms)}};
         j["slot"] = e.slot;
+        if (e.eog_token >= 0) j["eog_token"] = e.eog_token;
         j["seed"] = e.seed;
       }
       break;
@@ -525,6 +526,7 @@ void read_event(Reader& r, Event& e, std::optional<Error>& error) {
     tr.real("ttft_ms", e.timings.ttft_ms);
   }
   r.integer<int32_t>("slot", e.slot);
+  r.integer<int32_t>("eog_token", e.eog_token, 0);
   r.integer<uint64_t>("seed", e.seed);
   if (const Json* err = r.find("error")) {
     Reader er(*err, r.path("error"), error);

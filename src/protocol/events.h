@@ -63,6 +63,7 @@ struct Event {
   std::string stop_word;     // the stop string that matched (kStopString)
   Timings timings;
   int32_t slot = -1;
+  int32_t eog_token = -1;    // kEog: the end-of-generation token that ended it (not in `tokens`)
   uint64_t seed = 0;         // the sampler's seed (drawn at submission when the request left it unset)
   // kError
   Error error;

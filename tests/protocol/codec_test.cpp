@@ -103,6 +103,7 @@ TEST(ProtocolCodec, EventsCarryBytesAndNonFiniteNumbers) {
   e.timings.prompt_n = 10;
   e.timings.ttft_ms = 12.5;
   e.slot = 2;
+  e.eog_token = 2;
   e.seed = 0xFFFFFFFFull;
   auto back = decode_event(encode(e));
   ASSERT_TRUE(back.ok()) << back.error().message;
@@ -115,6 +116,7 @@ TEST(ProtocolCodec, EventsCarryBytesAndNonFiniteNumbers) {
   EXPECT_EQ(back->stop_reason, StopReason::kStopString);
   EXPECT_EQ(back->timings.ttft_ms, 12.5);
   EXPECT_EQ(back->seed, 0xFFFFFFFFull);
+  EXPECT_EQ(back->eog_token, 2);
 
   Event err;
   err.kind = Event::Kind::kError;
