@@ -134,9 +134,8 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
     return;
   }
   if (job.load_only) {
-    bool chat = req.path == "/api/chat";
-    auto body = api::parse_json_object(req.body);
-    send_json(res, api::ollama_load_response(job.request.model, chat, body.ok() && api::ollama_keep_alive_is_zero(*body)));
+    const bool chat = req.path == "/api/chat";
+    send_json(res, api::ollama_load_response(job.request.model, chat, job.unload));
     return;
   }
   const std::string conversation = req.get_header_value("X-Conversation-Id");
