@@ -28,6 +28,7 @@ struct CompletionJob {
   bool include_usage = false;          // OpenAI stream_options.include_usage
   bool echo = false;                   // /v1/completions: the prompt text precedes the output
   bool load_only = false;              // ollama: empty prompt/messages only loads the model
+  bool unload = false;                 // ollama: keep_alive is 0 (a load-only answer says "unload")
   // Responses API: what the response object echoes back (the request's instructions and
   // text.format, {"type":"text"} when none was given).
   std::optional<std::string> instructions;

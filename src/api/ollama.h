@@ -26,9 +26,8 @@ std::string ollama_model_field(const Json& body);
 std::string rfc3339_nano(std::chrono::system_clock::time_point t);
 
 // The answer to a generate/chat that only loads (empty prompt or messages): done_reason
-// "load", or "unload" when keep_alive is 0.
+// "load", or "unload" when keep_alive is 0 (CompletionJob::unload).
 Json ollama_load_response(const std::string& model, bool chat, bool unload);
-bool ollama_keep_alive_is_zero(const Json& body);
 
 Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vector<float>>& embeddings,
                            int32_t prompt_tokens, int64_t total_ns);

@@ -26,6 +26,18 @@ Status check_no_images(const Json& obj, const std::string& where) {
   return ok_status();
 }
 
+// keep_alive 0 ("0", "0s", "0m", "0h" or the number 0): unload after answering.
+bool keep_alive_is_zero(const Json& body) {
+  auto it = body.find("keep_alive");
+  if (it == body.end()) return false;
+  if (it->is_number()) return it->get<double>() == 0.0;
+  if (it->is_string()) {
+    const std::string s = it->get<std::string>();
+    return s == "0" || s == "0s" || s == "0m" || s == "0h";
+  }
+  return false;
+}
+
 // Fields every generate/chat body shares: stream (default true), options, keep_alive,
 // logprobs, think, format.
 Status read_shared(const Json& body, CompletionJob& job) {
@@ -44,6 +56,7 @@ Status read_shared(const Json& body, CompletionJob& job) {
   if (keep_alive != body.end() && !keep_alive->is_null() && !keep_alive->is_string() && !keep_alive->is_number()) {
     return field_type_error("", "keep_alive", "a duration string or a number of seconds", *keep_alive);
   }
+  job.unload = keep_alive_is_zero(body);
   auto think = body.find("think");
   if (think != body.end() && !think->is_null() && !think->is_boolean() && !think->is_string()) {
     return field_type_error("", "think", "a boolean or a string", *think);
@@ -97,17 +110,6 @@ std::string ollama_model_field(const Json& body) {
     if (it != body.end() && it->is_string()) return it->get<std::string>();
   }
   return "";
-}
-
-bool ollama_keep_alive_is_zero(const Json& body) {
-  auto it = body.find("keep_alive");
-  if (it == body.end()) return false;
-  if (it->is_number()) return it->get<double>() == 0.0;
-  if (it->is_string()) {
-    const std::string s = it->get<std::string>();
-    return s == "0" || s == "0s" || s == "0m" || s == "0h";
-  }
-  return false;
 }
 
 Result<CompletionJob> parse_ollama_generate(const Json& body) {

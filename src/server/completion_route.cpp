@@ -70,11 +70,11 @@ bool is_event_stream(const std::string& content_type) {
 
 }  // namespace
 
-void serve_stream_follow(State& s, const httplib::Request& req, httplib::Response& res,
-                         std::shared_ptr<ResumableStream> stream, uint64_t from) {
-  const api::Dialect dialect = dialect_for_path(req.path);
+void serve_stream_follow(const RouteCall& call, std::shared_ptr<ResumableStream> stream, uint64_t from) {
+  State& s = call.state;
+  httplib::Response& res = call.res;
   if (from < stream->buffer().start_offset()) {
-    send_error(res, dialect,
+    send_error(res, call.dialect,
                http_gone("bytes before offset " + std::to_string(stream->buffer().start_offset()) +
                          " of this stream were dropped (the replay buffer keeps the newest " +
                          std::to_string(stream->buffer().capacity()) + " bytes)"));
@@ -118,15 +118,18 @@ void serve_stream_follow(State& s, const httplib::Request& req, httplib::Respons
   });
 }
 
-void serve_completion(State& s, const httplib::Request& req, httplib::Response& res, Result<api::CompletionJob> parsed,
-                      EncoderFactory make_encoder, const std::string& id_prefix) {
-  const api::Dialect dialect = dialect_for_path(req.path);
+void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, EncoderFactory make_encoder,
+                      const std::string& id_prefix) {
+  State& s = call.state;
+  const httplib::Request& req = call.req;
+  httplib::Response& res = call.res;
+  const api::Dialect dialect = call.dialect;
   if (!parsed.ok()) {
     send_error(res, dialect, http_error_from(parsed.error()));
     return;
   }
   api::CompletionJob job = std::move(parsed).value();
-  auto model = require_model(s, req, res);
+  auto model = require_model(call);
   if (!model) return;
   const protocol::ModelInfo& card = model->model_info();
   if (dialect == api::Dialect::kOllama && !card.answers_to(job.request.model)) {
@@ -134,9 +137,8 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
     return;
   }
   if (job.load_only) {
-    bool chat = req.path == "/api/chat";
-    auto body = api::parse_json_object(req.body);
-    send_json(res, api::ollama_load_response(job.request.model, chat, body.ok() && api::ollama_keep_alive_is_zero(*body)));
+    const bool chat = req.path == "/api/chat";
+    send_json(res, api::ollama_load_response(job.request.model, chat, job.unload));
     return;
   }
   const std::string conversation = req.get_header_value("X-Conversation-Id");
@@ -184,7 +186,7 @@ void serve_completion(State& s, const httplib::Request& req, httplib::Response& 
       send_error(res, dialect, conflict);
       return;
     }
-    serve_stream_follow(s, req, res, *stream, 0);
+    serve_stream_follow(call, *stream, 0);
     return;
   }
   if (job.stream) {

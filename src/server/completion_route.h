@@ -15,12 +15,13 @@ namespace hearth::server {
 
 using EncoderFactory = std::unique_ptr<api::ResponseEncoder> (*)(const api::CompletionJob&, api::ResponseMeta);
 
-void serve_completion(State& s, const httplib::Request& req, httplib::Response& res, Result<api::CompletionJob> job,
-                      EncoderFactory make_encoder, const std::string& id_prefix);
+// Answers `job` (the route's translation of the body it parsed once) in call.dialect's shape.
+void serve_completion(const RouteCall& call, Result<api::CompletionJob> job, EncoderFactory make_encoder,
+                      const std::string& id_prefix);
 
 // Answers with a resumable stream's bytes from absolute offset `from`: chunked and following
-// live for event streams, the whole body (after it completes) for JSON responses.
-void serve_stream_follow(State& s, const httplib::Request& req, httplib::Response& res,
-                         std::shared_ptr<ResumableStream> stream, uint64_t from);
+// live for event streams, the whole body (after it completes) for JSON responses; a 410 for
+// dropped bytes in call.dialect's shape.
+void serve_stream_follow(const RouteCall& call, std::shared_ptr<ResumableStream> stream, uint64_t from);
 
 }  // namespace hearth::server

@@ -35,6 +35,9 @@ HttpError http_unavailable(const std::string& message);      // 503
 HttpError http_model_not_found(const std::string& model);    // 404, ollama's wording
 
 // Which dialect's error shape a path gets: /api/* ollama, /v1/messages* Anthropic, else OpenAI.
+// Only for answers made before any route is known (CORS and API-key rejections, cpp-httplib's
+// own 404/405/413, an exception that escaped a handler); a route answers in the dialect it was
+// registered with (RouteCall::dialect), which agrees with this for its path.
 api::Dialect dialect_for_path(const std::string& path);
 
 // Sets status and the JSON error body in `dialect`'s shape.

@@ -1,6 +1,8 @@
 // HttpServer: cpp-httplib setup (threads, limits, timeouts), the checks every request passes
 // before its route (CORS origin, preflight, API key), the 404/405/413 answers in each
-// dialect's shape, and the shared helpers of server_state.h.
+// dialect's shape, and the shared helpers of server_state.h. Routes answer in the dialect they
+// were registered with; only the answers made before any route is known (pre-routing
+// rejections, cpp-httplib's own 404/405/413, an escaped exception) take it from the path.
 #include "server/http_server.h"
 
 #include <regex>
@@ -19,6 +21,7 @@ const char* const kAllowedHeaders =
 
 bool path_is_open(const std::string& path) { return path == "/health"; }
 
+// Runs before any route is known, so a rejection's dialect comes from the path.
 httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& req, httplib::Response& res) {
   const api::Dialect dialect = dialect_for_path(req.path);
   const std::string origin = req.get_header_value("Origin");
@@ -53,6 +56,7 @@ httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& 
 }
 
 // Fills in a body for answers cpp-httplib made itself (no route: 404 or 405; too large: 413).
+// No route ran, so the dialect comes from the path.
 httplib::Server::HandlerResponse on_error_status(State& s, const httplib::Request& req, httplib::Response& res) {
   if (!res.body.empty() || res.is_chunked_content_provider_ || res.content_provider_) {
     return httplib::Server::HandlerResponse::Unhandled;
@@ -63,7 +67,7 @@ httplib::Server::HandlerResponse on_error_status(State& s, const httplib::Reques
   } else if (res.status == 404) {
     bool path_known = false;
     for (const auto& r : s.routes) {
-      if (std::regex_match(req.path, r.pattern)) path_known = true;
+      if (std::regex_match(req.path, r.matcher)) path_known = true;
     }
     if (path_known) {
       send_error(res, dialect, http_method_not_allowed(req.method, req.path));
@@ -125,11 +129,12 @@ ServerCounters HttpServer::State::counters() const {
   return c;
 }
 
-void add_route(State& s, const std::string& method, const std::string& pattern, RouteHandler handler) {
-  s.routes.push_back({method, std::regex(pattern)});
+void add_route(State& s, api::Dialect dialect, const std::string& method, const std::string& pattern,
+               RouteHandler handler) {
+  s.routes.push_back({method, pattern, std::regex(pattern), dialect});
   State* state = &s;
-  auto h = [state, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
-    handler(*state, req, res);
+  auto h = [state, dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res) {
+    handler(RouteCall{*state, dialect, req, res});
   };
   if (method == "GET") {
     s.http.Get(pattern, h);
@@ -140,16 +145,16 @@ void add_route(State& s, const std::string& method, const std::string& pattern, 
   }
 }
 
-std::shared_ptr<protocol::InferenceBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res) {
-  auto m = s.model();
-  if (!m) send_error(res, dialect_for_path(req.path), http_unavailable("the model is still loading; try again shortly"));
+std::shared_ptr<protocol::InferenceBackend> require_model(const RouteCall& call) {
+  auto m = call.state.model();
+  if (!m) send_error(call.res, call.dialect, http_unavailable("the model is still loading; try again shortly"));
   return m;
 }
 
-std::optional<api::Json> require_json(const httplib::Request& req, httplib::Response& res) {
-  auto body = api::parse_json_object(req.body);
+std::optional<api::Json> require_json(const RouteCall& call) {
+  auto body = api::parse_json_object(call.req.body);
   if (!body.ok()) {
-    send_error(res, dialect_for_path(req.path), http_error_from(body.error()));
+    send_error(call.res, call.dialect, http_error_from(body.error()));
     return std::nullopt;
   }
   return std::move(body).value();
@@ -160,8 +165,8 @@ void send_json(httplib::Response& res, const api::Json& body, int status) {
   res.set_content(api::dump_json(body), "application/json");
 }
 
-void send_status_error(httplib::Response& res, const httplib::Request& req, const Error& error) {
-  send_error(res, dialect_for_path(req.path), http_error_from(error));
+void send_status_error(const RouteCall& call, const Error& error) {
+  send_error(call.res, call.dialect, http_error_from(error));
 }
 
 HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(std::move(options))) {
@@ -185,6 +190,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
     } catch (...) {
     }
     log_error("request failed", {{"path", req.path}, {"error", what}});
+    // cpp-httplib does not say which route threw: the dialect comes from the path.
     send_error(res, dialect_for_path(req.path), HttpError{500, "internal error: " + what});
   });
   s.http.set_logger([&s](const httplib::Request& req, const httplib::Response& res) {

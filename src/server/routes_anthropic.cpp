@@ -5,27 +5,28 @@
 namespace hearth::server {
 
 void register_anthropic_routes(State& s) {
-  add_route(s, "POST", "/v1/messages", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  constexpr api::Dialect kDialect = api::Dialect::kAnthropic;
+  add_route(s, kDialect, "POST", "/v1/messages", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
-    serve_completion(st, req, res, api::parse_anthropic_messages(*body), api::make_anthropic_messages_encoder, "msg_");
+    serve_completion(call, api::parse_anthropic_messages(*body), api::make_anthropic_messages_encoder, "msg_");
   });
-  add_route(s, "POST", "/v1/messages/count_tokens", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  add_route(s, kDialect, "POST", "/v1/messages/count_tokens", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
     auto job = api::parse_anthropic_messages(*body, /*require_max_tokens=*/false);
     if (!job.ok()) {
-      send_status_error(res, req, job.error());
+      send_status_error(call, job.error());
       return;
     }
-    auto model = require_model(st, req, res);
+    auto model = require_model(call);
     if (!model) return;
     auto prompt = model->render_prompt(job->request.prompts.at(0));
     if (!prompt.ok()) {
-      send_status_error(res, req, prompt.error());
+      send_status_error(call, prompt.error());
       return;
     }
-    send_json(res, api::anthropic_count_tokens_response(static_cast<int32_t>(prompt->ids.size())));
+    send_json(call.res, api::anthropic_count_tokens_response(static_cast<int32_t>(prompt->ids.size())));
   });
 }
 

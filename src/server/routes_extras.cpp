@@ -23,8 +23,8 @@ bool valid_utf8(const std::string& s) {
   return true;
 }
 
-void tokenize(State& st, const httplib::Request& req, httplib::Response& res) {
-  auto body = require_json(req, res);
+void tokenize(const RouteCall& call) {
+  auto body = require_json(call);
   if (!body) return;
   auto content = api::read_string(*body, "content");
   auto add_special = api::read_bool(*body, "add_special");
@@ -35,20 +35,20 @@ void tokenize(State& st, const httplib::Request& req, httplib::Response& res) {
                           parse_special.ok() ? ok_status() : Status(parse_special.error()),
                           with_pieces.ok() ? ok_status() : Status(with_pieces.error())}) {
     if (!s.ok()) {
-      send_status_error(res, req, s.error());
+      send_status_error(call, s.error());
       return;
     }
   }
   if (!*content) {
-    send_error(res, api::Dialect::kOpenAI, HttpError{400, "'content' is required"});
+    send_error(call.res, call.dialect, HttpError{400, "'content' is required"});
     return;
   }
-  auto model = require_model(st, req, res);
+  auto model = require_model(call);
   if (!model) return;
   const bool with = with_pieces->value_or(false);
   auto pieces = model->tokenize(**content, add_special->value_or(false), parse_special->value_or(true), with);
   if (!pieces.ok()) {
-    send_status_error(res, req, pieces.error());
+    send_status_error(call, pieces.error());
     return;
   }
   Json tokens = Json::array();
@@ -63,24 +63,24 @@ void tokenize(State& st, const httplib::Request& req, httplib::Response& res) {
       tokens.push_back(t.id);
     }
   }
-  send_json(res, Json{{"tokens", std::move(tokens)}});
+  send_json(call.res, Json{{"tokens", std::move(tokens)}});
 }
 
-void detokenize(State& st, const httplib::Request& req, httplib::Response& res) {
-  auto body = require_json(req, res);
+void detokenize(const RouteCall& call) {
+  auto body = require_json(call);
   if (!body) return;
   auto tokens = api::read_array(*body, "tokens");
   if (!tokens.ok()) {
-    send_status_error(res, req, tokens.error());
+    send_status_error(call, tokens.error());
     return;
   }
-  auto model = require_model(st, req, res);
+  auto model = require_model(call);
   if (!model) return;
   std::vector<int32_t> ids;
   if (*tokens) {
     for (const auto& t : **tokens) {
       if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() > INT32_MAX) {
-        send_error(res, api::Dialect::kOpenAI, HttpError{400, "'tokens' must be token ids of this model's vocabulary"});
+        send_error(call.res, call.dialect, HttpError{400, "'tokens' must be token ids of this model's vocabulary"});
         return;
       }
       ids.push_back(static_cast<int32_t>(t.get<int64_t>()));
@@ -88,65 +88,67 @@ void detokenize(State& st, const httplib::Request& req, httplib::Response& res) 
   }
   auto text = model->detokenize(ids);
   if (!text.ok()) {
-    send_status_error(res, req, text.error());
+    send_status_error(call, text.error());
     return;
   }
-  send_json(res, Json{{"content", *text}});
+  send_json(call.res, Json{{"content", *text}});
 }
 
-void apply_template(State& st, const httplib::Request& req, httplib::Response& res) {
-  auto body = require_json(req, res);
+void apply_template(const RouteCall& call) {
+  auto body = require_json(call);
   if (!body) return;
   auto job = api::parse_openai_chat(*body);
   if (!job.ok()) {
-    send_status_error(res, req, job.error());
+    send_status_error(call, job.error());
     return;
   }
-  auto model = require_model(st, req, res);
+  auto model = require_model(call);
   if (!model) return;
   auto prompt = model->apply_template(job->request.prompts.at(0).chat);
   if (!prompt.ok()) {
-    send_status_error(res, req, prompt.error());
+    send_status_error(call, prompt.error());
     return;
   }
-  send_json(res, Json{{"prompt", *prompt}});
+  send_json(call.res, Json{{"prompt", *prompt}});
 }
 
 }  // namespace
 
 void register_extra_routes(State& s) {
-  add_route(s, "GET", "/", [](State&, const httplib::Request&, httplib::Response& res) {
-    res.set_content("Hearth is running", "text/plain");
+  // Outside the three dialects; errors take OpenAI's shape, as llama-server's do.
+  constexpr api::Dialect kDialect = api::Dialect::kOpenAI;
+  add_route(s, kDialect, "GET", "/", [](const RouteCall& call) {
+    call.res.set_content("Hearth is running", "text/plain");
   });
-  add_route(s, "GET", "/health", [](State& st, const httplib::Request&, httplib::Response& res) {
-    if (st.model()) {
-      send_json(res, Json{{"status", "ok"}});
+  add_route(s, kDialect, "GET", "/health", [](const RouteCall& call) {
+    if (call.state.model()) {
+      send_json(call.res, Json{{"status", "ok"}});
     } else {
-      send_json(res, Json{{"status", "loading model"}}, 503);
+      send_json(call.res, Json{{"status", "loading model"}}, 503);
     }
   });
-  add_route(s, "GET", "/metrics", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto model = require_model(st, req, res);
+  add_route(s, kDialect, "GET", "/metrics", [](const RouteCall& call) {
+    auto model = require_model(call);
     if (!model) return;
-    res.set_content(metrics_text(model->metrics(), st.counters()), "text/plain; version=0.0.4; charset=utf-8");
+    call.res.set_content(metrics_text(model->metrics(), call.state.counters()), "text/plain; version=0.0.4; charset=utf-8");
   });
-  add_route(s, "GET", "/props", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto model = require_model(st, req, res);
+  add_route(s, kDialect, "GET", "/props", [](const RouteCall& call) {
+    auto model = require_model(call);
     if (!model) return;
     const protocol::ModelInfo& card = model->model_info();
-    send_json(res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}}},
-                        {"total_slots", card.n_slots},
-                        {"model_path", card.path},
-                        {"model_alias", card.name},
-                        {"chat_template", card.chat_template},
-                        {"bos_token", card.bos_token},
-                        {"eos_token", card.eos_token},
-                        {"build_info", "hearth " + st.options.version},
-                        {"modalities", {{"vision", false}, {"audio", false}}},
-                        {"embedding_only", card.embedding_only}});
+    send_json(call.res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}}},
+                             {"total_slots", card.n_slots},
+                             {"model_path", card.path},
+                             {"model_alias", card.name},
+                             {"chat_template", card.chat_template},
+                             {"bos_token", card.bos_token},
+                             {"eos_token", card.eos_token},
+                             {"build_info", "hearth " + call.state.options.version},
+                             {"modalities", {{"vision", false}, {"audio", false}}},
+                             {"embedding_only", card.embedding_only}});
   });
-  add_route(s, "GET", "/slots", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto model = require_model(st, req, res);
+  add_route(s, kDialect, "GET", "/slots", [](const RouteCall& call) {
+    auto model = require_model(call);
     if (!model) return;
     Json slots = Json::array();
     for (const auto& slot : model->slots()) {
@@ -158,11 +160,11 @@ void register_extra_routes(State& s) {
                            {"n_prompt_pending", slot.prompt_pending},
                            {"n_decoded", slot.generated}});
     }
-    send_json(res, slots);
+    send_json(call.res, slots);
   });
-  add_route(s, "POST", "/tokenize", tokenize);
-  add_route(s, "POST", "/detokenize", detokenize);
-  add_route(s, "POST", "/apply-template", apply_template);
+  add_route(s, kDialect, "POST", "/tokenize", tokenize);
+  add_route(s, kDialect, "POST", "/detokenize", detokenize);
+  add_route(s, kDialect, "POST", "/apply-template", apply_template);
 }
 
 }  // namespace hearth::server

@@ -8,57 +8,58 @@
 namespace hearth::server {
 
 void register_openai_routes(State& s) {
-  add_route(s, "POST", "/v1/chat/completions", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  constexpr api::Dialect kDialect = api::Dialect::kOpenAI;
+  add_route(s, kDialect, "POST", "/v1/chat/completions", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
-    serve_completion(st, req, res, api::parse_openai_chat(*body), api::make_openai_chat_encoder, "chatcmpl-");
+    serve_completion(call, api::parse_openai_chat(*body), api::make_openai_chat_encoder, "chatcmpl-");
   });
-  add_route(s, "POST", "/v1/completions", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  add_route(s, kDialect, "POST", "/v1/completions", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
-    serve_completion(st, req, res, api::parse_openai_completion(*body), api::make_openai_completion_encoder, "cmpl-");
+    serve_completion(call, api::parse_openai_completion(*body), api::make_openai_completion_encoder, "cmpl-");
   });
-  add_route(s, "POST", "/v1/responses", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  add_route(s, kDialect, "POST", "/v1/responses", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
-    serve_completion(st, req, res, api::parse_openai_responses(*body), api::make_openai_responses_encoder, "resp_");
+    serve_completion(call, api::parse_openai_responses(*body), api::make_openai_responses_encoder, "resp_");
   });
-  add_route(s, "POST", "/v1/embeddings", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto body = require_json(req, res);
+  add_route(s, kDialect, "POST", "/v1/embeddings", [](const RouteCall& call) {
+    auto body = require_json(call);
     if (!body) return;
     auto job = api::parse_openai_embeddings(*body);
     if (!job.ok()) {
-      send_status_error(res, req, job.error());
+      send_status_error(call, job.error());
       return;
     }
-    auto model = require_model(st, req, res);
+    auto model = require_model(call);
     if (!model) return;
     if (job->request.model.empty()) job->request.model = model->model_info().name;
-    auto result = run_embeddings(*model, *job, [&st] { return st.keep_serving(); });
+    auto result = run_embeddings(*model, *job, [&call] { return call.state.keep_serving(); });
     if (!result.ok()) {
-      send_status_error(res, req, result.error());
+      send_status_error(call, result.error());
       return;
     }
-    send_json(res, api::openai_embeddings_response(*job, result->vectors, result->n_tokens));
+    send_json(call.res, api::openai_embeddings_response(*job, result->vectors, result->n_tokens));
   });
-  add_route(s, "GET", "/v1/models", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto model = require_model(st, req, res);
+  add_route(s, kDialect, "GET", "/v1/models", [](const RouteCall& call) {
+    auto model = require_model(call);
     if (!model) return;
-    if (req.has_header("anthropic-version")) {
-      send_json(res, api::anthropic_models_response(model->model_info()));
+    if (call.req.has_header("anthropic-version")) {
+      send_json(call.res, api::anthropic_models_response(model->model_info()));
     } else {
-      send_json(res, api::openai_models_response(model->model_info()));
+      send_json(call.res, api::openai_models_response(model->model_info()));
     }
   });
-  add_route(s, "GET", R"(/v1/models/([^/]+))", [](State& st, const httplib::Request& req, httplib::Response& res) {
-    auto model = require_model(st, req, res);
+  add_route(s, kDialect, "GET", R"(/v1/models/([^/]+))", [](const RouteCall& call) {
+    auto model = require_model(call);
     if (!model) return;
-    const std::string id = req.matches[1];
+    const std::string id = call.req.matches[1];
     if (!model->model_info().answers_to(id)) {
-      send_error(res, api::Dialect::kOpenAI, http_not_found("The model '" + id + "' does not exist"));
+      send_error(call.res, call.dialect, http_not_found("The model '" + id + "' does not exist"));
       return;
     }
-    send_json(res, api::openai_model_object(model->model_info()));
+    send_json(call.res, api::openai_model_object(model->model_info()));
   });
 }
 

@@ -43,10 +43,13 @@ struct HttpServer::State {
   void count_disconnect();
   ServerCounters counters() const;
 
-  // Method + path pattern of every route, for 405 answers.
+  // Every registered route: method and path pattern for 405 answers, and the dialect it was
+  // registered with (tests check it agrees with dialect_for_path, which pre-routing answers use).
   struct RouteEntry {
     std::string method;
-    std::regex pattern;
+    std::string pattern;
+    std::regex matcher;
+    api::Dialect dialect;
   };
   std::vector<RouteEntry> routes;
 
@@ -58,17 +61,30 @@ struct HttpServer::State {
 };
 
 using State = HttpServer::State;
-using RouteHandler = std::function<void(State&, const httplib::Request&, httplib::Response&)>;
 
-// Registers a handler (method "GET", "POST" or "DELETE"; pattern as cpp-httplib's regex).
-void add_route(State& s, const std::string& method, const std::string& pattern, RouteHandler handler);
+// One request as its route handler sees it: the shared state, the API dialect the route was
+// registered with (its error bodies and answers take that shape; nothing re-derives it from
+// the URL), the request and the response.
+struct RouteCall {
+  State& state;
+  api::Dialect dialect;
+  const httplib::Request& req;
+  httplib::Response& res;
+};
+using RouteHandler = std::function<void(const RouteCall&)>;
+
+// Registers a handler (method "GET", "POST" or "DELETE"; pattern as cpp-httplib's regex) that
+// answers in `dialect`'s shape.
+void add_route(State& s, api::Dialect dialect, const std::string& method, const std::string& pattern,
+               RouteHandler handler);
 
 // The model, or nullptr after answering 503 ("the model is still loading").
-std::shared_ptr<protocol::InferenceBackend> require_model(State& s, const httplib::Request& req, httplib::Response& res);
-// The body as a JSON object, or nullopt after answering 400.
-std::optional<api::Json> require_json(const httplib::Request& req, httplib::Response& res);
+std::shared_ptr<protocol::InferenceBackend> require_model(const RouteCall& call);
+// The body as a JSON object, or nullopt after answering 400. The one parse of the body.
+std::optional<api::Json> require_json(const RouteCall& call);
 void send_json(httplib::Response& res, const api::Json& body, int status = 200);
-void send_status_error(httplib::Response& res, const httplib::Request& req, const Error& error);
+// Answers `error` (via http_error_from) in the route's dialect.
+void send_status_error(const RouteCall& call, const Error& error);
 
 // Route registration, one function per file.
 void register_ollama_routes(State& s);

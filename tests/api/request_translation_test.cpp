@@ -172,6 +172,17 @@ TEST(RequestTranslation, OllamaGenerateShapes) {
   auto load = parse_ollama_generate(*parse_json_object(R"({"model":"m"})"));
   ASSERT_TRUE(load.ok());
   EXPECT_TRUE(load->load_only);
+  EXPECT_FALSE(load->unload);
+  for (const char* zero : {R"(0)", R"("0")", R"("0s")", R"("0m")", R"("0h")", R"(0.0)"}) {
+    auto unload = parse_ollama_generate(*parse_json_object(std::string(R"({"model":"m","keep_alive":)") + zero + "}"));
+    ASSERT_TRUE(unload.ok());
+    EXPECT_TRUE(unload->unload) << zero;
+  }
+  for (const char* kept : {R"(300)", R"("5m")", R"(-1)", R"(null)"}) {
+    auto keep = parse_ollama_generate(*parse_json_object(std::string(R"({"model":"m","keep_alive":)") + kept + "}"));
+    ASSERT_TRUE(keep.ok());
+    EXPECT_FALSE(keep->unload) << kept;
+  }
 
   auto chat = parse_ollama_generate(*parse_json_object(
       R"({"model":"m","prompt":"Why?","system":"S","options":{"num_predict":5,"temperature":0,"seed":3,"stop":["x"],"num_keep":2}})"));

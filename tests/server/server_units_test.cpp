@@ -10,6 +10,7 @@
 #include "server/http_error.h"
 #include "server/metrics_text.h"
 #include "server/replay_buffer.h"
+#include "server/server_state.h"
 #include "server/stream_registry.h"
 
 namespace hearth::server {
@@ -176,6 +177,26 @@ TEST(HttpErrors, KindsMapToStatuses) {
   EXPECT_EQ(dialect_for_path("/v1/messages/count_tokens"), api::Dialect::kAnthropic);
   EXPECT_EQ(dialect_for_path("/v1/chat/completions"), api::Dialect::kOpenAI);
   EXPECT_EQ(dialect_for_path("/health"), api::Dialect::kOpenAI);
+}
+
+// Routes answer in the dialect they were registered with; answers made before routing (401,
+// 403, cpp-httplib's 404/405/413) take it from the path. Both must agree for every route.
+TEST(HttpErrors, EachRouteIsRegisteredWithItsPathsDialect) {
+  State s{ServerOptions{}};
+  register_ollama_routes(s);
+  register_openai_routes(s);
+  register_anthropic_routes(s);
+  register_extra_routes(s);
+  register_stream_routes(s);
+  ASSERT_GT(s.routes.size(), 20u);
+  size_t per_dialect[3] = {0, 0, 0};
+  for (const auto& route : s.routes) {
+    EXPECT_EQ(route.dialect, dialect_for_path(route.pattern)) << route.method << " " << route.pattern;
+    ++per_dialect[static_cast<int>(route.dialect)];
+  }
+  EXPECT_GT(per_dialect[static_cast<int>(api::Dialect::kOllama)], 0u);
+  EXPECT_GT(per_dialect[static_cast<int>(api::Dialect::kOpenAI)], 0u);
+  EXPECT_GT(per_dialect[static_cast<int>(api::Dialect::kAnthropic)], 0u);
 }
 
 TEST(MetricsText, IsValidPrometheusText) {
