@@ -23,8 +23,8 @@ Result<FittedPrompt> fit_prompt(std::vector<int32_t> prompt, int32_t n_ctx_slot,
     return make_error(ErrorKind::kOutOfRange, "the prompt is " + std::to_string(n) +
                                                   " tokens long, but a request's context holds " +
                                                   std::to_string(n_ctx_slot) +
-                                                  " tokens (prompt and generated tokens); shorten it, start the "
-                                                  "server with a larger --ctx-size, or ask for truncation");
+                                                  " tokens (prompt and generated tokens); shorten it or start the "
+                                                  "server with a larger --ctx-size");
   }
   const int32_t target = n_ctx_slot - truncation_room(n_ctx_slot, n_predict);
   const int32_t keep = std::clamp(n_keep, 0, n);

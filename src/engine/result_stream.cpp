@@ -25,8 +25,20 @@ bool ResultStream::finished() const {
 
 std::optional<Error> ResultStream::rejection() const {
   std::lock_guard lock(mu_);
-  if (final_taken_ || events_.size() != 1 || events_.front().kind != EngineEvent::Kind::kError) return std::nullopt;
+  if (!refused_ || final_taken_ || events_.empty()) return std::nullopt;
   return events_.front().error;
+}
+
+void ResultStream::refuse(Error error) {
+  EngineEvent ev;
+  ev.kind = EngineEvent::Kind::kError;
+  ev.error = std::move(error);
+  {
+    std::lock_guard lock(mu_);
+    if (final_pushed_) return;
+    refused_ = true;
+  }
+  push(std::move(ev));
 }
 
 void ResultStream::push(EngineEvent event) {

@@ -22,10 +22,7 @@ namespace {
 
 std::shared_ptr<ResultStream> error_stream(int64_t id, Error error) {
   auto stream = std::make_shared<ResultStream>(id);
-  EngineEvent ev;
-  ev.kind = EngineEvent::Kind::kError;
-  ev.error = std::move(error);
-  stream->push(std::move(ev));
+  stream->refuse(std::move(error));
   return stream;
 }
 
@@ -130,7 +127,7 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
   if (ctx_.model().is_encoder()) {
     return error_stream(id, make_error(ErrorKind::kUnsupported, "this is an embedding model (" +
                                                                     ctx_.model().hparams().arch_name +
-                                                                    "); it cannot generate text"));
+                                                                    "); it cannot generate text (use the embeddings routes)"));
   }
   auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_slot_, opts_.n_slots});
   if (!truncated_n.ok()) return error_stream(id, truncated_n.error());

@@ -37,8 +37,8 @@ class ResultStream final : public protocol::EventStream {
   bool next(EngineEvent& out, std::chrono::milliseconds timeout) override;
   // True once the final event has been taken by next().
   bool finished() const;
-  // The error of a request refused at submission: its only event is a kError that nobody has
-  // taken yet. Empty for a request that was queued.
+  // The error of a request refused at submission (see refuse()) that nobody has taken yet.
+  // Empty for a request that was queued, even one that failed since.
   std::optional<Error> rejection() const;
 
   // The consumer is gone: the engine stops the request within one step and frees its slot
@@ -48,6 +48,8 @@ class ResultStream final : public protocol::EventStream {
 
   // Engine side.
   void push(EngineEvent event);
+  // Refuses the request before it is queued: the stream's only event is a kError with `error`.
+  void refuse(Error error);
 
  private:
   const int64_t id_;
@@ -56,6 +58,7 @@ class ResultStream final : public protocol::EventStream {
   std::deque<EngineEvent> events_;
   bool final_pushed_ = false;
   bool final_taken_ = false;
+  bool refused_ = false;
   std::atomic<bool> cancelled_{false};
 };
 

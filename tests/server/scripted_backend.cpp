@@ -33,10 +33,7 @@ namespace {
 
 std::shared_ptr<engine::ResultStream> rejected(int64_t id, Error error) {
   auto stream = std::make_shared<engine::ResultStream>(id);
-  engine::EngineEvent e;
-  e.kind = engine::EngineEvent::Kind::kError;
-  e.error = std::move(error);
-  stream->push(std::move(e));
+  stream->refuse(std::move(error));
   return stream;
 }
 
