@@ -48,7 +48,7 @@ class AccessPolicy {
   // the allowed_hosts names, and any host at all when an API key is set. The port is ignored.
   bool host_allowed(const std::string& host_header, const std::string& local_addr) const;
 
-  // Splits HEARTH_ORIGINS-style text ("a, b,c") into patterns.
+  // Splits comma-separated text ("a, b,c"; HEARTH_ORIGINS, HEARTH_ALLOWED_HOSTS) into items.
   static std::vector<std::string> parse_origin_list(const std::string& text);
 
  private:
