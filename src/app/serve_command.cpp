@@ -41,6 +41,9 @@ std::vector<SettingSpec> serve_settings() {
   specs.push_back({"chat_template", 0, SettingType::kString, "", "Jinja chat template file to use instead of the model's", "HEARTH_CHAT_TEMPLATE"});
   specs.push_back({"api_key", 0, SettingType::kString, "", "require this key (Authorization: Bearer KEY or x-api-key); /health stays open", "HEARTH_API_KEY"});
   specs.push_back({"origins", 0, SettingType::kString, "", "extra browser origins allowed by CORS, comma-separated ('*' for any)", "HEARTH_ORIGINS"});
+  specs.push_back({"allowed_hosts", 0, SettingType::kString, "",
+                   "extra Host names to answer besides loopback and --host, comma-separated ('*.example.com', '*' for any); "
+                   "any host is answered when an API key is set", "HEARTH_ALLOWED_HOSTS"});
   specs.push_back({"max_body_bytes", 0, SettingType::kInt, "33554432", "largest request body accepted (413 beyond)", "HEARTH_MAX_BODY_BYTES",
                    SettingRange::at_least(1024)});
   specs.push_back({"http_threads", 0, SettingType::kInt, "64", "HTTP connections served at once", "HEARTH_HTTP_THREADS",
@@ -82,6 +85,7 @@ int run_serve(const CommandArgs& args) {
   if (port >= 0) o.port = static_cast<int>(port);
   o.api_key = s.get_string("api_key");
   o.origins = server::AccessPolicy::parse_origin_list(s.get_string("origins"));
+  o.allowed_hosts = server::AccessPolicy::parse_origin_list(s.get_string("allowed_hosts"));
   // The table's ranges (serve_settings) already hold every number below.
   o.max_body_bytes = static_cast<size_t>(s.get_int("max_body_bytes"));
   o.http_threads = static_cast<int>(s.get_int("http_threads"));

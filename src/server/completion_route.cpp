@@ -68,6 +68,54 @@ bool is_event_stream(const std::string& content_type) {
   return content_type == "text/event-stream" || content_type == "application/x-ndjson";
 }
 
+// The connection that started a resumable stream reads the stream's live tap, never its replay
+// buffer: it gets every byte and the final event even when the buffer drops the oldest bytes
+// (only a later resume from a dropped offset is refused, with 410). When this client leaves the
+// tap is detached and the stream runs on for a resume.
+void serve_stream_live(State& s, httplib::Response& res, std::shared_ptr<ResumableStream> stream) {
+  res.set_header("X-Conversation-Id", stream->id());
+  res.set_header("X-Stream-Offset", "0");
+  if (!is_event_stream(stream->content_type())) {
+    std::string body;
+    for (;;) {
+      const auto got = stream->live().read(body, kPollInterval);
+      if (got == LiveTap::ReadStatus::kEnd) break;
+      if (got == LiveTap::ReadStatus::kTimeout && !s.keep_serving()) {
+        stream->live().detach();
+        return;
+      }
+    }
+    res.status = stream->status();
+    res.set_content(body, stream->content_type());
+    return;
+  }
+  res.set_header("Cache-Control", "no-cache");
+  res.set_header("X-Accel-Buffering", "no");
+  res.set_chunked_content_provider(
+      stream->content_type(),
+      [stream](size_t, httplib::DataSink& sink) {
+        for (;;) {
+          std::string out;
+          switch (stream->live().read(out, kPollInterval)) {
+            case LiveTap::ReadStatus::kData:
+              if (sink.write(out.data(), out.size())) return true;
+              stream->live().detach();
+              return false;
+            case LiveTap::ReadStatus::kEnd:
+              sink.done();
+              return true;
+            case LiveTap::ReadStatus::kTimeout:
+              if (!sink.is_writable()) {
+                stream->live().detach();  // the client left; the stream goes on for a resume
+                return false;
+              }
+              break;
+          }
+        }
+      },
+      [stream](bool) { stream->live().detach(); });
+}
+
 }  // namespace
 
 void serve_stream_follow(const RouteCall& call, std::shared_ptr<ResumableStream> stream, uint64_t from) {
@@ -186,7 +234,7 @@ void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, 
       send_error(res, dialect, conflict);
       return;
     }
-    serve_stream_follow(call, *stream, 0);
+    serve_stream_live(s, res, *stream);
     return;
   }
   if (job.stream) {

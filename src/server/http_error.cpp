@@ -29,6 +29,9 @@ HttpError http_unauthorized() {
 HttpError http_forbidden_origin(const std::string& origin) {
   return {403, "origin '" + origin + "' is not allowed (add it to HEARTH_ORIGINS)"};
 }
+HttpError http_forbidden_host(const std::string& host) {
+  return {403, "host '" + host + "' is not a name of this server (add it to HEARTH_ALLOWED_HOSTS, or set an API key)"};
+}
 HttpError http_not_found(const std::string& what) { return {404, what}; }
 HttpError http_method_not_allowed(const std::string& method, const std::string& path) {
   return {405, "method " + method + " is not allowed on " + path};

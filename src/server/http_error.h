@@ -26,6 +26,7 @@ HttpError http_error_from(const Error& error);
 // Conditions that only exist at the HTTP edge.
 HttpError http_unauthorized();                               // 401
 HttpError http_forbidden_origin(const std::string& origin);  // 403
+HttpError http_forbidden_host(const std::string& host);      // 403 (Host header not allowed)
 HttpError http_not_found(const std::string& what);           // 404
 HttpError http_method_not_allowed(const std::string& method, const std::string& path);  // 405
 HttpError http_conflict(const std::string& message);         // 409
@@ -35,7 +36,8 @@ HttpError http_unavailable(const std::string& message);      // 503
 HttpError http_model_not_found(const std::string& model);    // 404, ollama's wording
 
 // Which dialect's error shape a path gets: /api/* ollama, /v1/messages* Anthropic, else OpenAI.
-// Only for answers made before any route is known (CORS and API-key rejections, cpp-httplib's
+// Only for answers made before any route is known (Host, CORS and API-key rejections, a refused
+// request head, cpp-httplib's
 // own 404/405/413, an exception that escaped a handler); a route answers in the dialect it was
 // registered with (RouteCall::dialect), which agrees with this for its path.
 api::Dialect dialect_for_path(const std::string& path);

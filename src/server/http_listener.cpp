@@ -11,7 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
-#include <vector>
+#include <string>
+#include <string_view>
 
 namespace hearth::server {
 namespace {
@@ -45,13 +46,13 @@ void address_of(const sockaddr_storage& addr, std::string& ip, int& port) {
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int fd, int read_timeout_ms, int write_timeout_ms)
-      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms), buf_(16 * 1024) {}
+      : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
 
   bool is_readable() const override { return wait_readable(read_timeout_ms_); }
 
   // Buffered bytes, or the socket has something (data, or end of file) within the timeout.
   bool wait_readable(int timeout_ms) const {
-    if (pos_ < len_) return true;
+    if (pos_ < buf_.size()) return true;
     short rev = 0;
     return poll_one(fd_, POLLIN, timeout_ms, &rev) > 0;
   }
@@ -63,21 +64,53 @@ class ConnectionStream final : public httplib::Stream {
   }
 
   ssize_t read(char* ptr, size_t size) override {
-    if (pos_ == len_) {
+    if (pos_ == buf_.size()) {
       if (!is_readable()) return -1;
-      ssize_t n;
-      do {
-        n = ::recv(fd_, buf_.data(), buf_.size(), 0);
-      } while (n < 0 && errno == EINTR);
-      if (n <= 0) return n;
+      buf_.resize(kReadChunk);
       pos_ = 0;
-      len_ = static_cast<size_t>(n);
+      ssize_t n = recv_some(buf_.data(), buf_.size());
+      buf_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+      if (n <= 0) return n;
     }
-    size_t n = std::min(size, len_ - pos_);
+    size_t n = std::min(size, buf_.size() - pos_);
     std::copy(buf_.data() + pos_, buf_.data() + pos_ + n, ptr);
     pos_ += n;
+    consumed_ += n;
     return static_cast<ssize_t>(n);
   }
+
+  enum class HeadRead { kComplete, kClosed, kTimeout, kTooLarge };
+  // Buffers bytes until they hold a whole request head (up to "\r\n\r\n"), by `deadline`.
+  // kComplete sets `head` to it (valid until the next read or insert).
+  HeadRead fill_head(size_t max_bytes, std::chrono::steady_clock::time_point deadline, std::string_view& head) {
+    buf_.erase(0, pos_);
+    pos_ = 0;
+    size_t searched = 0;
+    for (;;) {
+      const size_t end = buf_.find("\r\n\r\n", searched);
+      if (end != std::string::npos && end + 4 <= max_bytes) {
+        head = std::string_view(buf_).substr(0, end + 4);
+        return HeadRead::kComplete;
+      }
+      if (buf_.size() >= max_bytes) return HeadRead::kTooLarge;
+      searched = buf_.size() >= 3 ? buf_.size() - 3 : 0;
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) return HeadRead::kTimeout;
+      short rev = 0;
+      if (poll_one(fd_, POLLIN, static_cast<int>(std::min<int64_t>(left.count(), 100)), &rev) <= 0) continue;
+      const size_t old = buf_.size();
+      buf_.resize(old + kReadChunk);
+      ssize_t n = recv_some(buf_.data() + old, kReadChunk);
+      buf_.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
+      if (n <= 0) return HeadRead::kClosed;
+    }
+  }
+
+  // Inserts bytes at `offset` of the unread buffered bytes (a header the head check adds).
+  void insert_unread(size_t offset, std::string_view bytes) { buf_.insert(pos_ + offset, bytes); }
+
+  // Bytes handed to cpp-httplib so far.
+  uint64_t consumed() const { return consumed_; }
 
   ssize_t write(const char* ptr, size_t size) override {
     short rev = 0;
@@ -120,19 +153,56 @@ class ConnectionStream final : public httplib::Stream {
   }
 
  private:
+  static constexpr size_t kReadChunk = 16 * 1024;
+
+  ssize_t recv_some(char* to, size_t size) {
+    ssize_t n;
+    do {
+      n = ::recv(fd_, to, size, 0);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+
   int fd_;
   int read_timeout_ms_;
   int write_timeout_ms_;
-  std::vector<char> buf_;
+  std::string buf_;  // bytes received; [pos_, size) not yet read
   size_t pos_ = 0;
-  size_t len_ = 0;
+  uint64_t consumed_ = 0;
 };
 
+const char* status_text(int status) {
+  switch (status) {
+    case 400: return "Bad Request";
+    case 408: return "Request Timeout";
+    case 413: return "Payload Too Large";
+    case 414: return "URI Too Long";
+    case 431: return "Request Header Fields Too Large";
+    default: return "Error";
+  }
+}
+
+// Answers a refused head and leaves the connection to be closed.
+void write_rejection(ConnectionStream& stream, const HttpListener::HeadRejector& rejector, const RequestHead& head) {
+  httplib::Response res;
+  res.status = head.status;
+  if (rejector) rejector(head, res);
+  std::string type = res.get_header_value("Content-Type");
+  if (type.empty()) type = "text/plain";
+  std::string out = "HTTP/1.1 " + std::to_string(res.status) + " " + status_text(res.status) + "\r\n";
+  out += "Content-Type: " + type + "\r\nContent-Length: " + std::to_string(res.body.size()) + "\r\nConnection: close\r\n\r\n";
+  out += res.body;
+  stream.write(out.data(), out.size());
+}
+
 thread_local ConnectionStream* t_current_stream = nullptr;
+thread_local bool t_close_after_response = false;
 
 }  // namespace
 
 bool current_client_connected() { return t_current_stream == nullptr || t_current_stream->peer_connected(); }
+
+void close_connection_after_response() { t_close_after_response = true; }
 
 bool HttpListener::process_and_close_socket(socket_t sock) {
   int one = 1;
@@ -152,11 +222,45 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
       }
     }
     if (!readable) break;
+
+    // The whole head must arrive within the read timeout (not per byte), and is checked once.
+    std::string_view head_bytes;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(to_ms(read_timeout_sec_, read_timeout_usec_));
+    const auto got = stream.fill_head(kRequestHeadMaxBytes, deadline, head_bytes);
+    if (got == ConnectionStream::HeadRead::kClosed) break;
+    RequestHead head;
+    if (got == ConnectionStream::HeadRead::kTimeout) {
+      head.status = 408;
+      head.message = "the request head did not arrive in time";
+    } else if (got == ConnectionStream::HeadRead::kTooLarge) {
+      head.status = 431;
+      head.message = "the request head is larger than " + std::to_string(kRequestHeadMaxBytes) + " bytes";
+    } else {
+      head = check_request_head(head_bytes, payload_max_length_);
+    }
+    if (head.status != 0) {
+      write_rejection(stream, head_rejector_, head);
+      break;
+    }
+    size_t head_size = head_bytes.size();
+    if (head.reads_body && !head.has_length && !head.chunked) {
+      // No framing means no body (RFC 9112 6.3); cpp-httplib would read until the client closes.
+      constexpr std::string_view kNoBody = "Content-Length: 0\r\n";
+      stream.insert_unread(head_size - 2, kNoBody);
+      head_size += kNoBody.size();
+    }
+    const uint64_t body_end = stream.consumed() + head_size + (head.has_length ? head.content_length : 0);
+
     bool connection_closed = false;
     t_current_stream = &stream;
+    t_close_after_response = false;
     ok = process_request(stream, remaining == 1, connection_closed, nullptr);
     t_current_stream = nullptr;
-    if (!ok || connection_closed) break;
+    if (!ok || connection_closed || t_close_after_response) break;
+    // A body that was not read (a rejection before the route, a body sent with a GET) must never
+    // be taken for the next request.
+    if (stream.consumed() < body_end) break;
+    if (head.chunked && !head.reads_body) break;
     --remaining;
   }
   ::shutdown(sock, SHUT_RDWR);

@@ -3,11 +3,20 @@
 // (2) DataSink::is_writable() (the stream's is_writable) reports a peer that closed its socket,
 // which cpp-httplib 0.11 does not notice until a write fails, so a streaming response can
 // cancel its generation at once; (3) a handler that blocks (a non-streaming completion) can ask
-// current_client_connected() and stop work for a client that left. Requests are still parsed,
-// routed and answered by cpp-httplib itself.
+// current_client_connected() and stop work for a client that left; (4) each request's head is
+// read and checked once (request_head.h) before cpp-httplib parses it, with a deadline for the
+// whole head: a head that is malformed or frames its body ambiguously is answered and the
+// connection closed, so no byte that was not a request is ever served as one; (5) the
+// connection is closed after any response that left its request's body unread (a rejection
+// before the route, a body on a GET), instead of reading that body as the next request.
+// Requests are still parsed, routed and answered by cpp-httplib itself.
 #pragma once
 
 #include <httplib.h>
+
+#include <functional>
+
+#include "server/request_head.h"
 
 namespace hearth::server {
 
@@ -15,9 +24,20 @@ class HttpListener : public httplib::Server {
  public:
   HttpListener() = default;
 
+  // Fills `res` (status and body) for a head that check_request_head() refused; the listener
+  // writes it with Connection: close and closes. Called on the connection's thread.
+  using HeadRejector = std::function<void(const RequestHead& head, httplib::Response& res)>;
+  void set_head_rejector(HeadRejector rejector) { head_rejector_ = std::move(rejector); }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
+
+  HeadRejector head_rejector_;
 };
+
+// Called while answering a request (a pre-routing handler, an error handler): the connection
+// closes after this response. The handler should also set "Connection: close" on it.
+void close_connection_after_response();
 
 // True while the client whose request this thread is handling is still connected (true on a
 // thread that is not handling a request).

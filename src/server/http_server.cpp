@@ -1,9 +1,13 @@
-// HttpServer: cpp-httplib setup (threads, limits, timeouts), the checks every request passes
-// before its route (CORS origin, preflight, API key), the 404/405/413 answers in each
+// HttpServer: cpp-httplib setup (threads, limits, timeouts, a listening socket that refuses a
+// busy port), the checks every request passes before its route (Host, CORS origin, preflight,
+// API key; a rejection closes the connection, since the body stays unread), the answers to a
+// refused request head, the 404/405/413 answers in each
 // dialect's shape, and the shared helpers of server_state.h. Routes answer in the dialect they
 // were registered with; only the answers made before any route is known (pre-routing
 // rejections, cpp-httplib's own 404/405/413, an escaped exception) take it from the path.
 #include "server/http_server.h"
+
+#include <sys/socket.h>
 
 #include <regex>
 
@@ -21,15 +25,25 @@ const char* const kAllowedHeaders =
 
 bool path_is_open(const std::string& path) { return path == "/health"; }
 
+// A rejection before the route leaves the request's body unread: the connection closes after
+// the answer, so that body is never read as the next request.
+httplib::Server::HandlerResponse reject_before_route(httplib::Response& res, api::Dialect dialect, const HttpError& error) {
+  send_error(res, dialect, error);
+  res.set_header("Connection", "close");
+  close_connection_after_response();
+  return httplib::Server::HandlerResponse::Handled;
+}
+
 // Runs before any route is known, so a rejection's dialect comes from the path.
 httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& req, httplib::Response& res) {
   const api::Dialect dialect = dialect_for_path(req.path);
+  const std::string host = req.get_header_value("Host");
+  if (!path_is_open(req.path) && !s.access.host_allowed(host, req.local_addr)) {
+    return reject_before_route(res, dialect, http_forbidden_host(host));
+  }
   const std::string origin = req.get_header_value("Origin");
   if (!origin.empty()) {
-    if (!s.access.origin_allowed(origin)) {
-      send_error(res, dialect, http_forbidden_origin(origin));
-      return httplib::Server::HandlerResponse::Handled;
-    }
+    if (!s.access.origin_allowed(origin)) return reject_before_route(res, dialect, http_forbidden_origin(origin));
     res.set_header("Access-Control-Allow-Origin", origin);
     res.set_header("Vary", "Origin");
     res.set_header("Access-Control-Expose-Headers", "X-Conversation-Id, X-Stream-Offset");
@@ -49,8 +63,7 @@ httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& 
   if (!path_is_open(req.path) &&
       !s.access.authorized(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
     res.set_header("WWW-Authenticate", "Bearer");
-    send_error(res, dialect, http_unauthorized());
-    return httplib::Server::HandlerResponse::Handled;
+    return reject_before_route(res, dialect, http_unauthorized());
   }
   return httplib::Server::HandlerResponse::Unhandled;
 }
@@ -62,6 +75,11 @@ httplib::Server::HandlerResponse on_error_status(State& s, const httplib::Reques
     return httplib::Server::HandlerResponse::Unhandled;
   }
   const api::Dialect dialect = dialect_for_path(req.path);
+  if (res.status != 404) {
+    // cpp-httplib's own 400/413/414/416: the request may not have been read to its end.
+    res.set_header("Connection", "close");
+    close_connection_after_response();
+  }
   if (res.status == 413) {
     send_error(res, dialect, http_payload_too_large(s.options.max_body_bytes));
   } else if (res.status == 404) {
@@ -84,7 +102,7 @@ httplib::Server::HandlerResponse on_error_status(State& s, const httplib::Reques
 
 HttpServer::State::State(ServerOptions o)
     : options(std::move(o)),
-      access(options.api_key, options.origins),
+      access(options.api_key, options.origins, options.host, options.allowed_hosts),
       streams(StreamRegistryOptions{options.stream_buffer_bytes, options.stream_keep_seconds, options.max_streams}),
       rng_(std::random_device{}()) {}
 
@@ -178,6 +196,19 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);
+  // cpp-httplib sets SO_REUSEPORT where it exists, which lets a second server bind a port that
+  // one already listens on (the kernel then splits connections between them). SO_REUSEADDR
+  // alone still allows a quick restart over connections in TIME_WAIT.
+  s.http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  s.http.set_head_rejector([&s](const RequestHead& head, httplib::Response& res) {
+    const HttpError error = head.status == 413 ? http_payload_too_large(s.options.max_body_bytes) : HttpError{head.status, head.message};
+    send_error(res, dialect_for_path(head.path), error);
+    s.count_response(res.status);
+    log_debug("http refused", {{"status", res.status}, {"path", head.path}, {"error", head.message}});
+  });
   s.http.set_pre_routing_handler([&s](const httplib::Request& req, httplib::Response& res) { return before_route(s, req, res); });
   s.http.set_error_handler(httplib::Server::HandlerWithResponse(
       [&s](const httplib::Request& req, httplib::Response& res) { return on_error_status(s, req, res); }));

@@ -20,6 +20,7 @@ struct ServerOptions {
   int port = 11434;                      // 0: any free port (see HttpServer::port())
   std::string api_key;                   // empty: no key required
   std::vector<std::string> origins;      // CORS origins allowed besides the loopback defaults
+  std::vector<std::string> allowed_hosts;  // Host names answered besides loopback and `host`
   size_t max_body_bytes = 32u << 20;     // larger request bodies get 413
   int http_threads = 32;                 // connections served at once
   size_t stream_buffer_bytes = 4u << 20; // replay bytes kept per resumable stream

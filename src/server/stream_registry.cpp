@@ -65,12 +65,14 @@ void ResumableStream::start(StreamSource source, std::function<void()> on_finish
         status_ = status;
       }
       buffer_.append(chunk);
+      live_.append(chunk);
     }
     {
       std::lock_guard lock(mu_);
       state_ = cancel_requested_ ? StreamState::kCancelled : StreamState::kDone;
     }
     buffer_.close();
+    live_.close();
     on_finish();
   });
 }

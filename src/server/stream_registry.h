@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "server/http_error.h"
+#include "server/live_tap.h"
 #include "server/replay_buffer.h"
 #include "util/result.h"
 
@@ -42,6 +43,9 @@ class ResumableStream {
   const std::string& id() const { return id_; }
   const std::string& content_type() const { return content_type_; }
   const ReplayBuffer& buffer() const { return buffer_; }
+  // Every byte of the response for the connection that started it, whatever the replay
+  // buffer drops (that connection reads only from here; see live_tap.h).
+  LiveTap& live() { return live_; }
   StreamState state() const;
   int status() const;  // HTTP status of the response (200 unless it failed up front)
   void cancel();
@@ -55,6 +59,7 @@ class ResumableStream {
   const std::string id_;
   const std::string content_type_;
   ReplayBuffer buffer_;
+  LiveTap live_;
   mutable std::mutex mu_;
   StreamState state_ = StreamState::kRunning;
   int status_ = 200;

@@ -1,6 +1,12 @@
 // Server test fixture and HTTP helpers (see server_fixture.h).
 #include "server_fixture.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 namespace hearth::test {
 
 api::Json HttpReply::json() const {
@@ -11,6 +17,75 @@ api::Json HttpReply::json() const {
 std::string HttpReply::header(const std::string& name) const {
   auto it = headers.find(name);
   return it == headers.end() ? "" : it->second;
+}
+
+int RawReply::responses() const {
+  int n = 0;
+  // Status lines anywhere: a body right before the next response ends without a newline.
+  for (size_t pos = 0; (pos = bytes.find("HTTP/1.", pos)) != std::string::npos; pos += 7) {
+    if (pos + 12 <= bytes.size() && bytes[pos + 8] == ' ' && std::isdigit(static_cast<unsigned char>(bytes[pos + 9]))) ++n;
+  }
+  return n;
+}
+
+int RawReply::first_status() const {
+  if (bytes.size() < 12 || bytes.compare(0, 7, "HTTP/1.") != 0) return 0;
+  return std::atoi(bytes.c_str() + 9);
+}
+
+std::string RawReply::first_body() const {
+  const size_t head_end = bytes.find("\r\n\r\n");
+  if (head_end == std::string::npos) return "";
+  std::string head = bytes.substr(0, head_end);
+  for (auto& c : head) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t cl = head.find("content-length:");
+  if (cl == std::string::npos) return "";
+  const size_t len = std::strtoul(head.c_str() + cl + 15, nullptr, 10);
+  return bytes.substr(head_end + 4, len);
+}
+
+RawReply raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds wait) {
+  RawReply r;
+  const auto start = std::chrono::steady_clock::now();
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return r;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    ::close(fd);
+    return r;
+  }
+  size_t sent = 0;
+  while (sent < bytes.size()) {
+    ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  const auto deadline = start + wait;
+  char buf[4096];
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+    ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) {
+      r.closed = true;
+      break;
+    }
+    r.bytes.append(buf, static_cast<size_t>(n));
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ::close(fd);
+  return r;
+}
+
+std::string raw_request(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& extra_headers) {
+  return method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n" + extra_headers + "\r\n" + body;
 }
 
 std::string scripted_model_path() { return models_dir() + "/stories260K-llama-f32.gguf"; }

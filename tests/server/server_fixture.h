@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,25 @@ struct HttpReply {
   api::Json json() const;  // the body parsed (null when it is not JSON)
   std::string header(const std::string& name) const;
 };
+
+// What a raw socket got back: every byte until the server closed the connection or the wait
+// ran out. For hostile bytes that a client library would refuse to send or would hide.
+struct RawReply {
+  std::string bytes;
+  bool closed = false;   // the server closed the connection (false: still open at the deadline)
+  double seconds = 0;    // until the close (or the deadline)
+  int responses() const;     // status lines ("HTTP/1.x NNN") received
+  int first_status() const;  // 0 when nothing came
+  std::string first_body() const;  // the first response's body (Content-Length framed)
+};
+
+// Sends `bytes` exactly as given on a fresh connection to 127.0.0.1:port, then reads until the
+// server closes or `wait` passes.
+RawReply raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds wait = std::chrono::milliseconds(3000));
+
+// A complete request with a Content-Length body, for building hostile byte strings.
+std::string raw_request(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& extra_headers = "");
 
 // The reply text every scripted completion generates.
 inline const char* const kScriptedReply = " Once upon a time there was a little girl. She liked to play outside.";

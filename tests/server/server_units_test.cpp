@@ -1,5 +1,5 @@
 // The server's parts without HTTP: replay buffer bounds, the resumable stream registry, the
-// access policy, error → status mapping and the Prometheus text.
+// access policy (key, origin parsing, Host allowlist), the request-head check, error → status mapping and the Prometheus text.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +10,7 @@
 #include "server/http_error.h"
 #include "server/metrics_text.h"
 #include "server/replay_buffer.h"
+#include "server/request_head.h"
 #include "server/server_state.h"
 #include "server/stream_registry.h"
 
@@ -164,6 +165,116 @@ TEST(AccessPolicy, Origins) {
   EXPECT_TRUE(any.origin_allowed("https://anything"));
   EXPECT_TRUE(wildcard_match("a*b*c", "axxbyyc"));
   EXPECT_FALSE(wildcard_match("a*b*c", "axxbyy"));
+}
+
+TEST(AccessPolicy, OriginParsingIsExact) {
+  auto o = parse_origin("HTTP://LocalHost:5173");
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->scheme, "http");
+  EXPECT_EQ(o->host, "localhost");
+  EXPECT_EQ(o->port, 5173);
+  ASSERT_TRUE(parse_origin("http://[::1]:8080").has_value());
+  EXPECT_EQ(parse_origin("http://[::1]:8080")->host, "[::1]");
+  for (const char* bad : {"http://localhost:80@evil.com", "http://localhost/", "http://localhost:", "http://localhost:123456",
+                          "http://", "localhost", "://x", "http://[::1", "http://[]", "http://a b", "null", ""}) {
+    EXPECT_FALSE(parse_origin(bad).has_value()) << bad;
+  }
+  AccessPolicy p("", {"http://localhost:*"});
+  EXPECT_FALSE(p.origin_allowed("http://localhost:80@evil.com"));
+  EXPECT_FALSE(p.origin_allowed("http://127.0.0.1.nip.io"));
+  EXPECT_TRUE(p.origin_allowed("http://[::1]:8080"));
+  EXPECT_TRUE(p.origin_allowed("tauri://localhost"));
+}
+
+TEST(AccessPolicy, HostAllowlist) {
+  EXPECT_EQ(host_without_port("LocalHost:11434"), "localhost");
+  EXPECT_EQ(host_without_port("[::1]:8080"), "[::1]");
+  EXPECT_EQ(host_without_port("example.com."), "example.com");
+  AccessPolicy loopback("", {}, "127.0.0.1", {"box.lan", "*.corp.example"});
+  for (const char* ok : {"localhost", "localhost:1", "127.0.0.1:11434", "[::1]", "ui.localhost", "box.lan:80", "x.corp.example", ""}) {
+    EXPECT_TRUE(loopback.host_allowed(ok, "127.0.0.1")) << ok;
+  }
+  for (const char* bad : {"evil.example", "localhost.evil.example", "corp.example", "192.168.1.5", "box.lan.evil"}) {
+    EXPECT_FALSE(loopback.host_allowed(bad, "127.0.0.1")) << bad;
+  }
+  // Bound to a LAN address, or to every address: the address the connection reached.
+  AccessPolicy lan("", {}, "192.168.1.5");
+  EXPECT_TRUE(lan.host_allowed("192.168.1.5:11434", "192.168.1.5"));
+  AccessPolicy any_addr("", {}, "0.0.0.0");
+  EXPECT_TRUE(any_addr.host_allowed("10.0.0.7:11434", "10.0.0.7"));
+  EXPECT_FALSE(any_addr.host_allowed("evil.example", "10.0.0.7"));
+  AccessPolicy v6("", {}, "::");
+  EXPECT_TRUE(v6.host_allowed("[fe80::1]:11434", "fe80::1"));
+  EXPECT_TRUE(AccessPolicy("k", {}).host_allowed("evil.example", "127.0.0.1"));  // a key makes the name moot
+  EXPECT_TRUE(AccessPolicy("", {}, "127.0.0.1", {"*"}).host_allowed("anything", "127.0.0.1"));
+}
+
+TEST(RequestHead, AcceptsOrdinaryHeads) {
+  auto h = check_request_head("POST /v1/chat/completions?x=1 HTTP/1.1\r\nHost: a\r\ncontent-length:  12 \r\n\r\n", 100);
+  EXPECT_EQ(h.status, 0) << h.message;
+  EXPECT_EQ(h.path, "/v1/chat/completions");
+  EXPECT_TRUE(h.has_length);
+  EXPECT_EQ(h.content_length, 12u);
+  EXPECT_TRUE(h.reads_body);
+  auto c = check_request_head("POST /api/chat HTTP/1.1\r\nTransfer-Encoding: Chunked\r\n\r\n", 100);
+  EXPECT_EQ(c.status, 0);
+  EXPECT_TRUE(c.chunked);
+  auto g = check_request_head("GET /health HTTP/1.0\r\n\r\n", 100);
+  EXPECT_EQ(g.status, 0);
+  EXPECT_FALSE(g.reads_body);
+  EXPECT_EQ(check_request_head("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 5\r\n\r\n", 100).status, 0);
+}
+
+TEST(RequestHead, RefusesAmbiguousFraming) {
+  const std::pair<const char*, int> cases[] = {
+      {"GET /\r\n\r\n", 400},
+      {"get / HTTP/1.1\r\n\r\n", 400},
+      {"GET / HTTP/2\r\n\r\n", 400},
+      {"GET / HTTP/1.1 x\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: +1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: 0x10\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length:\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: 1\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nTransfer-Encoding: identity\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length : 1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\n Content-Length: 1\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nnocolon\r\n\r\n", 400},
+      {"POST / HTTP/1.1\nHost: a\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nHost: a\x01\r\n\r\n", 400},
+      {"POST / HTTP/1.1\r\nContent-Length: 101\r\n\r\n", 413},
+      {"POST / HTTP/1.1\r\nContent-Length: 99999999999999999999999\r\n\r\n", 413},
+  };
+  for (const auto& [head, status] : cases) {
+    EXPECT_EQ(check_request_head(head, 100).status, status) << head;
+  }
+  EXPECT_EQ(check_request_head("GET /" + std::string(9000, 'a') + " HTTP/1.1\r\n\r\n", 100).status, 414);
+  EXPECT_EQ(check_request_head("GET / HTTP/1.1\r\nX: " + std::string(9000, 'a') + "\r\n\r\n", 100).status, 431);
+}
+
+TEST(LiveTap, KeepsEveryByteUntilDetached) {
+  LiveTap tap;
+  tap.append("ab");
+  tap.append("cd");
+  std::string out;
+  EXPECT_EQ(tap.read(out, 0ms), LiveTap::ReadStatus::kData);
+  EXPECT_EQ(out, "abcd");
+  EXPECT_EQ(tap.read(out, 1ms), LiveTap::ReadStatus::kTimeout);
+  tap.append("e");
+  tap.close();
+  EXPECT_EQ(tap.read(out, 0ms), LiveTap::ReadStatus::kData);
+  EXPECT_EQ(tap.read(out, 0ms), LiveTap::ReadStatus::kEnd);
+  EXPECT_EQ(out, "abcde");
+  LiveTap gone;
+  gone.detach();
+  gone.append("x");
+  gone.close();
+  std::string none;
+  EXPECT_EQ(gone.read(none, 0ms), LiveTap::ReadStatus::kEnd);
+  EXPECT_TRUE(none.empty());
 }
 
 TEST(HttpErrors, KindsMapToStatuses) {

@@ -1,0 +1,44 @@
+// The framing check every request passes before cpp-httplib parses it. cpp-httplib 0.11 is
+// lenient where leniency lets bytes that were not a request be served as one: it answers an
+// invalid request line with 400 and keeps reading the connection, reads a negative or huge
+// Content-Length as an unsigned number and skips that many bytes before answering, lets
+// Transfer-Encoding win over Content-Length, reads a POST without either until the client
+// closes, and skips header lines that end in a bare LF. check_request_head() reads the head
+// (request line and header fields) once, strictly, and decides the framing; a head it refuses
+// is answered with `status` and the connection closed, and a head it accepts is one cpp-httplib
+// parses the same way (see http_listener.cpp).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace hearth::server {
+
+struct RequestHead {
+  int status = 0;        // 0: acceptable; else the 4xx to answer before closing
+  std::string message;   // why, for the error body
+  std::string method;
+  std::string path;      // target up to '?', for the error's dialect
+  bool chunked = false;
+  bool has_length = false;
+  uint64_t content_length = 0;
+  // cpp-httplib reads a body for this method (POST, PUT, PATCH, DELETE, PRI); for others
+  // (GET, HEAD, OPTIONS...) any body would be left on the connection.
+  bool reads_body = false;
+};
+
+// Largest head (request line and headers together) accepted; beyond it: 431.
+inline constexpr size_t kRequestHeadMaxBytes = 64 * 1024;
+// Longest request target and header line, as cpp-httplib's own limits (414 / 431 beyond).
+inline constexpr size_t kRequestLineMaxBytes = 8192;
+
+// `head`: the bytes up to and including the first "\r\n\r\n". Refuses (400) a malformed request
+// line, a bare CR or LF, control bytes, folded or nameless header lines, whitespace before a
+// colon, a Content-Length that is not a plain decimal number or given twice with different
+// values, both Content-Length and Transfer-Encoding, and any Transfer-Encoding but "chunked";
+// 413 for a Content-Length above `max_body_bytes`; 414 for a target, 431 for a header line
+// beyond kRequestLineMaxBytes.
+RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes);
+
+}  // namespace hearth::server
