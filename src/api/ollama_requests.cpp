@@ -3,6 +3,7 @@
 #include "api/keep_alive.h"
 #include "api/ollama.h"
 #include "api/structured_output.h"
+#include "api/tool_definitions.h"
 
 namespace hearth::api {
 namespace {
@@ -169,8 +170,8 @@ Result<CompletionJob> parse_ollama_chat(const Json& body) {
   PromptSource p;
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat_messages)}};
-  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
-  if (tools && !tools->empty()) p.chat["tools"] = *tools;
+  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kOllama));
+  if (!tools.empty()) p.chat["tools"] = std::move(tools);
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;
