@@ -51,6 +51,7 @@ Status convert_message(const Json& m, size_t index, Json& out) {
     return ok_status();
   }
   if (!content->is_array()) return field_type_error(where + ".", "content", "a string or an array of blocks", *content);
+  if (content->empty()) return invalid("'" + where + ".content' must not be empty");
   Json parts = Json::array();
   Json tool_calls = Json::array();
   for (size_t b = 0; b < content->size(); ++b) {

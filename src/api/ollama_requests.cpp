@@ -52,15 +52,7 @@ Status read_shared(const Json& body, CompletionJob& job) {
   if (think != body.end() && !think->is_null() && !think->is_boolean() && !think->is_string()) {
     return field_type_error("", "think", "a boolean or a string", *think);
   }
-  HEARTH_ASSIGN(auto logprobs, read_bool(body, "logprobs"));
-  job.request.logprobs = logprobs.value_or(false);
-  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
-  if (top_logprobs) {
-    HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
-    job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
-    if (*top_logprobs > 0) job.request.logprobs = true;
-  }
-  return ok_status();
+  return read_logprobs(body, job);
 }
 
 // An ollama chat message → the OpenAI-style message the chat template expects.

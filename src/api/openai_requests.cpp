@@ -139,14 +139,7 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
     if (m["role"] == "developer") m["role"] = "system";
     chat_messages.push_back(std::move(m));
   }
-  HEARTH_ASSIGN(auto logprobs, read_bool(body, "logprobs"));
-  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
-  job.request.logprobs = logprobs.value_or(false);
-  if (top_logprobs) {
-    HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
-    job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
-    if (*top_logprobs > 0) job.request.logprobs = true;
-  }
+  HEARTH_TRY(read_logprobs(body, job));
   HEARTH_ASSIGN(const Json* modalities, read_array(body, "modalities"));
   if (modalities) {
     for (const auto& m : *modalities) {

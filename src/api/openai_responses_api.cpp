@@ -232,6 +232,9 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
     job.request.n_predict = static_cast<int32_t>(*max_output);
   }
   HEARTH_TRY(read_responses_structured_output(body, job));
+  // Checked for range; the answer carries no log-probabilities.
+  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
+  if (top_logprobs) HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
   auto input = body.find("input");
   if (input == body.end() || input->is_null()) return invalid("'input' is required");
   HEARTH_ASSIGN(Json messages, input_messages(*input));
