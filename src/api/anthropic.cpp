@@ -9,6 +9,7 @@
 #include "api/generation_options.h"
 #include "api/response_encoder.h"
 #include "api/stream_framing.h"
+#include "api/tool_definitions.h"
 
 namespace hearth::api {
 namespace {
@@ -50,6 +51,7 @@ Status convert_message(const Json& m, size_t index, Json& out) {
     return ok_status();
   }
   if (!content->is_array()) return field_type_error(where + ".", "content", "a string or an array of blocks", *content);
+  if (content->empty()) return invalid("'" + where + ".content' must not be empty");
   Json parts = Json::array();
   Json tool_calls = Json::array();
   for (size_t b = 0; b < content->size(); ++b) {
@@ -211,18 +213,8 @@ Result<CompletionJob> parse_anthropic_messages(const Json& body, bool require_ma
   PromptSource p;
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat)}};
-  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
-  if (tools && !tools->empty()) {
-    Json chat_tools = Json::array();
-    for (const auto& t : *tools) {
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) return invalid("'tools' entries need a string 'name'");
-      Json fn = {{"name", t["name"]}};
-      if (t.contains("description")) fn["description"] = t["description"];
-      fn["parameters"] = t.value("input_schema", Json::object());
-      chat_tools.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
-    }
-    p.chat["tools"] = std::move(chat_tools);
-  }
+  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kAnthropic));
+  if (!tools.empty()) p.chat["tools"] = std::move(tools);
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;

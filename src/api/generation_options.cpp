@@ -46,9 +46,37 @@ constexpr IntField kIntFields[] = {
 };
 
 // Fields of ollama's runner options: valid in `options`, meaningless for one loaded model.
-constexpr const char* kIgnoredOptions[] = {"num_ctx", "num_batch", "num_gpu", "main_gpu", "num_thread", "numa",
+constexpr const char* kIgnoredOptions[] = {"num_batch", "num_gpu", "main_gpu", "num_thread", "numa",
                                            "use_mmap", "use_mlock", "low_vram", "f16_kv", "vocab_only",
                                            "logits_all", "embedding_only", "penalize_newline", "tfs_z"};
+
+// The ranges each API documents for the shared fields where they differ (docs/decisions.md).
+// temperature: OpenAI "between 0 and 2", Anthropic "ranges from 0.0 to 1.0", ollama and
+// llama-server no upper bound; 0 is the lower bound everywhere. top_k: Anthropic documents
+// x >= 0; llama-server (the OpenAI routes' extras) and ollama's runner read 0 or less as off.
+struct DialectRanges {
+  Dialect dialect;
+  double temperature_max;
+  int64_t top_k_min;
+};
+constexpr DialectRanges kDialectRanges[] = {
+    {Dialect::kOllama, std::numeric_limits<double>::infinity(), std::numeric_limits<int32_t>::min()},
+    {Dialect::kOpenAI, 2.0, std::numeric_limits<int32_t>::min()},
+    {Dialect::kAnthropic, 1.0, 0},
+};
+
+Status check_dialect_ranges(const Json& obj, std::string_view where, Dialect dialect) {
+  for (const auto& r : kDialectRanges) {
+    if (r.dialect != dialect) continue;
+    HEARTH_ASSIGN(auto temperature, read_number(obj, "temperature", where));
+    if (temperature) HEARTH_TRY(check_number_range(std::string(where) + "temperature", *temperature, 0.0, r.temperature_max));
+    HEARTH_ASSIGN(auto top_k, read_integer(obj, "top_k", where));
+    if (top_k && *top_k < r.top_k_min) {
+      HEARTH_TRY(check_range(std::string(where) + "top_k", *top_k, r.top_k_min, std::numeric_limits<int32_t>::max()));
+    }
+  }
+  return ok_status();
+}
 
 Result<int32_t> to_int32(std::string_view where, std::string_view key, int64_t v) {
   if (v < std::numeric_limits<int32_t>::min() || v > std::numeric_limits<int32_t>::max()) {
@@ -172,6 +200,12 @@ Status read_generation_options(const Json& obj, std::string_view where, Completi
       HEARTH_ASSIGN(p.*f.member, to_int32(where, f.name, *v));
     }
   }
+  HEARTH_TRY(check_dialect_ranges(obj, where, job.dialect));
+  HEARTH_ASSIGN(auto num_ctx, read_integer(obj, "num_ctx", where));
+  if (num_ctx) {
+    HEARTH_TRY(check_range(std::string(where) + "num_ctx", *num_ctx, 1, kNumCtxMax));
+    job.request.num_ctx = static_cast<int32_t>(*num_ctx);
+  }
   HEARTH_ASSIGN(auto min_keep, read_integer(obj, "min_keep", where));
   if (min_keep) {
     HEARTH_TRY(check_range(std::string(where) + "min_keep", *min_keep, 0, 1 << 20));
@@ -221,6 +255,18 @@ Status read_generation_options(const Json& obj, std::string_view where, Completi
     if (it != obj.end() && !(it->is_null() || it->is_number() || it->is_boolean())) {
       return field_type_error(where, key, "a number or a boolean", *it);
     }
+  }
+  return ok_status();
+}
+
+Status read_logprobs(const Json& body, CompletionJob& job) {
+  HEARTH_ASSIGN(auto logprobs, read_bool(body, "logprobs"));
+  job.request.logprobs = logprobs.value_or(false);
+  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
+  if (top_logprobs) {
+    HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
+    job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
+    if (*top_logprobs > 0) job.request.logprobs = true;
   }
   return ok_status();
 }

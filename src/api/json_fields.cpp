@@ -2,6 +2,7 @@
 #include "api/json_fields.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace hearth::api {
 namespace {
@@ -156,6 +157,20 @@ Status check_range(std::string_view name, int64_t value, int64_t lo, int64_t hi)
     return make_error(ErrorKind::kInvalidArgument, std::move(message));
   }
   return ok_status();
+}
+
+Status check_number_range(std::string_view name, double value, double lo, double hi) {
+  if (value >= lo && value <= hi) return ok_status();
+  auto text = [](double v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return std::string(buf);
+  };
+  std::string message = "'";
+  message.append(name);
+  message += std::isinf(hi) ? "' must be " + text(lo) + " or more" : "' must be between " + text(lo) + " and " + text(hi);
+  message += ", got " + text(value);
+  return make_error(ErrorKind::kInvalidArgument, std::move(message));
 }
 
 }  // namespace hearth::api

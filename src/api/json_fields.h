@@ -49,6 +49,10 @@ std::string string_field(const Json& obj, std::string_view key, std::string fall
 // Integer range check with the usual message ("'n' must be between 1 and 128").
 Status check_range(std::string_view name, int64_t value, int64_t lo, int64_t hi);
 
+// Number range check: "'temperature' must be between 0 and 2, got 5"; with hi infinite,
+// "'options.temperature' must be 0 or more, got -1".
+Status check_number_range(std::string_view name, double value, double lo, double hi);
+
 // An error for a field with the wrong type.
 Error field_type_error(std::string_view where, std::string_view key, const char* expected, const Json& got);
 

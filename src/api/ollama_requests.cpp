@@ -1,7 +1,9 @@
 // ollama request bodies → CompletionJob / EmbeddingJob (see ollama.h).
 #include "api/generation_options.h"
+#include "api/keep_alive.h"
 #include "api/ollama.h"
 #include "api/structured_output.h"
+#include "api/tool_definitions.h"
 
 namespace hearth::api {
 namespace {
@@ -26,18 +28,6 @@ Status check_no_images(const Json& obj, const std::string& where) {
   return ok_status();
 }
 
-// keep_alive 0 ("0", "0s", "0m", "0h" or the number 0): unload after answering.
-bool keep_alive_is_zero(const Json& body) {
-  auto it = body.find("keep_alive");
-  if (it == body.end()) return false;
-  if (it->is_number()) return it->get<double>() == 0.0;
-  if (it->is_string()) {
-    const std::string s = it->get<std::string>();
-    return s == "0" || s == "0s" || s == "0m" || s == "0h";
-  }
-  return false;
-}
-
 // Fields every generate/chat body shares: stream (default true), options, keep_alive,
 // logprobs, think, format.
 Status read_shared(const Json& body, CompletionJob& job) {
@@ -53,23 +43,16 @@ Status read_shared(const Json& body, CompletionJob& job) {
   if (truncate) job.request.truncate = *truncate;
   HEARTH_TRY(read_ollama_format(body, job));
   auto keep_alive = body.find("keep_alive");
-  if (keep_alive != body.end() && !keep_alive->is_null() && !keep_alive->is_string() && !keep_alive->is_number()) {
-    return field_type_error("", "keep_alive", "a duration string or a number of seconds", *keep_alive);
+  if (keep_alive != body.end() && !keep_alive->is_null()) {
+    HEARTH_ASSIGN(int64_t ms, parse_keep_alive_ms(*keep_alive));
+    job.request.keep_alive_ms = ms;
+    job.unload = ms == 0;
   }
-  job.unload = keep_alive_is_zero(body);
   auto think = body.find("think");
   if (think != body.end() && !think->is_null() && !think->is_boolean() && !think->is_string()) {
     return field_type_error("", "think", "a boolean or a string", *think);
   }
-  HEARTH_ASSIGN(auto logprobs, read_bool(body, "logprobs"));
-  job.request.logprobs = logprobs.value_or(false);
-  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
-  if (top_logprobs) {
-    HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
-    job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
-    if (*top_logprobs > 0) job.request.logprobs = true;
-  }
-  return ok_status();
+  return read_logprobs(body, job);
 }
 
 // An ollama chat message → the OpenAI-style message the chat template expects.
@@ -179,8 +162,8 @@ Result<CompletionJob> parse_ollama_chat(const Json& body) {
   PromptSource p;
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat_messages)}};
-  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
-  if (tools && !tools->empty()) p.chat["tools"] = *tools;
+  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kOllama));
+  if (!tools.empty()) p.chat["tools"] = std::move(tools);
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;

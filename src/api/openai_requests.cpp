@@ -4,6 +4,7 @@
 #include "api/generation_options.h"
 #include "api/openai.h"
 #include "api/structured_output.h"
+#include "api/tool_definitions.h"
 
 namespace hearth::api {
 namespace {
@@ -138,14 +139,7 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
     if (m["role"] == "developer") m["role"] = "system";
     chat_messages.push_back(std::move(m));
   }
-  HEARTH_ASSIGN(auto logprobs, read_bool(body, "logprobs"));
-  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
-  job.request.logprobs = logprobs.value_or(false);
-  if (top_logprobs) {
-    HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
-    job.request.top_logprobs = static_cast<int32_t>(*top_logprobs);
-    if (*top_logprobs > 0) job.request.logprobs = true;
-  }
+  HEARTH_TRY(read_logprobs(body, job));
   HEARTH_ASSIGN(const Json* modalities, read_array(body, "modalities"));
   if (modalities) {
     for (const auto& m : *modalities) {
@@ -157,9 +151,9 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json::object();
   prompt.chat["messages"] = std::move(chat_messages);
-  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
-  std::string tool_choice = body.contains("tool_choice") && body["tool_choice"].is_string() ? body["tool_choice"].get<std::string>() : "";
-  if (tools && !tools->empty() && tool_choice != "none") prompt.chat["tools"] = *tools;
+  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kChat));
+  if (!tools.empty()) prompt.chat["tools"] = std::move(tools);
+  HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   HEARTH_ASSIGN(auto add_generation_prompt, read_bool(body, "add_generation_prompt"));
   if (add_generation_prompt) prompt.chat["add_generation_prompt"] = *add_generation_prompt;
   job.request.prompts.push_back(std::move(prompt));

@@ -8,6 +8,7 @@
 #include "api/response_encoder.h"
 #include "api/stream_framing.h"
 #include "api/structured_output.h"
+#include "api/tool_definitions.h"
 
 namespace hearth::api {
 namespace {
@@ -78,20 +79,6 @@ Result<Json> input_messages(const Json& input) {
   }
   if (messages.empty()) return invalid("'input' must not be empty");
   return messages;
-}
-
-Result<Json> chat_tools(const Json& tools) {
-  Json out = Json::array();
-  for (const auto& t : tools) {
-    if (!t.is_object() || string_field(t, "type", "") != "function") {
-      return make_error(ErrorKind::kUnsupported, "only tools of type 'function' are supported");
-    }
-    Json fn = {{"name", string_field(t, "name", "")}};
-    if (t.contains("description")) fn["description"] = t["description"];
-    if (t.contains("parameters")) fn["parameters"] = t["parameters"];
-    out.push_back(Json{{"type", "function"}, {"function", std::move(fn)}});
-  }
-  return out;
 }
 
 class ResponsesEncoder final : public ResponseEncoder {
@@ -245,6 +232,9 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
     job.request.n_predict = static_cast<int32_t>(*max_output);
   }
   HEARTH_TRY(read_responses_structured_output(body, job));
+  // Checked for range; the answer carries no log-probabilities.
+  HEARTH_ASSIGN(auto top_logprobs, read_integer(body, "top_logprobs"));
+  if (top_logprobs) HEARTH_TRY(check_range("top_logprobs", *top_logprobs, 0, 20));
   auto input = body.find("input");
   if (input == body.end() || input->is_null()) return invalid("'input' is required");
   HEARTH_ASSIGN(Json messages, input_messages(*input));
@@ -256,10 +246,9 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   PromptSource prompt;
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json{{"messages", std::move(messages)}};
-  HEARTH_ASSIGN(const Json* tools, read_array(body, "tools"));
-  if (tools && !tools->empty()) {
-    HEARTH_ASSIGN(prompt.chat["tools"], chat_tools(*tools));
-  }
+  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kResponses));
+  if (!tools.empty()) prompt.chat["tools"] = std::move(tools);
+  HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));
   return job;

@@ -57,7 +57,13 @@ Status read_format_object(const Json& format, const std::string& field, Constrai
 // llama-server's `grammar` (GBNF) and `json_schema` body fields.
 Status read_llama_server_fields(const Json& body, Constraint& choice) {
   HEARTH_ASSIGN(auto grammar, read_string(body, "grammar"));
-  if (grammar && !grammar->empty()) HEARTH_TRY(choose_gbnf(choice, "grammar", *grammar));
+  if (grammar) {
+    // Present means a grammar is asked for; text with no rule cannot be one.
+    if (grammar->find_first_not_of(" \t\r\n") == std::string::npos) {
+      return invalid("'grammar' is empty: give GBNF text with a 'root' rule, or leave 'grammar' out");
+    }
+    HEARTH_TRY(choose_gbnf(choice, "grammar", *grammar));
+  }
   auto schema = body.find("json_schema");
   if (schema != body.end() && !schema->is_null()) HEARTH_TRY(choose_schema(choice, "json_schema", *schema));
   return ok_status();

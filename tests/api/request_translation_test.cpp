@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "api/anthropic.h"
+#include "api/keep_alive.h"
 #include "api/ollama.h"
 #include "api/openai.h"
 
@@ -101,6 +102,68 @@ TEST(RequestTranslation, BadBodiesAreRefusedWithTheirReason) {
       {Route::kAnthropic, R"({"max_tokens":10,"stop_sequences":"x",)" + msgs + "}", "'stop_sequences' must be an array of strings"},
       {Route::kAnthropic, R"({"max_tokens":10,"stop_sequences":[1],)" + msgs + "}", "'stop_sequences' must be an array of strings"},
       {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"stream":"no"})", "'stream' must be a boolean"},
+      // Tool definitions and tool_choice (api/tool_definitions.h), one wording in every dialect.
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":5})", R"('tool_choice' must be "none", "auto", "required" or {"type": "function", "function": {"name": ...}}; got number)"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":"sometimes"})", R"(; got "sometimes")"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":{"name":"f"}})", "'tools' must be an array, got object"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[5]})", "'tools[0]' must be an object, got number"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function"}]})", "'tools[0].function' is required"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function","function":"f"}]})", "'tools[0].function' must be an object, got string"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function","function":{"description":"d"}}]})", "'tools[0].function.name' is required"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function","function":{"name":""}}]})", "'tools[0].function.name' must not be empty"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function","function":{"name":"f","parameters":"x"}}]})", "'tools[0].function.parameters' must be an object"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"custom","custom":{"name":"f"}}]})", "'tools[0]' has type 'custom'; only tools of type 'function' are supported"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":"required"})", R"('tool_choice' is "required" but no 'tools' are given)"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[],"tool_choice":"required"})", R"('tool_choice' is "required" but no 'tools' are given)"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"x"}}})", "'tool_choice' names function 'x', which is not in 'tools'"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":{"type":"function"}})", "'tool_choice.function' is required"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":{"type":"allowed_tools"}})", "only function tools can be chosen"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"parallel_tool_calls":"yes"})", "'parallel_tool_calls' must be a boolean"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"function"}]})", "'tools[0].name' is required"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"web_search_preview"}]})", "'tools[0]' has type 'web_search_preview'"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"name":"f"}]})", "'tools[0].type' is required"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tool_choice":"required"})", R"('tool_choice' is "required" but no 'tools' are given)"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"g"}})", "'tool_choice' names function 'g'"},
+      {Route::kOpenAiResponses, R"({"input":"hi","tool_choice":[]})", R"({"type": "function", "name": ...}; got array)"},
+      {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function"}]})", "'tools[0].function' is required"},
+      {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"function":{"name":7}}]})", "'tools[0].function.name' must be a string, got number"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tools":[{"description":"d","input_schema":{}}],)" + msgs + "}", "'tools[0].name' is required"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tools":[{"name":"f","input_schema":"x"}],)" + msgs + "}", "'tools[0].input_schema' must be an object"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"x"},)" + msgs + "}", "'tool_choice' names function 'x', which is not in 'tools'"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tool_choice":{"type":"any"},)" + msgs + "}", R"('tool_choice' is "any" but no 'tools' are given)"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tool_choice":"auto",)" + msgs + "}", "'tool_choice' must be an object, got string"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tool_choice":{"type":"sometimes"},)" + msgs + "}", "'tool_choice.type' must be 'auto', 'any', 'tool' or 'none'"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tools":[{"name":"f"}],"tool_choice":{"type":"tool"},)" + msgs + "}", "'tool_choice.name' is required"},
+      {Route::kAnthropic, R"({"max_tokens":10,"tool_choice":{"type":"auto","disable_parallel_tool_use":1},)" + msgs + "}", "'tool_choice.disable_parallel_tool_use' must be a boolean"},
+      // Ranges per API (generation_options.h).
+      {Route::kOpenAiChat, "{" + msgs + R"(,"temperature":2.5})", "'temperature' must be between 0 and 2, got 2.5"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"temperature":-1})", "'temperature' must be between 0 and 2, got -1"},
+      {Route::kOpenAiCompletion, R"({"prompt":"a","temperature":3})", "'temperature' must be between 0 and 2, got 3"},
+      {Route::kOpenAiResponses, R"({"input":"hi","temperature":3})", "'temperature' must be between 0 and 2, got 3"},
+      {Route::kOpenAiResponses, R"({"input":"hi","top_logprobs":21})", "'top_logprobs' must be between 0 and 20"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"num_ctx":0})", "'num_ctx' must be between 1 and 16777216, got 0"},
+      {Route::kAnthropic, R"({"max_tokens":10,"temperature":5,)" + msgs + "}", "'temperature' must be between 0 and 1, got 5"},
+      {Route::kAnthropic, R"({"max_tokens":10,"temperature":1.01,)" + msgs + "}", "'temperature' must be between 0 and 1, got 1.01"},
+      {Route::kAnthropic, R"({"max_tokens":10,"top_k":-1,)" + msgs + "}", "'top_k' must be between 0 and 2147483647, got -1"},
+      {Route::kAnthropic, R"({"max_tokens":10,"messages":[{"role":"user","content":[]}]})", "'messages[0].content' must not be empty"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"temperature":-0.5}})", "'options.temperature' must be 0 or more, got -0.5"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_ctx":-1}})", "'options.num_ctx' must be between 1 and 16777216, got -1"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_ctx":1e9}})", "'options.num_ctx' must be between 1 and 16777216, got 1000000000"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_ctx":0}})", "'options.num_ctx' must be between 1 and 16777216, got 0"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","options":{"num_ctx":2048.5}})", "'options.num_ctx' must be an integer"},
+      {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],"top_logprobs":21})", "'top_logprobs' must be between 0 and 20"},
+      // keep_alive (api/keep_alive.h): Go durations or seconds.
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":"bogus"})", R"('keep_alive': expected a number in duration "bogus")"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":"5x"})", R"(unknown unit "x" in duration "5x")"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":"1h30"})", R"(missing unit in duration "1h30")"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":""})", R"(no number in duration "")"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":"5 m"})", R"(in duration "5 m")"},
+      {Route::kOllamaGenerate, R"({"model":"m","prompt":"hi","keep_alive":"99999999999h"})", R"(out of range in duration)"},
+      {Route::kOllamaChat, R"({"model":"m","messages":[],"keep_alive":1e300})", "'keep_alive' is too long"},
+      {Route::kOllamaChat, R"({"model":"m","messages":[],"keep_alive":true})", "'keep_alive' must be a duration string or a number of seconds, got boolean"},
+      // A grammar field asks for a grammar.
+      {Route::kOpenAiCompletion, R"({"prompt":"a","grammar":""})", "'grammar' is empty"},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"grammar":" \n "})", "'grammar' is empty"},
   };
   for (const auto& c : cases) {
     Status s = translate(c.route, c.body);
@@ -245,6 +308,114 @@ TEST(RequestTranslation, AnthropicBlocksBecomeChat) {
   EXPECT_EQ(m[2]["tool_calls"][0]["function"]["name"], "f");
   EXPECT_EQ(m[3]["role"], "tool");
   EXPECT_EQ(m[3]["content"], "42");
+}
+
+// Every valid tool_choice form is accepted; "none" hides the tools from the template.
+TEST(RequestTranslation, ToolChoiceForms) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"hi"}])";
+  const std::string chat_tools = R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
+  struct Case {
+    Route route;
+    std::string body;
+    size_t tools_seen;  // tools the chat template gets
+  };
+  const Case cases[] = {
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + "}", 1},
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + R"(,"tool_choice":"auto"})", 1},
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + R"(,"tool_choice":null})", 1},
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + R"(,"tool_choice":"required","parallel_tool_calls":false})", 1},
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})", 1},
+      {Route::kOpenAiChat, "{" + msgs + "," + chat_tools + R"(,"tool_choice":"none"})", 0},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":"auto"})", 0},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tool_choice":"none","tools":[]})", 0},
+      {Route::kOpenAiChat, "{" + msgs + R"(,"tools":[{"function":{"name":"f"}}]})", 1},  // type may be left out
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"function","name":"f","parameters":{}}],"tool_choice":{"type":"function","name":"f"}})", 1},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":"required"})", 1},
+      {Route::kOpenAiResponses, R"({"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":"none"})", 0},
+      {Route::kOllamaChat, R"({"model":"m","messages":[{"role":"user","content":"hi"}],)" + chat_tools + "}", 1},
+      {Route::kAnthropic, R"({"max_tokens":5,"tools":[{"name":"f","input_schema":{"type":"object"}}],)" + msgs + "}", 1},
+      {Route::kAnthropic, R"({"max_tokens":5,"tools":[{"name":"f"}],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},)" + msgs + "}", 1},
+      {Route::kAnthropic, R"({"max_tokens":5,"tools":[{"name":"f"}],"tool_choice":{"type":"any"},)" + msgs + "}", 1},
+      {Route::kAnthropic, R"({"max_tokens":5,"tools":[{"name":"f"}],"tool_choice":{"type":"tool","name":"f"},)" + msgs + "}", 1},
+      {Route::kAnthropic, R"({"max_tokens":5,"tools":[{"name":"f"}],"tool_choice":{"type":"none"},)" + msgs + "}", 0},
+      {Route::kAnthropic, R"({"max_tokens":5,"tool_choice":{"type":"auto"},)" + msgs + "}", 0},
+  };
+  for (const auto& c : cases) {
+    auto body = parse_json_object(c.body);
+    ASSERT_TRUE(body.ok()) << c.body;
+    Result<CompletionJob> job = make_error(ErrorKind::kInternal, "unset");
+    switch (c.route) {
+      case Route::kOpenAiChat: job = parse_openai_chat(*body); break;
+      case Route::kOpenAiResponses: job = parse_openai_responses(*body); break;
+      case Route::kOllamaChat: job = parse_ollama_chat(*body); break;
+      case Route::kAnthropic: job = parse_anthropic_messages(*body); break;
+      default: FAIL() << "route not covered";
+    }
+    ASSERT_TRUE(job.ok()) << c.body << "\n  got: " << job.error().message;
+    const Json& chat = job->request.prompts.at(0).chat;
+    EXPECT_EQ(chat.contains("tools") ? chat["tools"].size() : 0u, c.tools_seen) << c.body;
+    if (c.tools_seen > 0) EXPECT_EQ(chat["tools"][0]["function"]["name"], "f") << c.body;
+  }
+}
+
+// keep_alive forms ollama accepts → request.keep_alive_ms (-1 forever, 0 unload).
+TEST(RequestTranslation, KeepAliveForms) {
+  struct Case {
+    const char* json;
+    int64_t ms;
+  };
+  const Case cases[] = {
+      {"0", 0},           {R"("0")", 0},          {R"("0s")", 0},          {R"("0m")", 0},
+      {R"("0h")", 0},     {"0.0", 0},             {"300", 300000},         {"2.5", 2500},
+      {R"("5m")", 300000}, {R"("1h30m")", 5400000}, {R"("300ms")", 300},   {R"("1.5h")", 5400000},
+      {R"(".5s")", 500},  {R"("+5s")", 5000},     {R"("100")", 100000},    {R"("1us")", 1},
+      {"\"1\xC2\xB5s\"", 1}, {"-1", -1},          {R"("-1")", -1},         {R"("-1s")", -1},
+      {R"("-5m")", -1},   {"-0.5", -1},           {R"("2562047h")", 2562047LL * 3600 * 1000},
+  };
+  for (const auto& c : cases) {
+    auto job = parse_ollama_generate(*parse_json_object(std::string(R"({"model":"m","keep_alive":)") + c.json + "}"));
+    ASSERT_TRUE(job.ok()) << c.json << ": " << job.error().message;
+    ASSERT_TRUE(job->request.keep_alive_ms.has_value()) << c.json;
+    EXPECT_EQ(*job->request.keep_alive_ms, c.ms) << c.json;
+    EXPECT_EQ(job->unload, c.ms == 0) << c.json;
+  }
+  for (const char* absent : {R"({"model":"m"})", R"({"model":"m","keep_alive":null})"}) {
+    auto job = parse_ollama_chat(*parse_json_object(absent));
+    ASSERT_TRUE(job.ok());
+    EXPECT_FALSE(job->request.keep_alive_ms.has_value()) << absent;
+    EXPECT_FALSE(job->unload);
+  }
+}
+
+TEST(RequestTranslation, GoDurationsParseExactly) {
+  EXPECT_EQ(*parse_go_duration_ns("1h2m3s4ms5us6ns"), 3723004005006LL);
+  EXPECT_EQ(*parse_go_duration_ns("1.000000001s"), 1000000001LL);
+  EXPECT_EQ(*parse_go_duration_ns("9223372036854775807ns"), INT64_MAX);
+  EXPECT_EQ(*parse_go_duration_ns("-9223372036854775808ns"), INT64_MIN);
+  EXPECT_FALSE(parse_go_duration_ns("9223372036854775808ns").ok());
+  EXPECT_FALSE(parse_go_duration_ns("2562048h").ok());
+  for (const char* bad : {"", "-", ".", ".s", "1", "1.5", "s", "1s2", "1d", "1 s", "0x", "--1s"}) {
+    EXPECT_FALSE(parse_go_duration_ns(bad).ok()) << bad;
+  }
+}
+
+TEST(RequestTranslation, NumCtxReachesTheEngineRequest) {
+  auto job = parse_ollama_chat(*parse_json_object(
+      R"({"model":"m","messages":[{"role":"user","content":"hi"}],"options":{"num_ctx":8192}})"));
+  ASSERT_TRUE(job.ok()) << job.error().message;
+  EXPECT_EQ(job->request.num_ctx, 8192);
+  auto most = parse_ollama_generate(*parse_json_object(R"({"model":"m","prompt":"x","options":{"num_ctx":16777216}})"));
+  ASSERT_TRUE(most.ok()) << most.error().message;
+  EXPECT_EQ(most->request.num_ctx, 16777216);
+  auto none = parse_ollama_generate(*parse_json_object(R"({"model":"m","prompt":"x"})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->request.num_ctx, 0);
+  // Ranges that are valid in one API: temperature 1.5 (OpenAI, ollama), top_k -1 (llama-server: off).
+  EXPECT_TRUE(parse_openai_chat(*parse_json_object(R"({"messages":[{"role":"user","content":"x"}],"temperature":2,"top_k":-1})")).ok());
+  EXPECT_TRUE(parse_ollama_generate(*parse_json_object(R"({"model":"m","prompt":"x","options":{"temperature":7,"top_k":-1}})")).ok());
+  EXPECT_TRUE(parse_anthropic_messages(*parse_json_object(R"({"max_tokens":1,"temperature":1,"top_k":0,"messages":[{"role":"user","content":"x"}]})")).ok());
+  // An empty grammar is refused, but an absent or null one is no grammar.
+  EXPECT_TRUE(parse_openai_completion(*parse_json_object(R"({"prompt":"a","grammar":null})")).ok());
 }
 
 TEST(RequestTranslation, ResponsesApiInputItems) {

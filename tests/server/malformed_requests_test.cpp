@@ -18,7 +18,15 @@ struct Bad {
   std::string body;
   int status;
   Shape shape;
+  std::string expect = "";  // when given, a fragment of the error message
 };
+
+std::string error_message(const HttpReply& r, Shape shape) {
+  Json j = r.json();
+  if (!j.is_object() || !j.contains("error")) return "";
+  if (shape == Shape::kOllama) return j["error"].is_string() ? j["error"].get<std::string>() : "";
+  return j["error"].is_object() ? api::string_field(j["error"], "message") : "";
+}
 
 void expect_shape(const HttpReply& r, Shape shape, const std::string& what) {
   Json j = r.json();
@@ -76,6 +84,12 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/api/embed", R"({"model":"scripted","input":5})", 400, Shape::kOllama},
       {"POST", "/api/embed", R"({"model":"scripted","input":[""]})", 400, Shape::kOllama},
       {"POST", "/api/embeddings", R"({"model":"scripted","prompt":[1]})", 400, Shape::kOllama},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"num_ctx":-1}})", 400, Shape::kOllama, "'options.num_ctx' must be between 1 and 16777216"},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"num_ctx":1e9}})", 400, Shape::kOllama, "'options.num_ctx' must be between 1 and 16777216"},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","options":{"temperature":-1}})", 400, Shape::kOllama, "'options.temperature' must be 0 or more"},
+      {"POST", "/api/generate", R"({"model":"scripted","prompt":"hi","keep_alive":"bogus"})", 400, Shape::kOllama, R"('keep_alive': expected a number in duration "bogus")"},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[],"keep_alive":"5parsecs"})", 400, Shape::kOllama, "unknown unit"},
+      {"POST", "/api/chat", R"({"model":"scripted","messages":[)" + user + R"(],"tools":[{"type":"function"}]})", 400, Shape::kOllama, "'tools[0].function' is required"},
       {"POST", "/api/show", R"({})", 400, Shape::kOllama},
       {"POST", "/api/show", R"({"model":"other"})", 404, Shape::kOllama},
       {"POST", "/api/show", "not json", 400, Shape::kOllama},
@@ -95,6 +109,15 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/v1/chat/completions", R"({"messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]})", 400, Shape::kOpenAI},
       {"POST", "/v1/chat/completions", std::string("{\"messages\":[{\"role\":\"user\",\"content\":\"\xc0\xaf\"}]}"), 400, Shape::kOpenAI},
       {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(]})", 400, Shape::kOpenAI},  // conversation id below
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"tool_choice":5})", 400, Shape::kOpenAI, "'tool_choice' must be"},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"tools":[{"type":"function"}]})", 400, Shape::kOpenAI, "'tools[0].function' is required"},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"tools":[{"type":"function","function":{"description":"d"}}]})", 400, Shape::kOpenAI, "'tools[0].function.name' is required"},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"tool_choice":"required"})", 400, Shape::kOpenAI, "but no 'tools' are given"},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"x"}}})", 400, Shape::kOpenAI, "'tool_choice' names function 'x', which is not in 'tools'"},
+      {"POST", "/v1/chat/completions", R"({"messages":[)" + user + R"(],"temperature":2.5})", 400, Shape::kOpenAI, "'temperature' must be between 0 and 2"},
+      {"POST", "/v1/completions", R"({"prompt":"x","grammar":""})", 400, Shape::kOpenAI, "'grammar' is empty"},
+      {"POST", "/v1/responses", R"({"input":"x","tools":[{"type":"function"}]})", 400, Shape::kOpenAI, "'tools[0].name' is required"},
+      {"POST", "/v1/responses", R"({"input":"x","tool_choice":"required"})", 400, Shape::kOpenAI, "but no 'tools' are given"},
       {"POST", "/v1/completions", R"({"prompt":"x","grammar":"root ::= undefined-rule"})", 400, Shape::kOpenAI},
       {"POST", "/v1/completions", R"({"prompt":"x","json_schema":{"$ref":"#/nowhere"}})", 400, Shape::kOpenAI},
       {"POST", "/v1/completions", R"({"prompt":null})", 400, Shape::kOpenAI},
@@ -126,6 +149,13 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
       {"POST", "/v1/messages", R"({"max_tokens":5,"messages":[{"role":"user","content":[{"type":"image"}]}]})", 400, Shape::kAnthropic},
       {"POST", "/v1/messages", R"({"max_tokens":5,"temperature":"hot","messages":[)" + user + "]}", 400, Shape::kAnthropic},
       {"POST", "/v1/messages", R"({"max_tokens":5,"system":[{"type":"image"}],"messages":[)" + user + "]}", 400, Shape::kAnthropic},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"messages":[{"role":"user","content":[]}]})", 400, Shape::kAnthropic, "'messages[0].content' must not be empty"},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"temperature":5,"messages":[)" + user + "]}", 400, Shape::kAnthropic, "'temperature' must be between 0 and 1, got 5"},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"x"},"messages":[)" + user + "]}", 400, Shape::kAnthropic, "'tool_choice' names function 'x'"},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"tool_choice":{"type":"any"},"messages":[)" + user + "]}", 400, Shape::kAnthropic, R"('tool_choice' is "any" but no 'tools' are given)"},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"tool_choice":5,"messages":[)" + user + "]}", 400, Shape::kAnthropic, "'tool_choice' must be an object"},
+      {"POST", "/v1/messages", R"({"max_tokens":5,"tools":[{"input_schema":{}}],"messages":[)" + user + "]}", 400, Shape::kAnthropic, "'tools[0].name' is required"},
+      {"POST", "/v1/messages/count_tokens", R"({"temperature":5,"messages":[)" + user + "]}", 400, Shape::kAnthropic, "'temperature' must be between 0 and 1"},
       {"POST", "/v1/messages/count_tokens", R"({"messages":5})", 400, Shape::kAnthropic},
       {"GET", "/v1/messages", "", 405, Shape::kAnthropic},
   };
@@ -143,11 +173,35 @@ TEST_F(Malformed, EveryRouteAnswersBadInputWithA4xx) {
     EXPECT_EQ(r.status, c.status) << what << "\n  body: " << r.body;
     EXPECT_EQ(r.header("Content-Type"), "application/json") << what;
     expect_shape(r, c.shape, what);
+    if (!c.expect.empty()) {
+      EXPECT_NE(error_message(r, c.shape).find(c.expect), std::string::npos) << what << "\n  body: " << r.body;
+    }
   }
   EXPECT_EQ(get("/health").status, 200);
   auto ok = post("/api/generate", R"({"model":"scripted","prompt":"still fine?","stream":false,"options":{"num_predict":2}})");
   EXPECT_EQ(ok.status, 200);
   EXPECT_EQ(ok.json()["eval_count"], 2);
+}
+
+// The valid forms beside the refusals above are served, in every dialect.
+TEST_F(Malformed, ValidToolChoicesAndKeepAliveAreServed) {
+  backend_->set_n_ctx_slot(2048);  // a tool definition renders to a few hundred tokens
+  const std::string user = R"({"role":"user","content":"hi"})";
+  const std::string tools = R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])";
+  const std::pair<std::string, std::string> cases[] = {
+      {"/v1/chat/completions", R"({"max_tokens":2,"messages":[)" + user + "]," + tools + R"(,"tool_choice":{"type":"function","function":{"name":"f"}}})"},
+      {"/v1/chat/completions", R"({"max_tokens":2,"messages":[)" + user + "]," + tools + R"(,"tool_choice":"required"})"},
+      {"/v1/chat/completions", R"({"max_tokens":2,"messages":[)" + user + R"(],"tool_choice":"none","temperature":2})"},
+      {"/v1/responses", R"({"max_output_tokens":2,"input":"hi","tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}})"},
+      {"/v1/messages", R"({"max_tokens":2,"temperature":1,"messages":[)" + user + R"(],"tools":[{"name":"f","input_schema":{}}],"tool_choice":{"type":"tool","name":"f"}})"},
+      {"/api/chat", R"({"model":"scripted","stream":false,"keep_alive":"1h30m","options":{"num_predict":2,"num_ctx":4096},"messages":[)" + user + "]," + tools + "}"},
+      {"/api/generate", R"({"model":"scripted","stream":false,"keep_alive":-1,"prompt":"hi","options":{"num_predict":2}})"},
+      {"/api/generate", R"({"model":"scripted","stream":false,"keep_alive":"300ms","prompt":"hi","options":{"num_predict":2}})"},
+  };
+  for (const auto& [path, body] : cases) {
+    auto r = post(path, body);
+    EXPECT_EQ(r.status, 200) << path << " " << body << "\n  " << r.body;
+  }
 }
 
 TEST_F(Malformed, DeeplyNestedJsonIsHarmless) {
