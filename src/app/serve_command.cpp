@@ -140,6 +140,10 @@ int run_serve(const CommandArgs& args) {
   sigwait(&stop_signals, &sig);
   std::printf("hearth: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
+  // End every running request with an error event (its client sees why it ended; new ones get
+  // 503) and wait for the HTTP threads to take those events, then stop accepting and join.
+  // Closing the listener first would make cpp-httplib drop running streams mid-response.
+  (*backend)->shut_down();
   http.stop();
   return 0;
 }

@@ -72,6 +72,11 @@ LocalBackend::~LocalBackend() {
   service_.reset();
 }
 
+void LocalBackend::shut_down() {
+  stop_hashing_ = true;
+  service_->stop(make_error(ErrorKind::kUnavailable, "the server is shutting down"));
+}
+
 std::string LocalBackend::digest() const {
   std::lock_guard lock(digest_mu_);
   return digest_;
