@@ -8,7 +8,6 @@
 #include <cstdio>
 
 #include "app/file_type_names.h"
-#include "engine/default_chat_template.h"
 
 namespace hearth::app {
 namespace {
@@ -115,10 +114,8 @@ protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const 
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) c.modified_unix = static_cast<int64_t>(st.st_mtime);
   c.chat_template = chat_template.empty() ? f.get_or<std::string>("tokenizer.chat_template", "") : chat_template;
-  if (c.chat_template.empty()) {
-    c.chat_template = engine::kChatMlTemplate;
-    c.chat_template_builtin = true;
-  }
+  // None: the engine chats through its plain fallback and reports "" (engine/local_backend.cpp).
+  c.chat_template_builtin = c.chat_template.empty();
   c.context_length = ctx.model().hparams().n_ctx_train;
   c.embedding_only = ctx.model().is_encoder();
   c.bos_token = tok.bos_id() >= 0 ? tok.token_text(tok.bos_id()) : "";

@@ -7,12 +7,36 @@ constexpr double kInt32Max = SettingRange::kInt32Max;
 }  // namespace
 
 std::vector<SettingSpec> model_run_settings() {
+  const std::vector<std::string> kv_types = {"f16", "f32", "q8_0"};
+  const std::string no_gpu = "Hearth has no GPU backend yet; every layer runs on the CPU";
   return {
       {"model", 'm', SettingType::kString, "", "GGUF model file", "HEARTH_MODEL"},
       {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE",
        SettingRange::between(0, kInt32Max)},
       {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "HEARTH_THREADS", thread_count_range()},
-      {"kv_type", 0, SettingType::kString, "f16", "KV cache type: f16, f32 or q8_0", "HEARTH_KV_TYPE"},
+      SettingSpec{"kv_type", 0, SettingType::kString, "f16", "KV cache type of K and V", "HEARTH_KV_TYPE"}.with_choices(kv_types),
+      // llama-server's spellings; Hearth keeps K and V in one type, so the two must agree.
+      SettingSpec{"cache_type_k", 0, SettingType::kString, "", "KV cache type of K (as --kv-type; -ctk and -ctv must agree)", ""}
+          .with_aliases({"-ctk"})
+          .with_choices(kv_types),
+      SettingSpec{"cache_type_v", 0, SettingType::kString, "", "KV cache type of V (as --kv-type; -ctk and -ctv must agree)", ""}
+          .with_aliases({"-ctv"})
+          .with_choices(kv_types),
+      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "0", "layers on a GPU: only 0 is accepted (" + no_gpu + ")", "",
+                  SettingRange::between(0, 0)}
+          .with_aliases({"-ngl", "--gpu-layers"})
+          .with_range_note(no_gpu),
+      SettingSpec{"flash_attn", 0, SettingType::kString, "auto",
+                  "on, off or auto: accepted and ignored (Hearth's CPU attention has no separate flash kernel)", ""}
+          .with_aliases({"-fa"})
+          .with_choices({"on", "off", "auto"}),
+      unsupported_setting("lora", {"--lora-scaled"}, "LoRA adapters are not supported; merge the adapter into the GGUF"),
+      unsupported_setting("mmproj", {"-mm", "--mmproj-url"}, "multimodal projectors (images) are not supported"),
+      unsupported_setting("model_draft", {"-md"}, "speculative decoding with a draft model is not supported"),
+      unsupported_setting("hf_repo", {"-hf"}, "Hearth does not download models; pass a local file with -m FILE.gguf"),
+      unsupported_setting("split_mode", {"-sm"}, no_gpu),
+      unsupported_setting("tensor_split", {"-ts"}, no_gpu),
+      unsupported_setting("main_gpu", {"-mg"}, no_gpu),
   };
 }
 
@@ -38,10 +62,17 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   engine::ContextOptions o;
   o.n_ctx = static_cast<int32_t>(s.get_int("ctx_size"));
   o.n_threads = static_cast<int32_t>(s.get_int("threads"));
-  auto type = dtype_from_name(s.get_string("kv_type"));
-  if (!type || (*type != DType::kF16 && *type != DType::kF32 && *type != DType::kQ8_0)) {
-    return make_error(ErrorKind::kInvalidArgument, "--kv-type must be f16, f32 or q8_0");
+  // The table allows only f16, f32 and q8_0 in each of the three.
+  std::string name = s.get_string("kv_type");
+  const std::string k = s.get_string("cache_type_k");
+  const std::string v = s.get_string("cache_type_v");
+  if (!k.empty() && !v.empty() && k != v) {
+    return make_error(ErrorKind::kInvalidArgument, "-ctk " + k + " and -ctv " + v +
+                                                       " differ; Hearth keeps K and V in one type (--kv-type)");
   }
+  if (!k.empty() || !v.empty()) name = k.empty() ? v : k;
+  auto type = dtype_from_name(name);
+  if (!type) return make_error(ErrorKind::kInvalidArgument, "KV cache type must be f16, f32 or q8_0, not '" + name + "'");
   o.kv_type = *type;
   return o;
 }

@@ -2,19 +2,26 @@
 // APIs. The address is bound first and printed ("hearth: listening on http://HOST:PORT"), so a
 // caller that started it with --port 0 learns the port; /health answers 503 until the model is
 // loaded, then 200. SIGINT/SIGTERM stop it cleanly.
+#include <pthread.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cctype>
 #include <csignal>
 #include <cstdio>
-#include <pthread.h>
 
 #include "app/commands.h"
 #include "app/model_info_builder.h"
 #include "app/sampling_flags.h"
 #include "cli/ollama_client.h"
 #include "server/access_policy.h"
+#include "engine/default_chat_template.h"
 #include "engine/local_backend.h"
+#include "engine/memory_estimate.h"
 #include "server/http_server.h"
 #include "util/file_io.h"
 #include "util/log.h"
+#include "util/system_memory.h"
 
 namespace hearth::app {
 namespace {
@@ -23,24 +30,51 @@ const char* const kUsage = "hearth serve -m FILE.gguf [options]";
 
 constexpr double kInt32Max = SettingRange::kInt32Max;
 
+// The per-request context when neither --ctx-size nor --request-ctx says: the model's training
+// context, at most this (docs/decisions.md). KV pages are committed only as tokens are written,
+// so a larger default costs nothing while idle.
+constexpr int32_t kDefaultRequestCtxMax = 8192;
+
 std::vector<SettingSpec> serve_settings() {
   std::vector<SettingSpec> specs = model_run_settings();
   for (auto& s : specs) {
-    if (s.name == "ctx_size") s.help = "KV cache tokens for all slots together (0: the model's context, at most 4096)";
+    if (s.name == "ctx_size") {
+      s.help = "KV cache tokens for all slots together, split evenly among them (0: --request-ctx x --parallel)";
+    }
   }
-  specs.push_back({"host", 0, SettingType::kString, "127.0.0.1", "address to bind, HOST or HOST:PORT", "HEARTH_HOST"});
+  specs.push_back(SettingSpec{"request_ctx", 0, SettingType::kInt, "0",
+                              "context tokens of each request (slot) when --ctx-size is 0 (0: the model's training context, at most " +
+                                  std::to_string(kDefaultRequestCtxMax) + ")",
+                              "HEARTH_REQUEST_CTX", SettingRange::between(0, kInt32Max)}
+                      .with_env_fallback("OLLAMA_CONTEXT_LENGTH"));
+  specs.push_back(SettingSpec{"host", 0, SettingType::kString, "127.0.0.1", "address to bind, HOST or HOST:PORT", "HEARTH_HOST"}
+                      .with_env_fallback("OLLAMA_HOST"));
   specs.push_back({"port", 0, SettingType::kInt, "-1", "port to bind (0: any free port; -1: from --host, else 11434)", "HEARTH_PORT",
                    SettingRange::between(-1, 65535)});
   specs.push_back({"alias", 'a', SettingType::kString, "", "model name to answer to (default: the file name without .gguf)", "HEARTH_ALIAS"});
-  specs.push_back({"parallel", 0, SettingType::kInt, "4", "requests generated at once (slots)", "HEARTH_PARALLEL",
-                   SettingRange::between(1, 256)});
-  specs.push_back({"batch_tokens", 0, SettingType::kInt, "512", "tokens in one engine step (decode + prompt chunks)", "HEARTH_BATCH_TOKENS",
-                   SettingRange::between(1, kInt32Max)});
-  specs.push_back({"max_queue", 0, SettingType::kInt, "512", "requests waiting for a slot before new ones get 503", "HEARTH_MAX_QUEUE",
-                   SettingRange::between(0, kInt32Max)});
-  specs.push_back({"chat_template", 0, SettingType::kString, "", "Jinja chat template file to use instead of the model's", "HEARTH_CHAT_TEMPLATE"});
+  specs.push_back(SettingSpec{"parallel", 0, SettingType::kInt, "4", "requests generated at once (slots)", "HEARTH_PARALLEL",
+                              SettingRange::between(1, 256)}
+                      .with_aliases({"-np", "--n-parallel"})
+                      .with_env_fallback("OLLAMA_NUM_PARALLEL"));
+  specs.push_back(SettingSpec{"batch_tokens", 0, SettingType::kInt, "512",
+                              "tokens in one engine step (decode + prompt chunks); llama-server's -b and -ub both set it",
+                              "HEARTH_BATCH_TOKENS", SettingRange::between(1, kInt32Max)}
+                      .with_aliases({"-b", "--batch-size", "-ub", "--ubatch-size"}));
+  specs.push_back(SettingSpec{"max_queue", 0, SettingType::kInt, "512", "requests waiting for a slot before new ones get 503",
+                              "HEARTH_MAX_QUEUE", SettingRange::between(0, kInt32Max)}
+                      .with_env_fallback("OLLAMA_MAX_QUEUE"));
+  specs.push_back({"chat_template", 0, SettingType::kString, "",
+                   "built-in chat template to use instead of the model's: chatml, llama3 or plain (a file path is still read "
+                   "as a Jinja file)",
+                   "HEARTH_CHAT_TEMPLATE"});
+  specs.push_back({"chat_template_file", 0, SettingType::kString, "", "Jinja chat template file to use instead of the model's",
+                   "HEARTH_CHAT_TEMPLATE_FILE"});
+  specs.push_back({"jinja", 0, SettingType::kBool, "", "accepted for llama-server compatibility: Hearth always uses Jinja templates", ""});
   specs.push_back({"api_key", 0, SettingType::kString, "", "require this key (Authorization: Bearer KEY or x-api-key); /health stays open", "HEARTH_API_KEY"});
-  specs.push_back({"origins", 0, SettingType::kString, "", "extra browser origins allowed by CORS, comma-separated ('*' for any)", "HEARTH_ORIGINS"});
+  specs.push_back({"api_key_file", 0, SettingType::kString, "", "read the key of --api-key from this file (its one non-empty line)", "HEARTH_API_KEY_FILE"});
+  specs.push_back(SettingSpec{"origins", 0, SettingType::kString, "", "extra browser origins allowed by CORS, comma-separated ('*' for any)",
+                              "HEARTH_ORIGINS"}
+                      .with_env_fallback("OLLAMA_ORIGINS"));
   specs.push_back({"allowed_hosts", 0, SettingType::kString, "",
                    "extra Host names to answer besides loopback and --host, comma-separated ('*.example.com', '*' for any); "
                    "any host is answered when an API key is set", "HEARTH_ALLOWED_HOSTS"});
@@ -54,12 +88,90 @@ std::vector<SettingSpec> serve_settings() {
                    SettingRange::at_least(0)});
   specs.push_back({"max_streams", 0, SettingType::kInt, "256", "resumable streams held at once", "HEARTH_MAX_STREAMS",
                    SettingRange::at_least(1)});
+  specs.push_back({"no_memory_check", 0, SettingType::kBool, "",
+                   "load even when weights + KV cache + buffers exceed the available memory", "HEARTH_NO_MEMORY_CHECK"});
+  const std::string no_tls = "TLS is not built in; put a TLS-terminating proxy (caddy, nginx) in front of Hearth";
+  specs.push_back(unsupported_setting("ssl_key_file", {}, no_tls));
+  specs.push_back(unsupported_setting("ssl_cert_file", {}, no_tls));
   return specs;
 }
 
 int fail(const std::string& message, int status = 2) {
   std::fprintf(stderr, "hearth serve: %s\n", message.c_str());
   return status;
+}
+
+// Sets o.n_ctx (all slots together): --ctx-size when given (llama-server's meaning, split among
+// the slots), else the per-request context (--request-ctx, or the model's training context at
+// most kDefaultRequestCtxMax) times the slots. Warns when a request may go beyond the training
+// context. Reads only the model's header.
+Status plan_context(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o) {
+  HEARTH_ASSIGN(const int32_t n_train, engine::read_train_context(path));
+  int64_t per_request = 0;
+  if (s.get_int("ctx_size") > 0) {
+    per_request = s.get_int("ctx_size") / n_slots;
+    if (s.get_int("request_ctx") > 0) log_warn("--request-ctx is ignored when --ctx-size is given", {});
+  } else {
+    per_request = s.get_int("request_ctx") > 0 ? s.get_int("request_ctx")
+                                               : std::min<int64_t>(n_train > 0 ? n_train : 4096, kDefaultRequestCtxMax);
+    const int64_t total = per_request * n_slots;
+    if (total > static_cast<int64_t>(SettingRange::kInt32Max)) {
+      return make_error(ErrorKind::kInvalidArgument, "--request-ctx " + std::to_string(per_request) + " x --parallel " +
+                                                         std::to_string(n_slots) + " is more than 2^31 tokens");
+    }
+    o.n_ctx = static_cast<int32_t>(total);
+  }
+  if (n_train > 0 && per_request > n_train) {
+    log_warn("context per request is beyond the model's training context; output may degrade past it",
+             {{"model", path}, {"request_ctx", static_cast<long long>(per_request)}, {"n_ctx_train", n_train}});
+  }
+  return ok_status();
+}
+
+// --api-key, or the one non-empty line of --api-key-file.
+Result<std::string> api_key_from(const Settings& s) {
+  const std::string file = s.get_string("api_key_file");
+  if (file.empty()) return s.get_string("api_key");
+  if (!s.get_string("api_key").empty()) {
+    return make_error(ErrorKind::kInvalidArgument, "give --api-key or --api-key-file, not both");
+  }
+  HEARTH_ASSIGN(std::string text, read_file(file));
+  std::vector<std::string> keys;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t end = text.find('\n', at);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(at, end - at);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) line.erase(line.begin());
+    if (!line.empty()) keys.push_back(line);
+    at = end + 1;
+  }
+  if (keys.size() != 1) {
+    return make_error(ErrorKind::kInvalidArgument, "--api-key-file " + file + ": needs exactly one key (one non-empty line), found " +
+                                                       std::to_string(keys.size()));
+  }
+  return keys[0];
+}
+
+// The template text to use instead of the model's ("" for the model's own): a built-in name
+// from --chat-template, or a Jinja file from --chat-template-file (or, as before, a file path
+// given to --chat-template).
+Result<std::string> chat_template_from(const Settings& s) {
+  const std::string name = s.get_string("chat_template");
+  const std::string file = s.get_string("chat_template_file");
+  if (!name.empty() && !file.empty()) {
+    return make_error(ErrorKind::kInvalidArgument, "give --chat-template NAME or --chat-template-file FILE, not both");
+  }
+  if (!file.empty()) return read_file(file);
+  if (name.empty()) return std::string();
+  if (auto text = engine::builtin_chat_template(name)) return *text;
+  struct stat st {};
+  if (::stat(name.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return read_file(name);
+  std::string names;
+  for (const auto& [n, text] : engine::builtin_chat_templates()) names += (names.empty() ? "" : ", ") + n;
+  return make_error(ErrorKind::kInvalidArgument, "--chat-template: unknown template name '" + name + "' (built-in: " + names +
+                                                     "; for a Jinja file use --chat-template-file FILE)");
 }
 
 }  // namespace
@@ -75,6 +187,17 @@ int run_serve(const CommandArgs& args) {
   if (!s.positionals().empty()) return fail("unexpected argument '" + s.positionals()[0] + "'");
   auto ctx_opts = context_options_from(s);
   if (!ctx_opts.ok()) return fail(ctx_opts.error().message);
+  const std::string path = s.get_string("model");
+  const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
+  if (auto st = plan_context(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
+  if (!s.get_bool("no_memory_check")) {
+    auto need = engine::estimate_memory(path, *ctx_opts, static_cast<int32_t>(s.get_int("batch_tokens")));
+    if (!need.ok()) return fail(need.error().to_string(), 1);
+    if (auto st = engine::check_memory_fits(*need, ctx_opts->kv_type, memory_available_bytes()); !st.ok()) {
+      return fail(st.error().message, 1);
+    }
+    log_info("memory estimate", {{"model", path}, {"need", need->describe(ctx_opts->kv_type)}});
+  }
 
   server::ServerOptions o;
   auto address = cli::parse_server_address(s.get_string("host"));
@@ -83,7 +206,9 @@ int run_serve(const CommandArgs& args) {
   o.port = address->port;
   const int64_t port = s.get_int("port");
   if (port >= 0) o.port = static_cast<int>(port);
-  o.api_key = s.get_string("api_key");
+  auto api_key = api_key_from(s);
+  if (!api_key.ok()) return fail(api_key.error().message);
+  o.api_key = *api_key;
   o.origins = server::AccessPolicy::parse_origin_list(s.get_string("origins"));
   o.allowed_hosts = server::AccessPolicy::parse_origin_list(s.get_string("allowed_hosts"));
   // The table's ranges (serve_settings) already hold every number below.
@@ -95,16 +220,12 @@ int run_serve(const CommandArgs& args) {
   o.version = HEARTH_VERSION;
 
   engine::ServingOptions serving;
-  serving.n_slots = static_cast<int32_t>(s.get_int("parallel"));
+  serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
 
-  std::string template_source;
-  if (!s.get_string("chat_template").empty()) {
-    auto text = read_file(s.get_string("chat_template"));
-    if (!text.ok()) return fail(text.error().message);
-    template_source = *text;
-  }
+  auto template_source = chat_template_from(s);
+  if (!template_source.ok()) return fail(template_source.error().message);
 
   // A client that disappears must never kill the server; SIGINT/SIGTERM are taken by sigwait.
   std::signal(SIGPIPE, SIG_IGN);
@@ -121,13 +242,12 @@ int run_serve(const CommandArgs& args) {
   std::printf("hearth: listening on http://%s:%d\n", shown_host.c_str(), http.port());
   std::fflush(stdout);
 
-  const std::string path = s.get_string("model");
   auto ctx = engine::InferenceContext::load(path, *ctx_opts);
   if (!ctx.ok()) {
     http.stop();
     return fail(ctx.error().to_string(), 1);
   }
-  protocol::ModelInfo card = build_model_info(**ctx, path, s.get_string("alias"), template_source);
+  protocol::ModelInfo card = build_model_info(**ctx, path, s.get_string("alias"), *template_source);
   const double load_ms = (*ctx)->load_ms();
   auto backend = engine::LocalBackend::create(std::move(ctx).value(), serving, std::move(card));
   if (!backend.ok()) {
@@ -144,6 +264,10 @@ int run_serve(const CommandArgs& args) {
   sigwait(&stop_signals, &sig);
   std::printf("hearth: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
+  // End every running request with an error event (its client sees why it ended; new ones get
+  // 503) and wait for the HTTP threads to take those events, then stop accepting and join.
+  // Closing the listener first would make cpp-httplib drop running streams mid-response.
+  (*backend)->shut_down();
   http.stop();
   return 0;
 }

@@ -33,12 +33,23 @@ Result<std::shared_ptr<LocalBackend>> LocalBackend::create(const Tokenizer& toke
 }
 
 Status LocalBackend::init(protocol::ModelInfo info) {
-  auto tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "chat template");
+  // A model without a usable chat template reports "" as its template (/api/show, /props) and
+  // chats through the plain transcript fallback; it is never dressed up as ChatML.
+  Result<ChatTemplate> tmpl = make_error(ErrorKind::kNotFound, "no chat template");
+  if (!info.chat_template.empty() && !info.chat_template_builtin) {
+    tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "chat template");
+    if (!tmpl.ok()) log_warn("chat template does not parse; using the plain fallback", {{"model", info.name}, {"error", tmpl.error().message}});
+  } else if (info.chat_template.empty()) {
+    log_warn("model has no chat template; chat requests use the plain fallback (System:/User:/Assistant:)",
+             {{"model", info.name}});
+  }
+  if (!tmpl.ok() && info.chat_template_builtin && !info.chat_template.empty()) {
+    tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "built-in chat template");
+  }
   if (!tmpl.ok()) {
-    log_warn("chat template does not parse; using ChatML", {{"error", tmpl.error().message}});
-    info.chat_template = kChatMlTemplate;
+    info.chat_template.clear();
     info.chat_template_builtin = true;
-    tmpl = ChatTemplate::create(info.chat_template, info.bos_token, info.eos_token, "ChatML");
+    tmpl = ChatTemplate::create(kPlainChatTemplate, info.bos_token, info.eos_token, "plain fallback");
     if (!tmpl.ok()) return tmpl.error();
   }
   template_ = std::make_unique<ChatTemplate>(std::move(tmpl).value());
@@ -70,6 +81,11 @@ LocalBackend::~LocalBackend() {
   stop_hashing_ = true;
   if (hasher_.joinable()) hasher_.join();
   service_.reset();
+}
+
+void LocalBackend::shut_down() {
+  stop_hashing_ = true;
+  service_->stop(make_error(ErrorKind::kUnavailable, "the server is shutting down"));
 }
 
 std::string LocalBackend::digest() const {

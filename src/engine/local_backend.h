@@ -44,6 +44,7 @@ class LocalBackend final : public protocol::InferenceBackend {
   Result<std::string> apply_template(const nlohmann::ordered_json& chat) const override;
   protocol::EngineMetrics metrics() const override { return service_->metrics(); }
   std::vector<protocol::SlotInfo> slots() const override { return service_->slots(); }
+  void shut_down() override;
 
  private:
   LocalBackend() = default;

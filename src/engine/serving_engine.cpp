@@ -44,6 +44,9 @@ struct Task {
   std::optional<EmbeddingInput> embedding;
 };
 
+// How long stop(reason) waits for consumers to take the final events it pushed.
+constexpr auto kStopGrace = std::chrono::milliseconds(1000);
+
 class ServingEngine::Impl {
  public:
   Impl(InferenceContext& ctx, ServingOptions options, int32_t n_ctx_slot);
@@ -56,6 +59,7 @@ class ServingEngine::Impl {
   int32_t n_ctx_slot() const { return n_ctx_slot_; }
   int32_t embed_limit() const;
   const InferenceContext& context() const { return ctx_; }
+  void stop(std::optional<Error> reason);
 
  private:
   std::shared_ptr<ResultStream> enqueue(Task task);
@@ -90,6 +94,8 @@ class ServingEngine::Impl {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  std::optional<Error> stop_error_;  // set by stop(reason): the final event of what is left
+  std::vector<std::weak_ptr<ResultStream>> stopped_;  // streams shut_down() ended, for stop() to await
 
   // Snapshots for other threads.
   mutable std::mutex stats_mu_;
@@ -110,13 +116,33 @@ ServingEngine::Impl::Impl(InferenceContext& ctx, ServingOptions options, int32_t
 }
 
 ServingEngine::Impl::~Impl() {
+  stop(std::nullopt);
+  for (const ServingSlot& s : slots_) ctx_.seq_free(s.seq());
+}
+
+// Without a reason (the destructor), what is left ends as cancelled; with one, as that error.
+void ServingEngine::Impl::stop(std::optional<Error> reason) {
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
+    if (!stop_) {
+      stop_ = true;
+      stop_error_ = std::move(reason);
+    }
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
-  for (const ServingSlot& s : slots_) ctx_.seq_free(s.seq());
+  if (!stop_error_) return;
+  // Give the consumers a moment to take the error events (an HTTP stream writes its last
+  // chunk when it does), so a server that exits next does not cut them off.
+  const auto deadline = EngineClock::now() + kStopGrace;
+  auto pending = [this] {
+    return std::any_of(stopped_.begin(), stopped_.end(), [](const std::weak_ptr<ResultStream>& w) {
+      auto stream = w.lock();
+      return stream && !stream->finished();
+    });
+  };
+  while (pending() && EngineClock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  stopped_.clear();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -458,15 +484,27 @@ void ServingEngine::Impl::step() {
 
 void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
   const auto now = EngineClock::now();
+  std::optional<Error> reason;
+  {
+    std::lock_guard lock(mu_);
+    reason = stop_error_;
+  }
   for (ServingSlot& s : slots_) {
     if (!s.busy()) continue;
-    s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
+    if (reason) {
+      s.fail(*reason, ++use_stamps_, finals_);
+    } else {
+      s.finish(StopReason::kCancelled, now, ++use_stamps_, finals_);
+    }
     ++m_.requests_cancelled_total;
     ++m_.requests_total;
   }
   for (Task& task : left) {
     EngineEvent ev;
-    if (task.completion) {
+    if (reason) {
+      ev.kind = EngineEvent::Kind::kError;
+      ev.error = *reason;
+    } else if (task.completion) {
       ev.kind = EngineEvent::Kind::kDone;
       ev.stop_reason = StopReason::kCancelled;
     } else {
@@ -476,6 +514,9 @@ void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
     finals_.push_back({task.stream, std::move(ev)});
     ++m_.requests_cancelled_total;
     ++m_.requests_total;
+  }
+  if (reason) {
+    for (const FinalEvent& f : finals_) stopped_.push_back(f.stream);
   }
 }
 
@@ -564,6 +605,7 @@ std::shared_ptr<ResultStream> ServingEngine::submit(EmbeddingInput request) {
 EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }
 std::vector<SlotInfo> ServingEngine::slots() const { return impl_->slots(); }
 int32_t ServingEngine::n_ctx_slot() const { return impl_->n_ctx_slot(); }
+void ServingEngine::stop(const Error& reason) { impl_->stop(reason); }
 int32_t ServingEngine::max_embedding_tokens() const { return impl_->embed_limit(); }
 const InferenceContext& ServingEngine::context() const { return impl_->context(); }
 

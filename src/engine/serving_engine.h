@@ -106,6 +106,12 @@ class GenerationService {
   virtual EngineMetrics metrics() const = 0;
   virtual std::vector<SlotInfo> slots() const = 0;
   virtual int32_t n_ctx_slot() const = 0;
+  // Ends every queued and running request with `reason` as its final kError event, stops
+  // generating and refuses later submissions (kUnavailable). Returns once nothing runs any more
+  // (one engine step at most) and the consumers took those events (or dropped their streams;
+  // at most a second). Idempotent; the server's SIGTERM path calls it. A service
+  // without a thread of its own (a scripted one in tests) may leave it as a no-op.
+  virtual void stop(const Error& reason) { (void)reason; }
 };
 
 class ServingEngine final : public GenerationService {
@@ -126,6 +132,7 @@ class ServingEngine final : public GenerationService {
   EngineMetrics metrics() const override;
   std::vector<SlotInfo> slots() const override;
   int32_t n_ctx_slot() const override;
+  void stop(const Error& reason) override;
   // The longest input an embedding request may have (longer ones need truncate=true): a slot's
   // context for decoders, the whole context (at most the model's positions) for encoders.
   int32_t max_embedding_tokens() const;

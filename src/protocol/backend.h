@@ -74,6 +74,11 @@ class InferenceBackend {
 
   virtual EngineMetrics metrics() const = 0;
   virtual std::vector<SlotInfo> slots() const = 0;
+
+  // The process is stopping: every queued and running request ends with a kError event
+  // (kUnavailable, "the server is shutting down") and later submissions are refused. Returns
+  // once nothing generates any more. A backend with nothing to stop does nothing.
+  virtual void shut_down() {}
 };
 
 }  // namespace hearth::protocol

@@ -23,7 +23,9 @@ struct ModelInfo {
   std::string digest;                // lower-case hex sha256 of the file ("" until computed)
   int64_t modified_unix = 0;         // file modification time
   std::string chat_template;         // the template in use
-  bool chat_template_builtin = false;  // the file has none; Hearth's ChatML fallback is used
+  // The file has no (usable) chat template: chat uses Hearth's plain fallback and
+  // chat_template is "" (what /api/show reports); a generate prompt is used as it is.
+  bool chat_template_builtin = false;
   int32_t context_length = 0;        // trained context (<arch>.context_length)
   int32_t n_ctx_slot = 0;            // context of one request here
   int32_t n_slots = 0;

@@ -1,6 +1,7 @@
 // Parsing and help text for the settings table (see settings.h).
 #include "util/settings.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cmath>
@@ -148,6 +149,40 @@ std::optional<std::string> env_setting(const std::string& name) {
   return read_env(name);
 }
 
+SettingSpec SettingSpec::with_aliases(std::vector<std::string> flags) const {
+  SettingSpec s = *this;
+  s.aliases = std::move(flags);
+  return s;
+}
+
+SettingSpec SettingSpec::with_choices(std::vector<std::string> values) const {
+  SettingSpec s = *this;
+  s.choices = std::move(values);
+  return s;
+}
+
+SettingSpec SettingSpec::with_env_fallback(std::string variable) const {
+  SettingSpec s = *this;
+  s.env_fallback = std::move(variable);
+  return s;
+}
+
+SettingSpec SettingSpec::with_range_note(std::string note) const {
+  SettingSpec s = *this;
+  s.range_note = std::move(note);
+  return s;
+}
+
+SettingSpec unsupported_setting(std::string name, std::vector<std::string> aliases, std::string reason, SettingType type) {
+  SettingSpec s;
+  s.name = std::move(name);
+  s.type = type;
+  s.help = reason;
+  s.aliases = std::move(aliases);
+  s.unsupported = std::move(reason);
+  return s;
+}
+
 std::string setting_flag_name(const SettingSpec& spec) {
   std::string flag = "--";
   for (char c : spec.name) flag += (c == '_') ? '-' : c;
@@ -159,6 +194,15 @@ Settings::Settings(std::vector<SettingSpec> specs) : specs_(std::move(specs)) {}
 const SettingSpec* Settings::find_long(const std::string& flag) const {
   for (const auto& s : specs_) {
     if (setting_flag_name(s) == flag) return &s;
+  }
+  return find_alias(flag);
+}
+
+const SettingSpec* Settings::find_alias(const std::string& word) const {
+  for (const auto& s : specs_) {
+    for (const auto& a : s.aliases) {
+      if (a == word) return &s;
+    }
   }
   return nullptr;
 }
@@ -200,9 +244,16 @@ Status Settings::assign(const SettingSpec& s, const std::string& value, const st
   }
   std::string stored = value;
   const bool numeric = s.type == SettingType::kInt || s.type == SettingType::kFloat;
+  const std::string note = s.range_note.empty() ? "" : "; " + s.range_note;
   if (numeric && !s.range.contains(number)) {
     return make_error(ErrorKind::kInvalidArgument,
-                      source + ": " + value + " is out of range (allowed: " + s.range.describe() + ")");
+                      source + ": " + value + " is out of range (allowed: " + s.range.describe() + ")" + note);
+  }
+  if (s.type == SettingType::kString && !s.choices.empty() &&
+      std::find(s.choices.begin(), s.choices.end(), value) == s.choices.end()) {
+    std::string list;
+    for (const auto& c : s.choices) list += (list.empty() ? "" : ", ") + c;
+    return make_error(ErrorKind::kInvalidArgument, source + ": '" + value + "' is not supported (supported: " + list + ")" + note);
   }
   if (numeric && s.range.soft_max() && number > *s.range.soft_max()) {
     stored = format_bound(*s.range.soft_max());
@@ -224,6 +275,10 @@ Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& en
     if (s.env.empty()) continue;
     if (auto v = env(s.env)) {
       HEARTH_TRY(assign(s, *v, "environment variable " + s.env + " (" + setting_flag_name(s) + ")"));
+    } else if (!s.env_fallback.empty()) {
+      if (auto fallback = env(s.env_fallback)) {
+        HEARTH_TRY(assign(s, *fallback, "environment variable " + s.env_fallback + " (" + setting_flag_name(s) + ")"));
+      }
     }
   }
   std::map<std::string, bool> from_flag;
@@ -245,9 +300,13 @@ Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& en
     const SettingSpec* s = nullptr;
     std::string inline_value;
     bool has_inline = false;
-    if (a[1] == '-') {
+    std::string typed = a;  // the flag as written, for messages
+    if (a[1] != '-' && (s = find_alias(a)) != nullptr) {
+      // A whole-word alias with one dash ("-np", "-ngl") before any short-flag reading of it.
+    } else if (a[1] == '-') {
       auto eq = a.find('=');
       std::string flag = a.substr(0, eq);
+      typed = flag;
       if (eq != std::string::npos) {
         inline_value = a.substr(eq + 1);
         has_inline = true;
@@ -275,6 +334,12 @@ Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& en
         }
       }
     }
+    const std::string canonical = setting_flag_name(*s);
+    const bool own_name = typed == canonical || (typed.size() == 2 && s->short_flag == typed[1]);
+    const std::string source = "option " + (own_name ? canonical : typed + " (" + canonical + ")");
+    if (!s->unsupported.empty()) {
+      return make_error(ErrorKind::kInvalidArgument, "option " + (own_name ? canonical : typed) + " is not supported: " + s->unsupported);
+    }
     if (!from_flag[s->name]) values_.erase(s->name);  // a flag replaces what the environment said
     from_flag[s->name] = true;
     std::string value;
@@ -288,7 +353,7 @@ Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& en
       }
       value = args[++i];
     }
-    HEARTH_TRY(assign(*s, value, "option " + setting_flag_name(*s)));
+    HEARTH_TRY(assign(*s, value, source));
   }
   return ok_status();
 }
@@ -327,6 +392,22 @@ std::vector<std::string> Settings::get_list(const std::string& name) const {
 
 bool Settings::is_set(const std::string& name) const { return values_.count(name) > 0; }
 
+namespace {
+
+// "also -np; " notes and "[env HEARTH_HOST, OLLAMA_HOST]" for one spec.
+std::string env_list(const SettingSpec& s) {
+  if (s.env.empty()) return "";
+  return s.env + (s.env_fallback.empty() ? "" : ", " + s.env_fallback);
+}
+
+std::string alias_list(const SettingSpec& s) {
+  std::string out;
+  for (const auto& a : s.aliases) out += (out.empty() ? "" : ", ") + a;
+  return out;
+}
+
+}  // namespace
+
 std::string Settings::help_text(const std::string& usage) const {
   std::ostringstream out;
   out << "Usage: " << usage << "\n";
@@ -340,23 +421,37 @@ std::string Settings::help_text(const std::string& usage) const {
     left += setting_flag_name(s);
     const char* ph = type_placeholder(s.type);
     if (*ph) left += std::string(" ") + ph;
-    width = std::max(width, left.size());
+    if (s.unsupported.empty()) width = std::max(width, left.size());
     lefts.push_back(left);
   }
+  std::vector<size_t> refused;
   for (size_t i = 0; i < specs_.size(); ++i) {
     const auto& s = specs_[i];
-    out << lefts[i] << std::string(width - lefts[i].size() + 2, ' ') << s.help;
+    if (!s.unsupported.empty()) {
+      refused.push_back(i);
+      continue;
+    }
+    out << lefts[i] << std::string(width > lefts[i].size() ? width - lefts[i].size() + 2 : 2, ' ') << s.help;
     std::vector<std::string> notes;
     if (!s.default_value.empty() && s.type != SettingType::kBool) notes.push_back("default: " + s.default_value);
     if (!s.range.empty() && s.type != SettingType::kString && s.type != SettingType::kBool) {
       notes.push_back("range " + s.range.describe());
     }
+    if (!s.aliases.empty()) notes.push_back("also " + alias_list(s));
     for (size_t n = 0; n < notes.size(); ++n) out << (n == 0 ? " (" : "; ") << notes[n];
     if (!notes.empty()) out << ")";
-    if (!s.env.empty()) out << " [env " << s.env << "]";
+    if (!s.env.empty()) out << " [env " << env_list(s) << "]";
     out << "\n";
   }
   out << "  -h, --help" << std::string(width > 12 ? width - 12 + 2 : 2, ' ') << "show this help\n";
+  if (!refused.empty()) {
+    out << "\nRecognised but not supported (refused with the reason):\n";
+    for (size_t i : refused) {
+      const auto& s = specs_[i];
+      out << "  " << setting_flag_name(s) << (s.aliases.empty() ? "" : ", " + alias_list(s)) << ": " << s.unsupported
+          << "\n";
+    }
+  }
   return out.str();
 }
 
@@ -366,8 +461,13 @@ std::string Settings::markdown_table() const {
   for (const auto& s : specs_) {
     out << "| `" << setting_flag_name(s) << "`";
     if (s.short_flag) out << " (`-" << s.short_flag << "`)";
-    out << " | " << (s.env.empty() ? "" : "`" + s.env + "`") << " | " << s.default_value << " | "
-        << (s.range.empty() ? "" : s.range.describe()) << " | " << s.help << " |\n";
+    for (const auto& a : s.aliases) out << " `" << a << "`";
+    std::string range = s.range.empty() ? "" : s.range.describe();
+    if (!s.choices.empty()) {
+      for (const auto& c : s.choices) range += (range.empty() ? "" : ", ") + c;
+    }
+    out << " | " << (s.env.empty() ? "" : "`" + env_list(s) + "`") << " | " << s.default_value << " | " << range << " | "
+        << (s.unsupported.empty() ? s.help : "not supported: " + s.unsupported) << " |\n";
   }
   return out.str();
 }

@@ -1,5 +1,8 @@
 // The settings table: one list of SettingSpec feeds command-line flags, HEARTH_* environment
-// variables and --help, so the three never disagree. Precedence: flag > environment > default.
+// variables and --help, so the three never disagree. Precedence: flag > environment (HEARTH_*,
+// then its OLLAMA_* twin where one exists) > default. Other runtimes' spellings of an option
+// are aliases in the same spec, and their flags for features Hearth lacks are specs that refuse
+// every use with a reason.
 // A numeric setting carries its allowed range, so parse() refuses an out-of-range value with
 // one error text and --help shows the range; commands do not re-check what the table says.
 // The few HEARTH_* variables that are not options of a command (read deep in the library) are
@@ -62,7 +65,24 @@ struct SettingSpec {
   std::string env;            // e.g. "HEARTH_HOST"; empty when no variable feeds it
   SettingRange range{};       // kInt/kFloat only; the default accepts any value
   bool repeatable = false;    // may be given several times (get_list)
+  // Set through the with_* functions below rather than in the initializer.
+  std::vector<std::string> aliases{};  // other spellings, whole words: "-np", "--n-parallel"
+  std::vector<std::string> choices{};  // kString: the only values accepted (empty: any text)
+  std::string env_fallback{};          // read when `env` is unset: "OLLAMA_HOST"
+  std::string range_note{};            // appended to an out-of-range error: why the range is so
+  std::string unsupported{};           // non-empty: any use is refused with this reason
+
+  // llama-server's and others' spellings of the same option ("-np", "--n-parallel").
+  SettingSpec with_aliases(std::vector<std::string> flags) const;
+  SettingSpec with_choices(std::vector<std::string> values) const;
+  SettingSpec with_env_fallback(std::string variable) const;
+  SettingSpec with_range_note(std::string note) const;
 };
+
+// A flag of another runtime (llama-server) for a feature Hearth lacks: it is listed in --help
+// and any use is refused with "option --lora: REASON", never "unknown option".
+SettingSpec unsupported_setting(std::string name, std::vector<std::string> aliases, std::string reason,
+                                SettingType type = SettingType::kString);
 
 // Returns the environment variable's value, or nullopt. Injected so tests need no real env.
 using EnvLookup = std::function<std::optional<std::string>(const std::string&)>;
@@ -113,6 +133,7 @@ class Settings {
  private:
   const SettingSpec* find_long(const std::string& flag) const;
   const SettingSpec* find_short(char c) const;
+  const SettingSpec* find_alias(const std::string& word) const;
   const SettingSpec& spec(const std::string& name) const;
   Status assign(const SettingSpec& spec, const std::string& value, const std::string& source);
 
