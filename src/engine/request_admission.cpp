@@ -10,6 +10,11 @@ Error invalid(std::string message) { return make_error(ErrorKind::kInvalidArgume
 
 }  // namespace
 
+Error grammar_error(const GenerationRequest& request, const Error& error) {
+  if (request.grammar_field.empty()) return error;
+  return make_error(error.kind, "'" + request.grammar_field + "': " + error.message);
+}
+
 Status check_token_ids(const std::vector<int32_t>& tokens, int32_t n_vocab) {
   for (int32_t t : tokens) {
     if (t < 0 || t >= n_vocab) {

@@ -16,6 +16,9 @@ struct AdmissionLimits {
   int32_t n_slots = 0;
 };
 
+// A grammar compilation error, prefixed with the request field the grammar came from.
+Error grammar_error(const GenerationRequest& request, const Error& error);
+
 // Errors (kInvalidArgument) name the first id outside [0, n_vocab).
 Status check_token_ids(const std::vector<int32_t>& tokens, int32_t n_vocab);
 

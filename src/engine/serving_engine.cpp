@@ -160,10 +160,7 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
   sampler::SamplerParams params = request.sampling;
   params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
   auto grammar = ctx_.grammar_constraint(request.grammar);
-  if (!grammar.ok()) {
-    const Error& e = grammar.error();
-    return error_stream(id, request.grammar_field.empty() ? e : make_error(e.kind, "'" + request.grammar_field + "': " + e.message));
-  }
+  if (!grammar.ok()) return error_stream(id, grammar_error(request, grammar.error()));
   auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
                                              static_cast<size_t>(n_ctx_slot_), std::move(grammar).value());
   if (!chain.ok()) return error_stream(id, chain.error());

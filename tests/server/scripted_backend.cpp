@@ -100,9 +100,7 @@ std::shared_ptr<engine::ResultStream> ScriptedBackend::submit_generation(engine:
   if (!admitted.ok()) return rejected(id, admitted.error());
   if (!request.grammar.empty()) {
     auto grammar = sampler::compile_gbnf(request.grammar);
-    if (!grammar.ok()) {
-      return rejected(id, make_error(grammar.error().kind, "'" + request.grammar_field + "': " + grammar.error().message));
-    }
+    if (!grammar.ok()) return rejected(id, engine::grammar_error(request, grammar.error()));
   }
   auto stream = std::make_shared<engine::ResultStream>(id);
   auto record = std::make_shared<Record>();
