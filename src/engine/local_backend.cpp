@@ -93,31 +93,33 @@ std::string LocalBackend::digest() const {
   return digest_;
 }
 
+// Submits every prepared piece; when the service refuses one, the ones already queued are
+// cancelled and the refusal is the answer.
+template <typename Piece>
+Result<std::vector<std::shared_ptr<protocol::EventStream>>> LocalBackend::submit_all(std::vector<Piece> pieces) {
+  std::vector<std::shared_ptr<protocol::EventStream>> streams;
+  for (auto& piece : pieces) {
+    std::shared_ptr<ResultStream> stream = service_->submit(std::move(piece));
+    if (std::optional<Error> rejected = stream->rejection()) {
+      for (auto& s : streams) s->cancel();
+      return *rejected;
+    }
+    streams.push_back(std::move(stream));
+  }
+  return streams;
+}
+
 Result<protocol::CompletionSubmission> LocalBackend::submit(const protocol::CompletionRequest& request) {
   HEARTH_ASSIGN(PreparedPrompts prepared, prepare_completion(prompt_model(), request));
   protocol::CompletionSubmission out;
+  HEARTH_ASSIGN(out.streams, submit_all(std::move(prepared.requests)));
   out.prompts = std::move(prepared.prompts);
-  for (auto& r : prepared.requests) {
-    std::shared_ptr<ResultStream> stream = service_->submit(std::move(r));
-    if (std::optional<Error> rejected = stream->rejection()) {
-      for (auto& s : out.streams) s->cancel();
-      return *rejected;
-    }
-    out.streams.push_back(std::move(stream));
-  }
   return out;
 }
 
 Result<protocol::EmbeddingSubmission> LocalBackend::submit(const protocol::EmbeddingRequest& request) {
   protocol::EmbeddingSubmission out;
-  for (auto& input : prepare_embedding(*tokenizer_, request)) {
-    std::shared_ptr<ResultStream> stream = service_->submit(std::move(input));
-    if (std::optional<Error> rejected = stream->rejection()) {
-      for (auto& s : out.streams) s->cancel();
-      return *rejected;
-    }
-    out.streams.push_back(std::move(stream));
-  }
+  HEARTH_ASSIGN(out.streams, submit_all(prepare_embedding(*tokenizer_, request)));
   return out;
 }
 

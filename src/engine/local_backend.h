@@ -50,6 +50,8 @@ class LocalBackend final : public protocol::InferenceBackend {
   LocalBackend() = default;
   Status init(protocol::ModelInfo info);
   PromptModel prompt_model() const { return PromptModel{*tokenizer_, *template_, info_}; }
+  template <typename Piece>
+  Result<std::vector<std::shared_ptr<protocol::EventStream>>> submit_all(std::vector<Piece> pieces);
 
   std::unique_ptr<InferenceContext> context_;   // when this backend owns the model
   const Tokenizer* tokenizer_ = nullptr;
