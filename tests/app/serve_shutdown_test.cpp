@@ -13,6 +13,7 @@
 #include <string>
 
 #include "app/server_process.h"
+#include "common/loopback_socket.h"
 #include "common/test_paths.h"
 
 namespace hearth::test {
@@ -20,19 +21,6 @@ namespace {
 
 using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
-
-int connect_to(int port) {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return -1;
-  }
-  return fd;
-}
 
 // Reads what arrives within `ms`; false at end of stream (or an error).
 bool read_some(int fd, std::string& out, int ms) {
@@ -48,7 +36,7 @@ bool read_some(int fd, std::string& out, int ms) {
 // Starts a long streaming completion in `path`'s dialect and returns the socket once its first
 // tokens arrived (-1 on failure); `got` holds the bytes so far.
 int start_stream(int port, const std::string& path, const Json& body, std::string& got) {
-  int fd = connect_to(port);
+  int fd = connect_loopback(port);
   if (fd < 0) return -1;
   const std::string text = body.dump();
   const std::string req = "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
@@ -104,7 +92,7 @@ TEST(ServeShutdown, IdleKeepAliveConnectionsDoNotDelayExit) {
   HEARTH_REQUIRE_FILE(model);
   ServerProcess server;
   ASSERT_TRUE(server.start({"-m", model})) << server.error();
-  int fd = connect_to(server.port());
+  int fd = connect_loopback(server.port());
   ASSERT_GE(fd, 0);
   const std::string req = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
   ASSERT_EQ(::write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));

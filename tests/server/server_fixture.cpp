@@ -7,6 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/loopback_socket.h"
+
 namespace hearth::test {
 
 api::Json HttpReply::json() const {
@@ -47,16 +49,8 @@ std::string RawReply::first_body() const {
 RawReply raw_exchange(int port, const std::string& bytes, std::chrono::milliseconds wait) {
   RawReply r;
   const auto start = std::chrono::steady_clock::now();
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  int fd = connect_loopback(port);
   if (fd < 0) return r;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
-    ::close(fd);
-    return r;
-  }
   size_t sent = 0;
   while (sent < bytes.size()) {
     ssize_t n = ::send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
