@@ -88,6 +88,9 @@ std::vector<SettingSpec> serve_settings() {
                    SettingRange::at_least(0)});
   specs.push_back({"max_streams", 0, SettingType::kInt, "256", "resumable streams held at once", "HEARTH_MAX_STREAMS",
                    SettingRange::at_least(1)});
+  specs.push_back({"kv_idle_cache", 0, SettingType::kString, std::to_string(engine::kDefaultIdleCacheBytes >> 20) + "MiB",
+                   "cached prompt prefixes (KV) kept once the server has been idle for a second; the rest of the KV "
+                   "memory goes back to the system (0: all of it)", "HEARTH_KV_IDLE_CACHE"});
   specs.push_back({"no_memory_check", 0, SettingType::kBool, "",
                    "load even when weights + KV cache + buffers exceed the available memory", "HEARTH_NO_MEMORY_CHECK"});
   const std::string no_tls = "TLS is not built in; put a TLS-terminating proxy (caddy, nginx) in front of Hearth";
@@ -223,6 +226,9 @@ int run_serve(const CommandArgs& args) {
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
+  auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
+  if (!idle_cache.ok()) return fail("--kv-idle-cache: " + idle_cache.error().message);
+  serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
 
   auto template_source = chat_template_from(s);
   if (!template_source.ok()) return fail(template_source.error().message);

@@ -54,7 +54,16 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   c->n_ctx_ = o.n_ctx > 0 ? o.n_ctx : std::min(h.n_ctx_train, 4096);
   if (o.block_tokens <= 0) return make_error(ErrorKind::kInvalidArgument, "block_tokens must be positive");
   const int32_t n_blocks = (c->n_ctx_ + o.block_tokens - 1) / o.block_tokens;
-  HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks));
+  kv::KvCacheOptions kv_options;
+  kv_options.pool = o.kv_pool;
+  kv_options.prefix_sharing = o.prefix_sharing;
+  // Block names are seeded with the model's identity (its file and shape): one cache never
+  // serves K/V computed by another model.
+  const std::string identity = path + "|" + h.arch_name + "|" + std::to_string(h.n_layer) + "|" +
+                               std::to_string(h.n_embd) + "|" + std::to_string(h.n_vocab);
+  std::vector<int32_t> identity_codes(identity.begin(), identity.end());
+  kv_options.model_seed = kv::chain_hash(0, identity_codes);
+  HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks, kv_options));
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

@@ -26,6 +26,10 @@ struct ContextOptions {
   int32_t n_ctx = 0;            // tokens of KV cache in all; 0: min(context_length, 4096)
   DType kv_type = DType::kF16;  // F16, F32 or Q8_0
   int32_t block_tokens = 16;
+  // Requests adopt KV blocks of any earlier request whose prompt began the same way (the
+  // cross-request prefix cache); false: only a slot's own previous tokens are reused.
+  bool prefix_sharing = true;
+  kv::KvPoolOptions kv_pool;
   // See model::LoadOptions::interleave; HEARTH_WEIGHT_LAYOUT=gguf turns it off.
   bool interleave_weights = true;
 };
@@ -42,6 +46,7 @@ class InferenceContext {
   double load_ms() const { return load_ms_; }
   ThreadPool& pool() { return *pool_; }
   kv::KvCache& kv() { return *kv_; }
+  const kv::KvCache& kv() const { return *kv_; }
 
   int32_t seq_create() { return kv_->seq_create(); }
   Result<int32_t> seq_fork(int32_t seq) { return kv_->seq_fork(seq); }

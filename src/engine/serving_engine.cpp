@@ -65,7 +65,7 @@ class ServingEngine::Impl {
   std::shared_ptr<ResultStream> enqueue(Task task);
   void run();
   std::vector<Task> take_tasks(bool& stop);
-  void take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled);
+  void take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled, bool kv_open);
   void finish_cancelled();
   void admit(std::vector<Task>& tasks);
   void run_embedding(Task& task);
@@ -74,6 +74,13 @@ class ServingEngine::Impl {
   void publish_and_deliver();
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
+  void trim_when_idle();
+  void publish_prefixes(const ServingSlot& s);
+
+ public:
+  void set_kv_limit(size_t bytes);
+
+ private:
 
   InferenceContext& ctx_;
   const ServingOptions opts_;
@@ -86,6 +93,8 @@ class ServingEngine::Impl {
   uint64_t use_stamps_ = 0;
   std::vector<model::BatchToken> batch_;
   std::vector<float> logits_;
+  EngineClock::time_point last_active_;  // end of the last step or admission
+  bool trim_pending_ = false;            // work ran since the last idle trim
   EngineMetrics m_;     // published into metrics_
   FinalEvents finals_;  // pushed after the next publish()
 
@@ -94,6 +103,7 @@ class ServingEngine::Impl {
   std::condition_variable cv_;
   std::deque<Task> queue_;
   bool stop_ = false;
+  bool limit_changed_ = false;  // set_kv_limit() since the engine last looked
   std::optional<Error> stop_error_;  // set by stop(reason): the final event of what is left
   std::vector<std::weak_ptr<ResultStream>> stopped_;  // streams shut_down() ended, for stop() to await
 
@@ -232,12 +242,15 @@ bool ServingEngine::Impl::any_busy() const {
 void ServingEngine::Impl::run() {
   for (;;) {
     finish_cancelled();
+    ctx_.kv().enforce_limit();
     publish_and_deliver();  // before waiting: the snapshot never lags behind an idle engine
     bool stop = false;
     std::vector<Task> tasks = take_tasks(stop);
     if (stop) break;
+    if (!tasks.empty()) trim_pending_ = true;
     admit(tasks);
     if (any_busy()) step();
+    if (trim_pending_) last_active_ = EngineClock::now();
     publish_and_deliver();
   }
   std::deque<Task> left;
@@ -257,12 +270,32 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   std::vector<Task> cancelled;
   std::unique_lock lock(mu_);
   const bool busy = any_busy();
-  cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy; });
+  // Over the KV limit, completions wait in the queue (running ones go on) until it is raised
+  // or running sequences end; cancellations and embeddings still wake the engine.
+  const bool kv_open = ctx_.kv().pool().admits_blocks(1);
+  auto work = [&] {
+    if (stop_ || busy || limit_changed_) return true;
+    return std::any_of(queue_.begin(), queue_.end(),
+                       [&](const Task& t) { return kv_open || t.embedding || t.stream->cancelled(); });
+  };
+  if (!busy && trim_pending_ && !work()) {
+    // Idle: once nothing has run for idle_after, cached prefixes shrink to the idle cap.
+    if (!cv_.wait_until(lock, last_active_ + opts_.idle_after, work)) {
+      lock.unlock();
+      trim_when_idle();
+      publish();
+      lock.lock();
+    }
+  }
+  // Woken by submissions, cancellations and limit changes; the timeout only rechecks
+  // cancellations of requests held back by the KV limit.
+  while (!work()) cv_.wait_for(lock, std::chrono::milliseconds(kv_open ? 60000 : 100));
+  limit_changed_ = false;
   if (stop_) {
     stop = true;
     return taken;
   }
-  take_admissible(taken, cancelled);
+  take_admissible(taken, cancelled, kv_open);
   lock.unlock();
   for (Task& t : cancelled) {
     EngineEvent ev;
@@ -283,7 +316,7 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
 
 // With mu_ held: moves the tasks that can start now into `taken` and those cancelled while
 // queued into `cancelled`.
-void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled) {
+void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled, bool kv_open) {
   std::vector<bool> free_slot(slots_.size());
   int32_t n_free = 0;
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -305,6 +338,8 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
     if (it->embedding) {
       take = !took_embedding;
       took_embedding = took_embedding || take;
+    } else if (!kv_open) {
+      take = false;
     } else if (it->completion->request.slot >= 0) {
       const auto want = static_cast<size_t>(it->completion->request.slot);
       take = free_slot[want];
@@ -363,6 +398,14 @@ void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
       finals_.push_back({task.stream, std::move(ev)});
       ++m_.requests_total;
       continue;
+    }
+    // A longer prefix cached by any slot or earlier request (whole blocks) replaces the slot's own.
+    if (req.cache_prompt && !req.prompt.empty()) {
+      const auto max_reuse = static_cast<int32_t>(req.prompt.size()) - 1;
+      if (std::min(ctx_.kv().cached_prefix(req.prompt), max_reuse) > choice.reuse) {
+        (void)ctx_.seq_truncate(slot.seq(), 0);
+        choice.reuse = ctx_.kv().seq_adopt_prefix(slot.seq(), req.prompt, max_reuse);
+      }
     }
     log_info("request started", {{"slot", slot.id()},
                                  {"task", static_cast<long long>(task.id)},
@@ -458,18 +501,28 @@ void ServingEngine::Impl::step() {
   }
   ++m_.steps_total;
   m_.prompt_tokens_total += static_cast<uint64_t>(n_prompt_tokens);
-  for (const SlotShare& share : plan) slots_[static_cast<size_t>(share.slot)].on_decoded(share.n_prompt, share.n_decode > 0);
+  for (const SlotShare& share : plan) {
+    ServingSlot& s = slots_[static_cast<size_t>(share.slot)];
+    s.on_decoded(share.n_prompt, share.n_decode > 0);
+    // A prompt just evaluated in full is shared at once, so requests arriving meanwhile with
+    // the same system prompt adopt it instead of evaluating it again.
+    if (share.n_prompt > 0 && s.prompt_pending() == 0 && s.cache_prompt()) publish_prefixes(s);
+  }
 
   const auto now = EngineClock::now();
   const size_t n_vocab = static_cast<size_t>(ctx_.n_vocab());
   for (size_t row = 0; row < output_slots.size(); ++row) {
     ServingSlot& s = slots_[static_cast<size_t>(output_slots[row])];
+    const bool keep_prefix = s.cache_prompt();
     SampleOutcome out = s.on_logits(logits_.data() + row * n_vocab, ctx_.tokenizer(), n_ctx_slot_, now, ++use_stamps_, finals_);
     if (out.sampled) {
       ++m_.generated_tokens_total;
       (out.first ? m_.ttft : m_.inter_token).observe(out.since_previous_s);
     }
-    if (out.finished) ++m_.requests_total;
+    if (out.finished) {
+      ++m_.requests_total;
+      if (keep_prefix) publish_prefixes(s);  // the conversation so far, for its next turn on any slot
+    }
   }
 
   if (opts_.step_observer) {
@@ -517,15 +570,59 @@ void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
   }
 }
 
+void ServingEngine::Impl::publish_prefixes(const ServingSlot& s) { ctx_.kv().seq_publish(s.seq(), s.cached()); }
+
+// Nothing ran for idle_after: keep at most idle_cache_bytes of cached prefixes and give the
+// rest of the KV memory back to the OS. Idle slots keep their sequences when everything fits
+// the cap; otherwise they let go of them (their full blocks stay named in the prefix cache, so
+// the next turn of a conversation still adopts them while they survive the trim).
+void ServingEngine::Impl::trim_when_idle() {
+  trim_pending_ = false;
+  kv::KvCache& kv = ctx_.kv();
+  if (kv.stats().pool.used_bytes > opts_.idle_cache_bytes) {
+    for (ServingSlot& s : slots_) {
+      if (s.busy()) continue;
+      (void)ctx_.seq_truncate(s.seq(), 0);
+      s.drop_cache(0);
+    }
+  }
+  const int32_t released = kv.trim_cache(opts_.idle_cache_bytes);
+  if (released > 0) {
+    log_info("KV memory returned while idle", {{"chunks", released},
+                                               {"committed_bytes", static_cast<long long>(kv.stats().pool.committed_bytes)}});
+  }
+}
+
+void ServingEngine::Impl::set_kv_limit(size_t bytes) {
+  ctx_.kv().pool().set_limit(bytes);
+  {
+    std::lock_guard lock(mu_);
+    limit_changed_ = true;
+  }
+  cv_.notify_all();
+}
+
 void ServingEngine::Impl::publish() {
   std::vector<SlotInfo> infos;
   int32_t processing = 0;
   for (const ServingSlot& s : slots_) {
     infos.push_back(s.info(n_ctx_slot_));
+    const auto table = ctx_.kv().block_table(s.seq());
+    infos.back().kv_blocks = static_cast<int32_t>(table.size());
+    for (int32_t b : table) infos.back().kv_blocks_shared += ctx_.kv().pool().kv_block_refcount(b) > 1 ? 1 : 0;
     processing += s.busy() ? 1 : 0;
   }
   m_.requests_processing = processing;
-  m_.kv_blocks_used = ctx_.kv().pool().n_used();
+  const kv::KvCacheStats kv = ctx_.kv().stats();
+  m_.kv_blocks_used = kv.pool.blocks_used;
+  m_.kv_blocks_cached = kv.blocks_cached;
+  m_.kv_bytes_reserved = kv.pool.reserved_bytes;
+  m_.kv_bytes_committed = kv.pool.committed_bytes;
+  m_.kv_bytes_used = kv.pool.used_bytes;
+  m_.kv_bytes_limit = kv.pool.limit_bytes;
+  m_.kv_evictions_total = kv.evictions_total;
+  m_.kv_shrink_events_total = kv.shrink_events_total;
+  m_.kv_chunks_released_total = kv.pool.chunks_released_total;
   std::lock_guard lock(stats_mu_);
   metrics_ = m_;
   slot_infos_ = std::move(infos);
@@ -571,7 +668,8 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(InferenceContext& c
   // Every slot must be able to fill its context at the same time: n_slots whole-block shares
   // of the pool's free blocks.
   const int32_t bt = ctx.kv().block_tokens();
-  const int32_t blocks_free = ctx.kv().pool().n_free();
+  // Cached prefix blocks nobody else holds are evicted on demand: they count as free.
+  const int32_t blocks_free = ctx.kv().pool().n_free() + ctx.kv().stats().blocks_evictable;
   const int32_t share_blocks = blocks_free / options.n_slots;
   int32_t n_ctx_slot = options.n_ctx_slot;
   if (n_ctx_slot <= 0) n_ctx_slot = std::min(ctx.n_ctx() / options.n_slots, share_blocks * bt);
@@ -603,6 +701,8 @@ EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }
 std::vector<SlotInfo> ServingEngine::slots() const { return impl_->slots(); }
 int32_t ServingEngine::n_ctx_slot() const { return impl_->n_ctx_slot(); }
 void ServingEngine::stop(const Error& reason) { impl_->stop(reason); }
+void ServingEngine::set_kv_limit(size_t bytes) { impl_->set_kv_limit(bytes); }
+kv::KvPoolStats ServingEngine::kv_pool_stats() const { return impl_->context().kv().pool().stats(); }
 int32_t ServingEngine::max_embedding_tokens() const { return impl_->embed_limit(); }
 const InferenceContext& ServingEngine::context() const { return impl_->context(); }
 

@@ -76,6 +76,8 @@ struct StepRecord {
   std::vector<Share> shares;
 };
 
+inline constexpr size_t kDefaultIdleCacheBytes = size_t{256} << 20;
+
 struct ServingOptions {
   int32_t n_slots = 4;             // --parallel
   int32_t n_ctx_slot = 0;          // context per slot; 0: the context's n_ctx / n_slots (rounded
@@ -86,6 +88,11 @@ struct ServingOptions {
   // A slot's cached tokens are preferred for a new prompt when their common prefix covers at
   // least this fraction of the prompt; otherwise the least recently used idle slot is taken.
   float slot_similarity = 0.5f;
+  // Once no request has run for idle_after, cached prefixes are trimmed to idle_cache_bytes
+  // and the rest of the KV memory goes back to the OS (HEARTH_KV_IDLE_CACHE; see
+  // docs/decisions.md for the default).
+  size_t idle_cache_bytes = kDefaultIdleCacheBytes;
+  std::chrono::milliseconds idle_after{1000};
   // Called on the engine thread after every decoded batch. Must be quick and must not call
   // back into the engine. Empty: nothing is called.
   std::function<void(const StepRecord&)> step_observer;
@@ -137,6 +144,12 @@ class ServingEngine final : public GenerationService {
   // context for decoders, the whole context (at most the model's positions) for encoders.
   int32_t max_embedding_tokens() const;
   const InferenceContext& context() const;
+  // The KV byte limit (any thread; 0: none): past it no new request is admitted, cached
+  // prefixes are evicted and empty chunks released; running requests keep their memory and
+  // finish. The hook for a machine-wide budget.
+  void set_kv_limit(size_t bytes);
+  // Reserved, committed and used KV bytes now (any thread).
+  kv::KvPoolStats kv_pool_stats() const;
 
   class Impl;
 

@@ -15,7 +15,8 @@ double ms_between(EngineClock::time_point a, EngineClock::time_point b) {
 
 void ServingSlot::start(int64_t request_id, PreparedCompletion prepared, std::shared_ptr<ResultStream> stream,
                         EngineClock::time_point submitted, uint64_t arrival, int32_t reuse) {
-  cached_.resize(static_cast<size_t>(reuse));
+  // The reused tokens are the prompt's first ones (from this slot's cache or the shared one).
+  cached_.assign(prepared.request.prompt.begin(), prepared.request.prompt.begin() + reuse);
   active_.emplace(std::move(prepared));
   Active& a = *active_;
   a.id = request_id;

@@ -57,8 +57,8 @@ class ServingSlot {
   // Tokens whose K/V the slot's sequence holds, in order (the prefix cache).
   const std::vector<int32_t>& cached() const { return cached_; }
 
-  // Takes a request; the first `reuse` cached tokens stay (the caller has truncated the
-  // sequence to them), the rest of the prompt is pending.
+  // Takes a request; the sequence holds the prompt's first `reuse` tokens (the caller
+  // truncated it to its common prefix, or had it adopt a shared prefix), the rest is pending.
   void start(int64_t request_id, PreparedCompletion prepared, std::shared_ptr<ResultStream> stream,
              EngineClock::time_point submitted, uint64_t arrival, int32_t reuse);
   // Forgets the cached tokens past n (the caller truncated the sequence). Idle slots only.
@@ -73,6 +73,8 @@ class ServingSlot {
   int32_t pending_token() const { return active_->pending_token; }
   bool cancelled() const { return active_->stream->cancelled(); }
   const std::string& tag() const { return active_->prep.request.tag; }
+  // Whether the request's tokens may be kept for later requests (its cache_prompt).
+  bool cache_prompt() const { return active_->prep.request.cache_prompt; }
 
   // After a successful decode: n_prompt prompt tokens (or the pending token, when decoded_pending)
   // now sit in the sequence.

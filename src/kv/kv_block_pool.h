@@ -1,13 +1,27 @@
 // A pool of fixed-size KV blocks. Each block holds K and V for `block_tokens` consecutive
-// tokens of one sequence, for every layer. Storage is one anonymous mapping reserved up front
-// and committed by the OS page by page as blocks are first written, so an idle pool costs
-// address space, not memory. Blocks are reference-counted so sequences can share a prefix.
+// tokens of one sequence, for every layer, so a chunk of whole blocks holds whole token ranges
+// of all layers. Memory is elastic: the pool reserves address space for its maximum (a
+// KvMemory) and commits it in chunks (2 MiB) only as blocks are handed out; a chunk whose
+// blocks are all free goes back to the OS once more than `reserve_chunks` empty chunks stay
+// committed. Allocation takes the lowest free block of the lowest committed chunk that has one,
+// so live data packs into low chunks and freed sequences leave whole chunks empty. A
+// background committer prefaults the next chunk before it is needed, so decode does not wait
+// on page faults. Blocks are reference-counted so sequences (and the prefix cache) share them.
+// A byte limit (set_limit, any thread) closes admission of new work past it; it never takes a
+// block away from a sequence that holds one. Allocation and reference counting are for one
+// thread (the engine's); stats() and set_limit() may be called from any thread.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <thread>
 #include <vector>
 
+#include "kv/kv_memory.h"
 #include "tensor/dtype.h"
 #include "util/result.h"
 
@@ -21,9 +35,36 @@ struct KvLayout {
   DType type = DType::kF16;  // F16 (default), F32 or Q8_0
 };
 
+struct KvPoolOptions {
+  // Empty committed chunks kept for the next blocks (the low-water mark): freeing below it
+  // keeps memory committed; above it, an empty chunk is released at once.
+  int32_t reserve_chunks = 1;
+  // Prefault the next chunk on a thread of the pool's own (false: commit on demand only).
+  bool background_commit = true;
+};
+
+struct KvPoolStats {
+  size_t reserved_bytes = 0;   // address space for every block
+  size_t committed_bytes = 0;  // resident chunks
+  size_t used_bytes = 0;       // blocks with a reference, times the block size
+  size_t limit_bytes = 0;      // set_limit (the reservation when never set)
+  size_t block_bytes = 0;
+  int32_t blocks_total = 0;
+  int32_t blocks_used = 0;
+  uint64_t chunks_committed_total = 0;
+  uint64_t chunks_released_total = 0;
+  uint64_t commits_on_demand_total = 0;  // chunks the allocating thread had to commit itself
+};
+
 class KvBlockPool {
  public:
-  static Result<KvBlockPool> create(const KvLayout& layout, int32_t n_blocks);
+  static Result<KvBlockPool> create(const KvLayout& layout, int32_t n_blocks, const KvPoolOptions& options = {});
+  // A pool over caller-provided memory (a test double or another backend); `memory` must be
+  // at least chunk-count × chunk-stride bytes (bytes_needed()).
+  static Result<KvBlockPool> create(const KvLayout& layout, int32_t n_blocks, const KvPoolOptions& options,
+                                    std::unique_ptr<KvMemory> memory);
+  // Bytes of memory a pool of this layout and size reserves.
+  static Result<size_t> bytes_needed(const KvLayout& layout, int32_t n_blocks);
   ~KvBlockPool();
   KvBlockPool(KvBlockPool&& other) noexcept;
   KvBlockPool& operator=(KvBlockPool&& other) noexcept;
@@ -32,13 +73,15 @@ class KvBlockPool {
 
   const KvLayout& layout() const { return layout_; }
   int32_t n_blocks() const { return n_blocks_; }
-  int32_t n_free() const { return static_cast<int32_t>(free_.size()); }
-  int32_t n_used() const { return n_blocks_ - n_free(); }
+  int32_t n_free() const { return n_blocks_ - n_used_; }
+  int32_t n_used() const { return n_used_; }
 
-  // A free block with refcount 1, or kOutOfRange when the pool is exhausted.
+  // The lowest free block of the lowest committed chunk with one (else of the lowest chunk,
+  // committed now), refcount 1; kOutOfRange when every block is in use.
   Result<int32_t> kv_block_alloc();
   void kv_block_ref(int32_t block);
-  // Drops one reference; the block returns to the free list at zero.
+  // Drops one reference; at zero the block is free, and its chunk is released when it became
+  // empty and more than reserve_chunks empty chunks are committed.
   void kv_block_unref(int32_t block);
   int32_t kv_block_refcount(int32_t block) const { return refcount_[static_cast<size_t>(block)]; }
   // Copies all layers' K and V rows of `src` into `dst` (the copy in copy-on-write).
@@ -50,20 +93,52 @@ class KvBlockPool {
   uint8_t* v_block(int32_t layer, int32_t block);
   size_t k_row_bytes() const { return k_row_bytes_; }
   size_t v_row_bytes() const { return v_row_bytes_; }
-  size_t bytes_reserved() const { return bytes_; }
+  size_t block_bytes() const { return block_bytes_; }
+  size_t bytes_reserved() const { return n_chunks_ * chunk_stride_; }
+
+  // Chunks: blocks [c * blocks_per_chunk, (c + 1) * blocks_per_chunk) live in chunk c.
+  int32_t blocks_per_chunk() const { return blocks_per_chunk_; }
+  int32_t chunk_of(int32_t block) const { return block / blocks_per_chunk_; }
+  int32_t chunk_used(int32_t chunk) const { return chunk_used_[static_cast<size_t>(chunk)]; }
+  bool chunk_committed(int32_t chunk) const;
+
+  // Releases every empty committed chunk beyond keep_empty_chunks (highest first); the number
+  // released. Use keep_empty_chunks = 0 to return everything that can be.
+  int32_t release_empty_chunks(int32_t keep_empty_chunks);
+
+  // Byte limit on used blocks (any thread; 0 or more than the reservation: no limit). Past it
+  // admits_blocks() says no; blocks already held are never taken back.
+  void set_limit(size_t bytes);
+  size_t limit() const;
+  // Whether n more blocks fit under the limit (and in the pool).
+  bool admits_blocks(int32_t n) const;
+
+  KvPoolStats stats() const;  // any thread
 
  private:
+  struct Shared;  // chunk states and the committer thread, shared with that thread
   KvBlockPool() = default;
-  void release();
+  size_t block_offset(int32_t block) const {
+    return static_cast<size_t>(block / blocks_per_chunk_) * chunk_stride_ +
+           static_cast<size_t>(block % blocks_per_chunk_) * block_bytes_;
+  }
+  int32_t pick_chunk();
+  void commit_ahead();
+  void release_chunk(int32_t chunk);
 
   KvLayout layout_;
   int32_t n_blocks_ = 0;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
-  size_t block_bytes_ = 0;  // K and V of all layers for one block
-  size_t bytes_ = 0;
+  size_t block_bytes_ = 0;    // K and V of all layers for one block
+  int32_t blocks_per_chunk_ = 1;
+  size_t chunk_stride_ = 0;   // bytes between chunk starts (whole memory chunks)
+  size_t n_chunks_ = 0;
+  int32_t reserve_chunks_ = 1;
   uint8_t* base_ = nullptr;
   std::vector<int32_t> refcount_;
-  std::vector<int32_t> free_;  // stack; lowest ids handed out first
+  std::vector<int32_t> chunk_used_;  // blocks with a reference, per chunk
+  int32_t n_used_ = 0;
+  std::unique_ptr<Shared> shared_;
 };
 
 }  // namespace hearth::kv

@@ -27,6 +27,14 @@ struct EngineMetrics {
   int32_t requests_waiting = 0;         // queued, no slot yet
   int32_t kv_blocks_used = 0;
   int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_cached = 0;          // named by the prefix cache (some also in use)
+  uint64_t kv_bytes_reserved = 0;        // address space for the whole pool
+  uint64_t kv_bytes_committed = 0;       // resident chunks
+  uint64_t kv_bytes_used = 0;            // blocks held by sequences or the prefix cache
+  uint64_t kv_bytes_limit = 0;           // admission limit (the reservation when none is set)
+  uint64_t kv_evictions_total = 0;       // cached prefix blocks evicted
+  uint64_t kv_shrink_events_total = 0;   // idle trims and limit changes that returned memory
+  uint64_t kv_chunks_released_total = 0; // chunks given back to the OS
   LatencyHistogram ttft;                // seconds, submit -> first token
   LatencyHistogram inter_token;         // seconds between tokens of one stream
 };
@@ -39,6 +47,8 @@ struct SlotInfo {
   int32_t cached_tokens = 0;   // tokens held in the slot's KV
   int32_t prompt_pending = 0;  // prompt tokens still to prefill
   int32_t generated = 0;
+  int32_t kv_blocks = 0;         // KV blocks the slot's sequence holds
+  int32_t kv_blocks_shared = 0;  // ... of them shared (prefix cache or other slots)
 };
 
 }  // namespace hearth::protocol

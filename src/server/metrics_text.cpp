@@ -68,6 +68,25 @@ std::string metrics_text(const protocol::EngineMetrics& m, const ServerCounters&
   scalar(out, "hearth_requests_waiting", "gauge", "Requests queued for a slot.", m.requests_waiting);
   scalar(out, "hearth_kv_blocks_used", "gauge", "KV cache blocks in use.", m.kv_blocks_used);
   scalar(out, "hearth_kv_blocks_total", "gauge", "KV cache blocks in all.", m.kv_blocks_total);
+  scalar(out, "hearth_kv_blocks_cached", "gauge", "KV cache blocks named by the prefix cache.", m.kv_blocks_cached);
+  scalar(out, "hearth_kv_blocks_free", "gauge", "KV cache blocks free.", m.kv_blocks_total - m.kv_blocks_used);
+  scalar(out, "hearth_kv_reserved_bytes", "gauge", "Address space reserved for the KV cache.",
+         static_cast<double>(m.kv_bytes_reserved));
+  scalar(out, "hearth_kv_committed_bytes", "gauge", "KV cache memory resident (committed chunks).",
+         static_cast<double>(m.kv_bytes_committed));
+  scalar(out, "hearth_kv_used_bytes", "gauge", "KV cache memory in blocks held by sequences or the prefix cache.",
+         static_cast<double>(m.kv_bytes_used));
+  scalar(out, "hearth_kv_limit_bytes", "gauge", "KV cache byte limit for admitting requests.",
+         static_cast<double>(m.kv_bytes_limit));
+  const double prompt_seen = static_cast<double>(m.prompt_tokens_total + m.cached_tokens_total);
+  scalar(out, "hearth_kv_prefix_hit_ratio", "gauge", "Prompt tokens reused from the prefix cache over all prompt tokens.",
+         prompt_seen > 0 ? static_cast<double>(m.cached_tokens_total) / prompt_seen : 0.0);
+  scalar(out, "hearth_kv_evictions_total", "counter", "Cached prefix blocks evicted.",
+         static_cast<double>(m.kv_evictions_total));
+  scalar(out, "hearth_kv_shrink_events_total", "counter", "Idle trims and limit changes that returned KV memory.",
+         static_cast<double>(m.kv_shrink_events_total));
+  scalar(out, "hearth_kv_chunks_released_total", "counter", "KV memory chunks returned to the OS.",
+         static_cast<double>(m.kv_chunks_released_total));
   histogram(out, "hearth_time_to_first_token_seconds", "Time from submission to the first generated token.", m.ttft);
   histogram(out, "hearth_inter_token_latency_seconds", "Time between consecutive tokens of one stream.", m.inter_token);
 

@@ -158,7 +158,9 @@ void register_extra_routes(State& s) {
                            {"id_task", slot.request_id},
                            {"n_cached", slot.cached_tokens},
                            {"n_prompt_pending", slot.prompt_pending},
-                           {"n_decoded", slot.generated}});
+                           {"n_decoded", slot.generated},
+                           {"n_kv_blocks", slot.kv_blocks},
+                           {"n_kv_blocks_shared", slot.kv_blocks_shared}});
     }
     send_json(call.res, slots);
   });
