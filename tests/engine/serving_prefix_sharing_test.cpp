@@ -1,0 +1,164 @@
+// The serving engine over the cross-request prefix cache: a second conversation with the same
+// long system prompt evaluates only its new tokens, even on another slot; greedy outputs are
+// the same with sharing on and off (single and batched); an idle engine trims its cache and
+// gives KV memory back; a KV limit holds new requests back without touching running ones.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "common/test_paths.h"
+#include "engine/generation.h"
+#include "engine/serving_test_util.h"
+#include "engine/slot_choice.h"
+
+namespace hearth::engine {
+namespace {
+
+std::unique_ptr<InferenceContext> open_ctx(const std::string& path, int32_t n_ctx, bool sharing) {
+  ContextOptions o;
+  o.n_ctx = n_ctx;
+  o.n_threads = 2;
+  o.prefix_sharing = sharing;
+  auto ctx = InferenceContext::load(path, o);
+  EXPECT_TRUE(ctx.ok()) << ctx.error().to_string();
+  return ctx.ok() ? std::move(ctx).value() : nullptr;
+}
+
+std::vector<int32_t> encode(InferenceContext& ctx, const std::string& text, bool bos = true) {
+  return ctx.tokenizer().encode(text, bos, false);
+}
+
+std::string system_prompt() {
+  std::string s = "You are a kind helper who tells short stories about animals. ";
+  for (int i = 0; i < 3; ++i) s += "Every story has a cat, a dog and a bird who are friends and help each other. ";
+  return s;
+}
+
+const char* const kQuestions[] = {"Tell me about the cat.", "What did the dog find?", "Where did the bird fly?",
+                                  "Why were they happy?"};
+
+TEST_F(ServingEngineTest, ASecondConversationWithTheSameSystemPromptEvaluatesOnlyItsNewTokens) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 2 * 256, true);
+  ASSERT_NE(ctx, nullptr);
+  auto first_prompt = encode(*ctx, system_prompt() + kQuestions[0]);
+  auto second_prompt = encode(*ctx, system_prompt() + kQuestions[1]);
+  const size_t shared = common_prefix(first_prompt, second_prompt);
+  ASSERT_GT(shared, 100u);
+  auto want = generate_from_tokens(*ctx, second_prompt, greedy_alone(12));
+  ASSERT_TRUE(want.ok()) << want.error().to_string();
+
+  ServingOptions o;
+  o.n_slots = 2;
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  GenerationRequest a = greedy(first_prompt, 8);
+  a.slot = 0;
+  Collected first = collect(*engine->submit(a));
+  ASSERT_EQ(first.final.kind, EngineEvent::Kind::kDone) << first.final.error.to_string();
+  EXPECT_EQ(first.final.timings.cached_n, 0);
+  const uint64_t evaluated_before = engine->metrics().prompt_tokens_total;
+
+  GenerationRequest b = greedy(second_prompt, 12);
+  b.slot = 1;  // another slot: only the shared cache can supply the prefix
+  Collected second = collect(*engine->submit(b));
+  ASSERT_EQ(second.final.kind, EngineEvent::Kind::kDone);
+  const int32_t bt = ctx->kv().block_tokens();
+  EXPECT_EQ(second.final.timings.cached_n, static_cast<int32_t>(shared) / bt * bt);
+  EXPECT_EQ(engine->metrics().prompt_tokens_total - evaluated_before,
+            second_prompt.size() - static_cast<size_t>(second.final.timings.cached_n));
+  EXPECT_EQ(second.tokens, want->tokens);
+  const std::vector<SlotInfo> slots = engine->slots();
+  EXPECT_GT(slots[1].kv_blocks_shared, 0);
+  EXPECT_GT(engine->metrics().kv_blocks_cached, 0);
+}
+
+// Greedy outputs of conversations sharing a system prompt, one at a time and four at once on
+// four slots, are the same with the prefix cache on and off.
+TEST_F(ServingEngineTest, OutputsAreTheSameWithPrefixSharingOnAndOff) {
+  for (const std::string& path : {stories(), test::models_dir() + "/random/llama-Q8_0.gguf"}) {
+    SCOPED_TRACE(path);
+    HEARTH_REQUIRE_FILE(path);
+    std::vector<std::vector<int32_t>> outputs[2];
+    uint64_t cached[2] = {0, 0};
+    for (int sharing = 0; sharing < 2; ++sharing) {
+      auto ctx = open_ctx(path, 4 * 256, sharing == 1);
+      ASSERT_NE(ctx, nullptr);
+      ServingOptions o;
+      o.n_slots = 4;
+      o.step_token_budget = 64;
+      auto engine = start(*ctx, o);
+      ASSERT_NE(engine, nullptr);
+      std::vector<std::vector<int32_t>> prompts;
+      for (const char* q : kQuestions) prompts.push_back(encode(*ctx, system_prompt() + q));
+      for (const auto& p : prompts) {
+        GenerationRequest r = greedy(p, 6);
+        outputs[sharing].push_back(collect(*engine->submit(r)).tokens);
+      }
+      std::vector<std::shared_ptr<ResultStream>> streams;
+      for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, 6)));
+      for (auto& s : streams) outputs[sharing].push_back(collect(*s).tokens);
+      cached[sharing] = engine->metrics().cached_tokens_total;
+    }
+    EXPECT_EQ(outputs[0], outputs[1]);
+    EXPECT_GT(cached[1], cached[0]);  // sharing reused more than per-slot reuse alone
+  }
+}
+
+TEST_F(ServingEngineTest, AnIdleEngineTrimsItsCacheAndGivesMemoryBack) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 2 * 256, true);
+  ASSERT_NE(ctx, nullptr);
+  ServingOptions o;
+  o.n_slots = 2;
+  o.idle_cache_bytes = 0;
+  o.idle_after = std::chrono::milliseconds(50);
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  Collected c = collect(*engine->submit(greedy(encode(*ctx, system_prompt()), 4)));
+  ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+  EngineMetrics m;
+  for (int i = 0; i < 200; ++i) {  // up to 2 s
+    m = engine->metrics();
+    if (m.kv_blocks_used == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.kv_blocks_cached, 0);
+  EXPECT_LE(m.kv_bytes_committed, kv::kKvChunkBytes);  // at most the reserve chunk
+  EXPECT_GE(m.kv_shrink_events_total, 1u);
+  EXPECT_GE(m.kv_chunks_released_total, 1u);
+  // The next request still works (and finds nothing cached).
+  Collected again = collect(*engine->submit(greedy(encode(*ctx, system_prompt()), 4)));
+  EXPECT_EQ(again.final.timings.cached_n, 0);
+  EXPECT_EQ(again.tokens, c.tokens);
+}
+
+TEST_F(ServingEngineTest, AKvLimitHoldsNewRequestsBackAndLetsRunningOnesFinish) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 2 * 256, true);
+  ASSERT_NE(ctx, nullptr);
+  ServingOptions o;
+  o.n_slots = 2;
+  o.step_token_budget = 8;  // a long prompt takes many steps
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  const auto prompt = encode(*ctx, system_prompt());
+  auto running = engine->submit(greedy(prompt, 16));
+  first_event(*running);  // generating
+  engine->set_kv_limit(1);  // below anything: no new block may be admitted
+  auto held = engine->submit(greedy(encode(*ctx, "Once upon a time"), 4));
+  Collected done = collect(*running);
+  EXPECT_EQ(done.final.kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ(done.final.timings.predicted_n, 16);  // the running request was not cut short
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_EQ(engine->metrics().requests_waiting, 1);
+  EXPECT_EQ(engine->kv_pool_stats().limit_bytes, 1u);
+  engine->set_kv_limit(0);  // lifted
+  Collected later = collect(*held);
+  EXPECT_EQ(later.final.kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ(later.final.timings.predicted_n, 4);
+}
+
+}  // namespace
+}  // namespace hearth::engine
