@@ -190,6 +190,8 @@ int run_serve(const CommandArgs& args) {
   if (!s.positionals().empty()) return fail("unexpected argument '" + s.positionals()[0] + "'");
   auto ctx_opts = context_options_from(s);
   if (!ctx_opts.ok()) return fail(ctx_opts.error().message);
+  auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
+  if (!idle_cache.ok()) return fail("--kv-idle-cache: " + idle_cache.error().message);
   const std::string path = s.get_string("model");
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
   if (auto st = plan_context(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
@@ -226,8 +228,6 @@ int run_serve(const CommandArgs& args) {
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
-  auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
-  if (!idle_cache.ok()) return fail("--kv-idle-cache: " + idle_cache.error().message);
   serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
 
   auto template_source = chat_template_from(s);

@@ -118,6 +118,11 @@ TEST(ServeCommand, BadStartsSayWhy) {
   EXPECT_NE(badenv.err.find("environment variable HEARTH_PARALLEL (--parallel): 0 is out of range (allowed: 1 to 256)"),
             std::string::npos)
       << badenv.err;
+  setenv("HEARTH_KV_IDLE_CACHE", "lots", 1);
+  auto badsize = run_hearth("serve -m x.gguf");
+  unsetenv("HEARTH_KV_IDLE_CACHE");
+  EXPECT_EQ(badsize.status, 2);
+  EXPECT_NE(badsize.err.find("--kv-idle-cache: 'lots' is not a size"), std::string::npos) << badsize.err;
   ServerProcess missing;
   EXPECT_FALSE(missing.start({"-m", "/nonexistent/model.gguf"}, 20));
   auto help = run_hearth("serve --help");
