@@ -91,6 +91,7 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
   base.n_keep = request.n_keep;
   base.cache_prompt = request.cache_prompt;
   base.slot = request.slot;
+  base.n_ctx = request.num_ctx;
   base.tag = request.tag;
   if (base.sampling.dry_multiplier > 0.0f) {
     std::vector<std::string> breakers = request.dry_sequence_breakers;

@@ -165,14 +165,15 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
                                                                     ctx_.model().hparams().arch_name +
                                                                     "); it cannot generate text (use the embeddings routes)"));
   }
-  auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_slot_, opts_.n_slots});
+  const int32_t n_ctx_seq = sequence_context(request, n_ctx_slot_);
+  auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_seq, opts_.n_slots});
   if (!truncated_n.ok()) return error_stream(id, truncated_n.error());
   sampler::SamplerParams params = request.sampling;
   params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
   auto grammar = ctx_.grammar_constraint(request.grammar);
   if (!grammar.ok()) return error_stream(id, grammar_error(request, grammar.error()));
   auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
-                                             static_cast<size_t>(n_ctx_slot_), std::move(grammar).value());
+                                             static_cast<size_t>(n_ctx_seq), std::move(grammar).value());
   if (!chain.ok()) return error_stream(id, chain.error());
   Task task;
   task.id = id;

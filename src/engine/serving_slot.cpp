@@ -56,6 +56,7 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
                                      EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
   const GenerationRequest& req = a.prep.request;
+  n_ctx_slot = sequence_context(req, n_ctx_slot);
   SampleOutcome out;
   const int32_t in_cache = static_cast<int32_t>(cached_.size());
   if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {

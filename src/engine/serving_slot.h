@@ -5,6 +5,7 @@
 // stream events and, at the end, the final kDone event.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -36,6 +37,11 @@ struct FinalEvent {
   EngineEvent event;
 };
 using FinalEvents = std::vector<FinalEvent>;
+
+// The context one request's sequence may fill: its own n_ctx (num_ctx) within the slot's.
+inline int32_t sequence_context(const GenerationRequest& request, int32_t n_ctx_slot) {
+  return request.n_ctx > 0 ? std::min(request.n_ctx, n_ctx_slot) : n_ctx_slot;
+}
 
 // What sampling one token did, for the engine's metrics.
 struct SampleOutcome {

@@ -29,6 +29,9 @@ struct GenerationRequest {
   int32_t n_keep = 0;                 //   n_keep tokens and the newest tail instead of failing
   bool cache_prompt = true;           // reuse the KV of the longest cached prompt prefix
   int32_t slot = -1;                  // a specific slot, or -1 to let the engine choose
+  int32_t n_ctx = 0;                  // the request's own context (ollama's num_ctx): a limit on
+                                      //   its sequence within the slot's, never a reallocation;
+                                      //   0 or more than the slot's: the slot's
   std::string tag;                    // free text for log lines (route, conversation id)
 };
 

@@ -149,6 +149,34 @@ TEST_F(ServingEngineTest, GenerationStopsWhenTheSlotContextIsFullLikeGenerate) {
   EXPECT_EQ(c.text, want->text);
 }
 
+// A request's n_ctx (ollama's num_ctx) limits its own sequence inside the slot: prompt fitting
+// and the context stop use it, and the next request without one has the whole slot again.
+TEST_F(ServingEngineTest, ARequestContextLimitsItsSequenceNotTheSlot) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open(stories(), 128);
+  ASSERT_NE(ctx, nullptr);
+  const auto prompt = encode(*ctx, "Once upon a time");
+  ServingOptions o;
+  o.n_slots = 1;
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  GenerationRequest small = greedy(prompt, -1);
+  small.n_ctx = 24;
+  Collected c = collect(*engine->submit(small));
+  ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+  EXPECT_EQ(c.final.stop_reason, StopReason::kContext);
+  EXPECT_EQ(c.final.timings.prompt_n + c.final.timings.predicted_n, 24);
+  GenerationRequest too_long = greedy(prompt, 4);
+  too_long.n_ctx = static_cast<int32_t>(prompt.size()) - 1;
+  Collected err = collect(*engine->submit(too_long));
+  EXPECT_EQ(err.final.kind, EngineEvent::Kind::kError);
+  EXPECT_EQ(err.final.error.kind, ErrorKind::kOutOfRange);
+  Collected whole = collect(*engine->submit(greedy(prompt, -1)));
+  ASSERT_EQ(whole.final.kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ(whole.final.timings.prompt_n + whole.final.timings.predicted_n, 128);
+  EXPECT_EQ(std::vector<int32_t>(whole.tokens.begin(), whole.tokens.begin() + static_cast<long>(c.tokens.size())), c.tokens);
+}
+
 TEST_F(ServingEngineTest, BadRequestsAreClearErrors) {
   HEARTH_REQUIRE_FILE(stories());
   auto ctx = open(stories(), 128);
