@@ -318,6 +318,10 @@ TEST(MetricsText, IsValidPrometheusText) {
   m.requests_waiting = 1;
   m.kv_blocks_used = 7;
   m.kv_blocks_total = 64;
+  m.kv_blocks_cached = 5;
+  m.cached_tokens_total = 40;
+  m.kv_bytes_committed = 4 << 20;
+  m.kv_evictions_total = 3;
   m.ttft.bounds = {0.005, 0.05, 0.5};
   for (double v : {0.001, 0.02, 0.02, 3.0}) m.ttft.observe(v);
   m.inter_token.bounds = {0.01};
@@ -334,6 +338,12 @@ TEST(MetricsText, IsValidPrometheusText) {
   EXPECT_EQ(parsed.samples["hearth_requests_waiting"], 1);
   EXPECT_EQ(parsed.samples["hearth_kv_blocks_used"], 7);
   EXPECT_EQ(parsed.samples["hearth_kv_blocks_total"], 64);
+  EXPECT_EQ(parsed.samples["hearth_kv_blocks_cached"], 5);
+  EXPECT_EQ(parsed.samples["hearth_kv_blocks_free"], 57);
+  EXPECT_EQ(parsed.samples["hearth_kv_committed_bytes"], 4 << 20);
+  EXPECT_EQ(parsed.types["hearth_kv_evictions_total"], "counter");
+  EXPECT_EQ(parsed.samples["hearth_kv_evictions_total"], 3);
+  EXPECT_DOUBLE_EQ(parsed.samples["hearth_kv_prefix_hit_ratio"], 0.25);  // 40 of 160 prompt tokens
   EXPECT_EQ(parsed.samples["hearth_time_to_first_token_seconds_bucket{le=\"0.005\"}"], 1);
   EXPECT_EQ(parsed.samples["hearth_time_to_first_token_seconds_bucket{le=\"0.05\"}"], 3);
   EXPECT_EQ(parsed.samples["hearth_time_to_first_token_seconds_bucket{le=\"0.5\"}"], 3);
