@@ -624,6 +624,7 @@ void ServingEngine::Impl::publish() {
   m_.kv_evictions_total = kv.evictions_total;
   m_.kv_shrink_events_total = kv.shrink_events_total;
   m_.kv_chunks_released_total = kv.pool.chunks_released_total;
+  m_.kv_commits_on_demand_total = kv.pool.commits_on_demand_total;
   std::lock_guard lock(stats_mu_);
   metrics_ = m_;
   slot_infos_ = std::move(infos);

@@ -87,6 +87,9 @@ std::string metrics_text(const protocol::EngineMetrics& m, const ServerCounters&
          static_cast<double>(m.kv_shrink_events_total));
   scalar(out, "hearth_kv_chunks_released_total", "counter", "KV memory chunks returned to the OS.",
          static_cast<double>(m.kv_chunks_released_total));
+  scalar(out, "hearth_kv_commits_on_demand_total", "counter",
+         "KV memory chunks the engine committed itself because none was prefaulted ahead.",
+         static_cast<double>(m.kv_commits_on_demand_total));
   histogram(out, "hearth_time_to_first_token_seconds", "Time from submission to the first generated token.", m.ttft);
   histogram(out, "hearth_inter_token_latency_seconds", "Time between consecutive tokens of one stream.", m.inter_token);
 
