@@ -1,0 +1,376 @@
+// Resumable, parallel, verified blob downloads (see blob_download.h). Threads: one per part
+// that still has bytes to fetch, one hashing the contiguous prefix as it grows, and the
+// caller's thread, which reports progress and rewrites the progress record.
+#include "registry/blob_download.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <libgen.h>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <sstream>
+#include <thread>
+
+#include "registry/registry_reference.h"
+#include "util/file_io.h"
+#include "util/log.h"
+#include "util/sha256.h"
+
+namespace hearth::registry {
+namespace {
+
+constexpr std::string_view kPartsHeader = "hearth-partial 1";
+
+Error errno_error(const std::string& what, const std::string& path) {
+  return make_error(ErrorKind::kIo, what + " '" + path + "': " + std::strerror(errno));
+}
+
+struct Part {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  std::atomic<uint64_t> done{0};
+};
+
+// Everything the part threads, the hasher and the caller's thread share for one blob.
+struct Download {
+  const BlobDescriptor* blob = nullptr;
+  std::string url;
+  std::string partial;
+  int fd = -1;
+  std::vector<std::unique_ptr<Part>> parts;
+  std::atomic<bool> cancel{false};
+  std::atomic<uint64_t> received{0};
+  std::mutex error_mu;
+  std::optional<Error> error;
+
+  uint64_t completed() const {
+    uint64_t sum = 0;
+    for (const auto& p : parts) sum += p->done.load(std::memory_order_acquire);
+    return sum;
+  }
+  // End of the prefix of the blob that is stored without gaps.
+  uint64_t contiguous_end() const {
+    for (const auto& p : parts) {
+      uint64_t d = p->done.load(std::memory_order_acquire);
+      if (d < p->length) return p->offset + d;
+    }
+    return blob->size;
+  }
+  void fail(Error e) {
+    std::lock_guard<std::mutex> lock(error_mu);
+    if (!error) error = std::move(e);
+    cancel = true;
+  }
+};
+
+std::string format_parts(const Download& d) {
+  std::ostringstream out;
+  out << kPartsHeader << "\n" << d.blob->digest << " " << d.blob->size << "\n";
+  for (const auto& p : d.parts) out << p->offset << " " << p->length << " " << p->done.load() << "\n";
+  return out.str();
+}
+
+// Reads a progress record; any mismatch with the blob (or a malformed line) means start over.
+bool parse_parts(const std::string& text, const BlobDescriptor& blob, std::vector<std::unique_ptr<Part>>* parts) {
+  std::istringstream in(text);
+  std::string line;
+  if (!std::getline(in, line) || line != kPartsHeader) return false;
+  std::string digest;
+  uint64_t size = 0;
+  if (!std::getline(in, line)) return false;
+  std::istringstream head(line);
+  if (!(head >> digest >> size) || digest != blob.digest || size != blob.size) return false;
+  uint64_t expect_offset = 0;
+  while (std::getline(in, line)) {
+    std::istringstream row(line);
+    auto p = std::make_unique<Part>();
+    uint64_t done = 0;
+    if (!(row >> p->offset >> p->length >> done) || p->offset != expect_offset || done > p->length) return false;
+    p->done = done;
+    expect_offset += p->length;
+    parts->push_back(std::move(p));
+  }
+  return !parts->empty() && expect_offset == blob.size;
+}
+
+// "bytes START-END/TOTAL" → START, or -1.
+int64_t content_range_start(const std::string& value) {
+  std::string_view v = value;
+  if (!v.starts_with("bytes ")) return -1;
+  v.remove_prefix(6);
+  uint64_t start = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), start);
+  if (ec != std::errc() || end == v.data() || *end != '-') return -1;
+  return static_cast<int64_t>(start);
+}
+
+// Fetches the rest of one part, retrying from where it stopped.
+void run_part(HttpClient& http, Download& d, Part& part) {
+  RetryClock clock(http.limits());
+  while (part.done.load() < part.length && !d.cancel) {
+    const uint64_t want_start = part.offset + part.done.load();
+    const uint64_t part_end = part.offset + part.length;  // exclusive
+    uint64_t position = 0;                                // blob offset of the next body byte
+    std::string bad_range;
+    const auto attempt_start = std::chrono::steady_clock::now();
+    uint64_t attempt_bytes = 0;
+    HttpRequest request;
+    request.url = d.url;
+    request.cancel = &d.cancel;
+    request.headers.push_back("Range: bytes=" + std::to_string(want_start) + "-" + std::to_string(part_end - 1));
+    request.on_headers = [&](const HttpResponse& r) {
+      if (r.status == 206) {
+        int64_t start = content_range_start(r.header("Content-Range"));
+        if (start != static_cast<int64_t>(want_start)) {
+          bad_range = "asked for bytes from " + std::to_string(want_start) + ", got Content-Range '" +
+                      r.header("Content-Range") + "'";
+          return false;
+        }
+        position = want_start;
+      } else {
+        position = 0;  // the whole blob (a registry that ignores Range): skip to the part
+      }
+      return true;
+    };
+    request.on_body = [&](std::string_view bytes) {
+      d.received.fetch_add(bytes.size(), std::memory_order_relaxed);
+      uint64_t from = std::max(position, part.offset + part.done.load());
+      uint64_t to = std::min(position + bytes.size(), part_end);
+      if (from < to) {
+        const char* src = bytes.data() + (from - position);
+        size_t left = static_cast<size_t>(to - from);
+        uint64_t at = from;
+        while (left > 0) {
+          ssize_t n = ::pwrite(d.fd, src, left, static_cast<off_t>(at));
+          if (n < 0) {
+            if (errno == EINTR) continue;
+            d.fail(errno_error("cannot write", d.partial));
+            return false;
+          }
+          src += n;
+          at += static_cast<uint64_t>(n);
+          left -= static_cast<size_t>(n);
+          part.done.fetch_add(static_cast<uint64_t>(n), std::memory_order_release);
+        }
+      }
+      position += bytes.size();
+      if (uint64_t rate = http.limits().max_receive_bytes_per_second; rate > 0) {
+        attempt_bytes += bytes.size();
+        auto due = attempt_start + std::chrono::microseconds(attempt_bytes * 1'000'000 / rate);
+        while (std::chrono::steady_clock::now() < due && !d.cancel) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        }
+      }
+      return position < part_end && !d.cancel;  // stop once the part is complete
+    };
+    uint64_t before = part.done.load();
+    HttpOutcome outcome = http.attempt(request);
+    if (part.done.load() >= part.length) return;  // complete (a stopped whole-blob stream included)
+    if (d.cancel) return;
+    if (!bad_range.empty()) {
+      d.fail(make_error(ErrorKind::kCorrupt, "blob " + d.blob->digest + ": registry " + http.registry_name() + " " + bad_range));
+      return;
+    }
+    bool ok_status = outcome.transport_ok() && outcome.response.status >= 200 && outcome.response.status < 300;
+    if (ok_status) {
+      // A complete response that ended before the part did: the blob is shorter than its size.
+      d.fail(make_error(ErrorKind::kCorrupt, "blob " + d.blob->digest + ": registry " + http.registry_name() +
+                                                 " sent fewer bytes than the manifest's size " +
+                                                 std::to_string(d.blob->size)));
+      return;
+    }
+    if (part.done.load() > before) clock.note_progress();
+    if (outcome.transient() && clock.wait_before_retry(&d.cancel)) continue;
+    d.fail(http.outcome_error(outcome, "blob " + d.blob->digest, &clock));
+    return;
+  }
+}
+
+// Hashes the blob's bytes in order as the contiguous prefix grows; returns the hex digest, or
+// "" if the download was cancelled first.
+std::string hash_following(Download& d, const std::atomic<bool>& parts_finished) {
+  Sha256 hasher;
+  std::string buffer(4u << 20, '\0');
+  uint64_t hashed = 0;
+  while (hashed < d.blob->size) {
+    uint64_t end = d.contiguous_end();
+    if (end <= hashed) {
+      if (d.cancel || (parts_finished && d.contiguous_end() <= hashed)) return "";
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    size_t n = static_cast<size_t>(std::min<uint64_t>(end - hashed, buffer.size()));
+    ssize_t got = ::pread(d.fd, buffer.data(), n, static_cast<off_t>(hashed));
+    if (got <= 0) {
+      if (got < 0 && errno == EINTR) continue;
+      d.fail(errno_error("cannot read back", d.partial));
+      return "";
+    }
+    hasher.update(buffer.data(), static_cast<size_t>(got));
+    hashed += static_cast<uint64_t>(got);
+  }
+  return "sha256:" + hasher.finish_hex();
+}
+
+Status fsync_directory_of(const std::string& path) {
+  std::string copy = path;
+  std::string dir = ::dirname(copy.data());
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_error("cannot open directory", dir);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0) return errno_error("cannot fsync directory", dir);
+  return ok_status();
+}
+
+void remove_partial(const std::string& dest) {
+  ::unlink(partial_path(dest).c_str());
+  ::unlink(partial_parts_path(dest).c_str());
+}
+
+// One download attempt of the whole blob; `may_resume` false discards any earlier partial file.
+Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blob_url, const BlobDescriptor& blob,
+                                        const std::string& dest, const BlobDownloadOptions& options,
+                                        const std::function<bool(uint64_t)>& tick, bool may_resume,
+                                        bool* resumed_out) {
+  Download d;
+  d.blob = &blob;
+  d.url = blob_url;
+  d.partial = partial_path(dest);
+  const std::string parts_file = partial_parts_path(dest);
+
+  bool resumed = false;
+  if (may_resume) {
+    struct stat st{};
+    auto record = read_file(parts_file);
+    if (record.ok() && ::stat(d.partial.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == blob.size &&
+        parse_parts(*record, blob, &d.parts)) {
+      resumed = true;
+    } else {
+      d.parts.clear();
+    }
+  }
+  if (!resumed) {
+    remove_partial(dest);
+    for (auto [offset, length] : plan_blob_parts(blob.size, options)) {
+      auto p = std::make_unique<Part>();
+      p->offset = offset;
+      p->length = length;
+      d.parts.push_back(std::move(p));
+    }
+  }
+  d.fd = ::open(d.partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (d.fd < 0) return errno_error("cannot create", d.partial);
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { ::close(fd); }
+  } closer{d.fd};
+  if (!resumed && blob.size > 0) {
+    // Claim the space now: a full disk is one clear error up front, not a failure midway.
+    int rc = ::posix_fallocate(d.fd, 0, static_cast<off_t>(blob.size));
+    if (rc == EOPNOTSUPP || rc == EINVAL) rc = ::ftruncate(d.fd, static_cast<off_t>(blob.size)) == 0 ? 0 : errno;
+    if (rc != 0) {
+      ::unlink(d.partial.c_str());
+      return make_error(ErrorKind::kIo, "cannot allocate " + std::to_string(blob.size) + " bytes for blob " +
+                                            blob.digest + " in '" + d.partial + "': " + std::strerror(rc));
+    }
+  }
+  BlobDownloadStats stats;
+  stats.bytes_resumed = d.completed();
+  *resumed_out = stats.bytes_resumed > 0;
+  HEARTH_TRY(write_file_atomic(parts_file, format_parts(d)));
+  if (resumed) log_info("resuming blob download", {{"digest", blob.digest}, {"have", stats.bytes_resumed}});
+
+  std::atomic<bool> parts_finished{false};
+  std::string actual;
+  std::thread hasher([&] { actual = hash_following(d, parts_finished); });
+  std::vector<std::thread> workers;
+  for (auto& p : d.parts) {
+    if (p->done < p->length) workers.emplace_back([&http, &d, part = p.get()] { run_part(http, d, *part); });
+  }
+  // The caller's thread: progress ticks, cancellation, periodic progress records.
+  auto last_checkpoint = std::chrono::steady_clock::now();
+  while (true) {
+    bool all_done = true;
+    for (const auto& p : d.parts) all_done = all_done && p->done.load() >= p->length;
+    if (all_done || d.cancel) break;
+    if (tick && !tick(d.completed())) d.cancel = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (std::chrono::steady_clock::now() - last_checkpoint >= options.checkpoint_interval) {
+      (void)write_file_atomic(parts_file, format_parts(d));
+      last_checkpoint = std::chrono::steady_clock::now();
+    }
+  }
+  for (auto& w : workers) w.join();
+  parts_finished = true;
+  hasher.join();
+  stats.bytes_received = d.received.load();
+
+  if (d.error || d.cancel) {
+    Error e = d.error ? *d.error : make_error(ErrorKind::kUnavailable, "blob " + blob.digest + ": cancelled");
+    if (e.kind == ErrorKind::kCorrupt) {
+      remove_partial(dest);
+    } else {
+      (void)write_file_atomic(parts_file, format_parts(d));  // keep what arrived for the next pull
+    }
+    return e;
+  }
+  if (tick) tick(d.completed());
+  if (actual != blob.digest) {
+    remove_partial(dest);
+    return make_error(ErrorKind::kCorrupt, "blob " + blob.digest + " from registry " + http.registry_name() +
+                                               " has sha256 " + actual + "; refused, nothing was written");
+  }
+  if (::fsync(d.fd) != 0) return errno_error("cannot fsync", d.partial);
+  if (::rename(d.partial.c_str(), dest.c_str()) != 0) return errno_error("cannot rename into", dest);
+  ::unlink(parts_file.c_str());
+  HEARTH_TRY(fsync_directory_of(dest));
+  return stats;
+}
+
+}  // namespace
+
+std::string partial_path(const std::string& dest) { return dest + ".partial"; }
+std::string partial_parts_path(const std::string& dest) { return dest + ".partial.parts"; }
+
+std::vector<std::pair<uint64_t, uint64_t>> plan_blob_parts(uint64_t size, const BlobDownloadOptions& options) {
+  uint64_t count = 1;
+  if (size >= options.parallel_threshold && options.max_parts > 1) {
+    count = std::clamp<uint64_t>(size / std::max<uint64_t>(options.min_part_bytes, 1), 1,
+                                 static_cast<uint64_t>(options.max_parts));
+  }
+  std::vector<std::pair<uint64_t, uint64_t>> parts;
+  uint64_t base = size / count;
+  uint64_t offset = 0;
+  for (uint64_t i = 0; i < count; ++i) {
+    uint64_t length = i + 1 == count ? size - offset : base;
+    parts.emplace_back(offset, length);
+    offset += length;
+  }
+  return parts;
+}
+
+Result<BlobDownloadStats> download_blob(HttpClient& http, const std::string& blob_url, const BlobDescriptor& blob,
+                                        const std::string& dest, const BlobDownloadOptions& options,
+                                        const std::function<bool(uint64_t completed)>& tick) {
+  HEARTH_TRY(validate_blob_digest(blob.digest));
+  bool resumed = false;
+  auto result = download_once(http, blob_url, blob, dest, options, tick, /*may_resume=*/true, &resumed);
+  if (!result.ok() && result.error().kind == ErrorKind::kCorrupt && resumed) {
+    // A resumed partial file may hold stale bytes (a power loss after the progress record was
+    // written): fetch the whole blob once more before calling it corrupt.
+    log_warn("resumed blob failed verification, downloading it again", {{"digest", blob.digest}});
+    return download_once(http, blob_url, blob, dest, options, tick, /*may_resume=*/false, &resumed);
+  }
+  return result;
+}
+
+}  // namespace hearth::registry
