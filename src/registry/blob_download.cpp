@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <condition_variable>
 #include <cstring>
 #include <libgen.h>
 #include <memory>
@@ -28,6 +29,7 @@ namespace hearth::registry {
 namespace {
 
 constexpr std::string_view kPartsHeader = "hearth-partial 1";
+constexpr uint64_t kWritebackBytes = 8u << 20;
 
 Error errno_error(const std::string& what, const std::string& path) {
   return make_error(ErrorKind::kIo, what + " '" + path + "': " + std::strerror(errno));
@@ -50,6 +52,8 @@ struct Download {
   std::atomic<uint64_t> received{0};
   std::mutex error_mu;
   std::optional<Error> error;
+  std::condition_variable parts_cv;  // signalled (under error_mu) when a part thread ends
+  int parts_running = 0;
 
   uint64_t completed() const {
     uint64_t sum = 0;
@@ -120,6 +124,7 @@ void run_part(HttpClient& http, Download& d, Part& part) {
     const uint64_t part_end = part.offset + part.length;  // exclusive
     uint64_t position = 0;                                // blob offset of the next body byte
     std::string bad_range;
+    uint64_t flushed = want_start;
     const auto attempt_start = std::chrono::steady_clock::now();
     uint64_t attempt_bytes = 0;
     HttpRequest request;
@@ -159,6 +164,12 @@ void run_part(HttpClient& http, Download& d, Part& part) {
           at += static_cast<uint64_t>(n);
           left -= static_cast<size_t>(n);
           part.done.fetch_add(static_cast<uint64_t>(n), std::memory_order_release);
+        }
+        // Start writing back what arrived, so that the fsync before the rename finds little
+        // left to do (the disk works while the network does).
+        if (uint64_t stored = part.offset + part.done.load(); stored - flushed >= kWritebackBytes) {
+          ::sync_file_range(d.fd, static_cast<off_t>(flushed), static_cast<off_t>(stored - flushed), SYNC_FILE_RANGE_WRITE);
+          flushed = stored;
         }
       }
       position += bytes.size();
@@ -289,29 +300,49 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
   HEARTH_TRY(write_file_atomic(parts_file, format_parts(d)));
   if (resumed) log_info("resuming blob download", {{"digest", blob.digest}, {"have", stats.bytes_resumed}});
 
+  auto t_start = std::chrono::steady_clock::now();
   std::atomic<bool> parts_finished{false};
   std::string actual;
   std::thread hasher([&] { actual = hash_following(d, parts_finished); });
   std::vector<std::thread> workers;
-  for (auto& p : d.parts) {
-    if (p->done < p->length) workers.emplace_back([&http, &d, part = p.get()] { run_part(http, d, *part); });
+  // Workers take the unfinished parts in blob order, so the stored prefix grows steadily.
+  std::atomic<size_t> next_part{0};
+  size_t unfinished = 0;
+  for (const auto& p : d.parts) unfinished += p->done < p->length;
+  size_t worker_count = std::min<size_t>(unfinished, static_cast<size_t>(std::max(options.max_parallel, 1)));
+  d.parts_running = static_cast<int>(worker_count);
+  for (size_t w = 0; w < worker_count; ++w) {
+    workers.emplace_back([&http, &d, &next_part] {
+      for (size_t i = next_part++; i < d.parts.size() && !d.cancel; i = next_part++) {
+        if (d.parts[i]->done < d.parts[i]->length) run_part(http, d, *d.parts[i]);
+      }
+      std::lock_guard<std::mutex> lock(d.error_mu);
+      --d.parts_running;
+      d.parts_cv.notify_all();
+    });
   }
   // The caller's thread: progress ticks, cancellation, periodic progress records.
   auto last_checkpoint = std::chrono::steady_clock::now();
   while (true) {
-    bool all_done = true;
-    for (const auto& p : d.parts) all_done = all_done && p->done.load() >= p->length;
-    if (all_done || d.cancel) break;
+    {
+      std::unique_lock<std::mutex> lock(d.error_mu);
+      if (d.parts_running == 0 || d.cancel) break;
+    }
     if (tick && !tick(d.completed())) d.cancel = true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    {
+      std::unique_lock<std::mutex> lock(d.error_mu);
+      d.parts_cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return d.parts_running == 0; });
+    }
     if (std::chrono::steady_clock::now() - last_checkpoint >= options.checkpoint_interval) {
       (void)write_file_atomic(parts_file, format_parts(d));
       last_checkpoint = std::chrono::steady_clock::now();
     }
   }
   for (auto& w : workers) w.join();
+  auto t_parts = std::chrono::steady_clock::now();
   parts_finished = true;
   hasher.join();
+  auto t_hash = std::chrono::steady_clock::now();
   stats.bytes_received = d.received.load();
 
   if (d.error || d.cancel) {
@@ -330,6 +361,10 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
                                                " has sha256 " + actual + "; refused, nothing was written");
   }
   if (::fsync(d.fd) != 0) return errno_error("cannot fsync", d.partial);
+  auto t_sync = std::chrono::steady_clock::now();
+  log_debug("blob timing", {{"parts_ms", std::chrono::duration<double, std::milli>(t_parts - t_start).count()},
+                            {"hash_wait_ms", std::chrono::duration<double, std::milli>(t_hash - t_parts).count()},
+                            {"fsync_ms", std::chrono::duration<double, std::milli>(t_sync - t_hash).count()}});
   if (::rename(d.partial.c_str(), dest.c_str()) != 0) return errno_error("cannot rename into", dest);
   ::unlink(parts_file.c_str());
   HEARTH_TRY(fsync_directory_of(dest));
@@ -342,19 +377,10 @@ std::string partial_path(const std::string& dest) { return dest + ".partial"; }
 std::string partial_parts_path(const std::string& dest) { return dest + ".partial.parts"; }
 
 std::vector<std::pair<uint64_t, uint64_t>> plan_blob_parts(uint64_t size, const BlobDownloadOptions& options) {
-  uint64_t count = 1;
-  if (size >= options.parallel_threshold && options.max_parts > 1) {
-    count = std::clamp<uint64_t>(size / std::max<uint64_t>(options.min_part_bytes, 1), 1,
-                                 static_cast<uint64_t>(options.max_parts));
-  }
   std::vector<std::pair<uint64_t, uint64_t>> parts;
-  uint64_t base = size / count;
-  uint64_t offset = 0;
-  for (uint64_t i = 0; i < count; ++i) {
-    uint64_t length = i + 1 == count ? size - offset : base;
-    parts.emplace_back(offset, length);
-    offset += length;
-  }
+  uint64_t step = size >= options.parallel_threshold ? std::max<uint64_t>(options.part_bytes, 1) : size;
+  for (uint64_t offset = 0; offset < size; offset += step) parts.emplace_back(offset, std::min(step, size - offset));
+  if (parts.empty()) parts.emplace_back(0, 0);
   return parts;
 }
 

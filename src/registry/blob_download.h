@@ -2,9 +2,10 @@
 // was in flight: bytes land in `<dest>.partial` (allocated to the blob's size), and
 // `<dest>.partial.parts` records how far each ranged part has got; the next download of the
 // same blob resumes each part with an HTTP Range request. A blob of at least
-// parallel_threshold bytes is fetched as up to max_parts ranged parts in parallel. Its sha256
-// is computed while it arrives (following the contiguous prefix) and checked before the
-// partial file is fsynced and renamed to `dest`: a wrong digest leaves nothing behind.
+// parallel_threshold bytes is cut into parts of part_bytes, fetched in order by max_parallel
+// connections at once, so that the stored prefix grows at the full rate and its sha256 can be
+// computed while the blob arrives; the digest is checked before the partial file is fsynced
+// and renamed to `dest`: a wrong digest leaves nothing behind.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,8 @@ namespace hearth::registry {
 
 struct BlobDownloadOptions {
   uint64_t parallel_threshold = 64ull << 20;  // smaller blobs come in one request
-  int max_parts = 4;
-  uint64_t min_part_bytes = 16ull << 20;
+  uint64_t part_bytes = 16ull << 20;          // larger ones in ranged parts of this size...
+  int max_parallel = 4;                       // ...this many at a time
   // How often the progress file is rewritten (and tick is called: every 100 ms).
   std::chrono::milliseconds checkpoint_interval{1000};
 };

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -19,7 +20,6 @@
 #include <thread>
 
 #include "common/loopback_socket.h"
-#include "common/test_paths.h"
 
 extern char** environ;
 
@@ -77,7 +77,13 @@ std::string DockerRegistry::blob_data_path(const std::string& digest) const {
 
 std::unique_ptr<DockerRegistry> DockerRegistry::start(std::string* error) {
   std::unique_ptr<DockerRegistry> r(new DockerRegistry());
-  r->dir_ = make_temp_dir();
+  const char* tmp = std::getenv("TMPDIR");
+  std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/hearth-registry-XXXXXX";
+  if (::mkdtemp(pattern.data()) == nullptr) {
+    *error = "cannot create a temporary folder: " + std::string(std::strerror(errno));
+    return nullptr;
+  }
+  r->dir_ = pattern;
   r->storage_ = r->dir_ + "/storage";
   std::filesystem::create_directories(r->storage_);
   const std::string log = r->dir_ + "/registry.log";

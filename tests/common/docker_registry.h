@@ -1,12 +1,11 @@
 // A real registry for tests: Debian's docker-registry (the reference Docker Distribution
 // server) started on a free loopback port with a fresh storage folder, ready once GET /v2/
 // answers, and stopped (SIGTERM, then SIGKILL) with its folder removed when the object goes.
-// Registry and store tests both use it; nothing here knows Hearth's registry client.
+// Registry and store tests use it (through require_docker_registry.h), and so does the pull
+// benchmark; it needs neither GoogleTest nor Hearth's registry client.
 #pragma once
 
 #include <sys/types.h>
-
-#include "common/test_paths.h"
 
 #include <memory>
 #include <string>
@@ -42,16 +41,3 @@ class DockerRegistry {
 int pick_free_loopback_port();
 
 }  // namespace hearth::test
-
-// Starts a registry into `var` (a std::unique_ptr<DockerRegistry>); fails under CI=true and
-// skips elsewhere when docker-registry is not installed.
-#define HEARTH_START_DOCKER_REGISTRY(var)                                                                  \
-  do {                                                                                                     \
-    if (!::hearth::test::file_exists(::hearth::test::DockerRegistry::executable())) {                      \
-      if (::hearth::test::running_in_ci()) FAIL() << "docker-registry missing (scripts/setup.sh installs it)"; \
-      GTEST_SKIP() << "docker-registry missing: " << ::hearth::test::DockerRegistry::executable();         \
-    }                                                                                                      \
-    std::string hearth_registry_error_;                                                                    \
-    var = ::hearth::test::DockerRegistry::start(&hearth_registry_error_);                                  \
-    ASSERT_NE(var, nullptr) << hearth_registry_error_;                                                     \
-  } while (0)

@@ -107,18 +107,20 @@ TEST(RegistryManifest, ParsesConfigAndLayersStrictly) {
                 .error().kind, ErrorKind::kUnsupported);
 }
 
-TEST(BlobParts, LargeBlobsSplitIntoUpToFourParts) {
-  BlobDownloadOptions o;  // defaults: 64 MiB threshold, 4 parts, 16 MiB minimum
+TEST(BlobParts, LargeBlobsSplitIntoPartsInOrder) {
+  BlobDownloadOptions o;  // defaults: 64 MiB threshold, 16 MiB parts
   EXPECT_EQ(plan_blob_parts(0, o).size(), 1u);
   EXPECT_EQ(plan_blob_parts((64ull << 20) - 1, o).size(), 1u);
   auto parts = plan_blob_parts((512ull << 20) + 3, o);
-  ASSERT_EQ(parts.size(), 4u);
+  ASSERT_EQ(parts.size(), 33u);
   uint64_t next = 0;
   for (auto [offset, length] : parts) {
     EXPECT_EQ(offset, next);
+    EXPECT_LE(length, 16ull << 20);
     next += length;
   }
   EXPECT_EQ(next, (512ull << 20) + 3);
+  EXPECT_EQ(parts.back().second, 3u);
 }
 
 TEST(RegistryClientInput, BadNamesAreRefusedBeforeAnyRequest) {

@@ -12,7 +12,7 @@
 #include <fstream>
 #include <thread>
 
-#include "common/docker_registry.h"
+#include "common/require_docker_registry.h"
 #include "common/test_paths.h"
 #include "registry/registry_client.h"
 #include "registry/registry_test_model.h"
@@ -23,13 +23,13 @@ namespace {
 
 using test::DockerRegistry;
 
-constexpr uint64_t kModelBytes = 3u << 20;  // 3 MiB: four ranged parts with the options below
+constexpr uint64_t kModelBytes = 3u << 20;  // 3 MiB: twelve ranged parts with the options below
 
 RegistryClientOptions client_options(const DockerRegistry& reg) {
   RegistryClientOptions o;
   o.endpoint = *parse_registry_endpoint(reg.address(), /*insecure=*/true);
-  o.download.parallel_threshold = 1u << 20;  // small thresholds so a 3 MiB blob comes in 4 parts
-  o.download.min_part_bytes = 256u << 10;
+  o.download.parallel_threshold = 1u << 20;  // small thresholds so a 3 MiB blob comes in 12 parts
+  o.download.part_bytes = 256u << 10;
   o.download.checkpoint_interval = std::chrono::milliseconds(50);
   o.upload_chunk_bytes = 1u << 20;  // several PATCH chunks
   o.limits.retry_budget = std::chrono::seconds(5);
@@ -163,7 +163,7 @@ TEST_F(RegistryRoundTrip, PushSkipsPresentBlobsAndMountsFromAnotherRepository) {
 TEST_F(RegistryRoundTrip, CancelledPullResumesWithoutFetchingWhatItHad) {
   push_source();
   RegistryClientOptions slow = client_options(*registry_);
-  slow.limits.max_receive_bytes_per_second = 2u << 20;  // each of 4 parts: ~0.4 s for 768 KiB
+  slow.limits.max_receive_bytes_per_second = 2u << 20;  // 4 connections at 2 MiB/s: ~0.4 s in all
   RegistryClient slow_client(slow);
   PullRequest first = pull_into(target_dir_, "library/tiny", "latest");
   const auto& model = source_.model_layer();
