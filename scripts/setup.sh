@@ -10,7 +10,7 @@ packages=(
   libssl-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
   libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
   libcurl4-openssl-dev                # registry client (pull/push)
-  docker-registry curl                # the registry the tests start; curl is the pull benchmark's baseline
+  docker-registry curl openssl        # the registry the tests start (openssl: its token-auth test certificate); curl: the pull benchmark's baseline
 )
 
 missing=()

@@ -75,7 +75,7 @@ std::string DockerRegistry::blob_data_path(const std::string& digest) const {
   return storage_ + "/docker/registry/v2/blobs/sha256/" + hex.substr(0, 2) + "/" + hex + "/data";
 }
 
-std::unique_ptr<DockerRegistry> DockerRegistry::start(std::string* error) {
+std::unique_ptr<DockerRegistry> DockerRegistry::start(std::string* error, const std::string& extra_config) {
   std::unique_ptr<DockerRegistry> r(new DockerRegistry());
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/hearth-registry-XXXXXX";
@@ -96,7 +96,8 @@ std::unique_ptr<DockerRegistry> DockerRegistry::start(std::string* error) {
                           << "storage:\n  filesystem:\n    rootdirectory: " << r->storage_ << "\n"
                           << "  delete:\n    enabled: true\n"
                           << "  maintenance:\n    uploadpurging:\n      enabled: false\n"
-                          << "http:\n  addr: 127.0.0.1:" << r->port_ << "\n";
+                          << "http:\n  addr: 127.0.0.1:" << r->port_ << "\n"
+                          << extra_config;
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);

@@ -17,7 +17,8 @@ class DockerRegistry {
   // The executable: HEARTH_DOCKER_REGISTRY, else /usr/bin/docker-registry.
   static std::string executable();
   // Starts one; on failure returns nullptr and sets *error to what went wrong (with the log).
-  static std::unique_ptr<DockerRegistry> start(std::string* error);
+  // `extra_config` is appended to config.yml (an `auth:` section, for instance).
+  static std::unique_ptr<DockerRegistry> start(std::string* error, const std::string& extra_config = "");
   ~DockerRegistry();
   DockerRegistry(const DockerRegistry&) = delete;
   DockerRegistry& operator=(const DockerRegistry&) = delete;
