@@ -128,8 +128,10 @@ std::string registry_error_text(const HttpResponse& r) {
   auto j = nlohmann::json::parse(r.body, nullptr, false);
   if (j.is_object() && j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
     const auto& e = j["errors"][0];
-    std::string code = e.value("code", "");
-    std::string message = e.value("message", "");
+    auto text = [&](const char* key) {
+      return e.is_object() && e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+    };
+    std::string code = text("code"), message = text("message");
     return code.empty() ? message : code + ": " + message;
   }
   if (j.is_object() && j.contains("error") && j["error"].is_string()) return j["error"].get<std::string>();
