@@ -50,6 +50,7 @@ struct Download {
   std::vector<std::unique_ptr<Part>> parts;
   std::atomic<bool> cancel{false};
   std::atomic<uint64_t> received{0};
+  std::atomic<uint64_t> hashed{0};  // how much of the prefix the hasher has read
   std::mutex error_mu;
   std::optional<Error> error;
   std::condition_variable parts_cv;  // signalled (under error_mu) when a part thread ends
@@ -227,6 +228,7 @@ std::string hash_following(Download& d, const std::atomic<bool>& parts_finished)
     }
     hasher.update(buffer.data(), static_cast<size_t>(got));
     hashed += static_cast<uint64_t>(got);
+    d.hashed.store(hashed, std::memory_order_release);
   }
   return "sha256:" + hasher.finish_hex();
 }
@@ -305,16 +307,25 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
   std::string actual;
   std::thread hasher([&] { actual = hash_following(d, parts_finished); });
   std::vector<std::thread> workers;
-  // Workers take the unfinished parts in blob order, so the stored prefix grows steadily.
+  // Workers take the unfinished parts in blob order, and none starts a part more than `window`
+  // bytes past what is hashed: a slow part holds the others back instead of leaving a long
+  // unhashed stretch for after the download.
   std::atomic<size_t> next_part{0};
   size_t unfinished = 0;
   for (const auto& p : d.parts) unfinished += p->done < p->length;
-  size_t worker_count = std::min<size_t>(unfinished, static_cast<size_t>(std::max(options.max_parallel, 1)));
+  const size_t parallel = static_cast<size_t>(std::max(options.max_parallel, 1));
+  const size_t worker_count = std::min(unfinished, parallel);
+  const uint64_t window = 2 * parallel * std::max<uint64_t>(options.part_bytes, 1);
   d.parts_running = static_cast<int>(worker_count);
   for (size_t w = 0; w < worker_count; ++w) {
-    workers.emplace_back([&http, &d, &next_part] {
+    workers.emplace_back([&http, &d, &next_part, window] {
       for (size_t i = next_part++; i < d.parts.size() && !d.cancel; i = next_part++) {
-        if (d.parts[i]->done < d.parts[i]->length) run_part(http, d, *d.parts[i]);
+        Part& part = *d.parts[i];
+        if (part.done >= part.length) continue;
+        while (part.offset > d.hashed.load(std::memory_order_acquire) + window && !d.cancel) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        run_part(http, d, part);
       }
       std::lock_guard<std::mutex> lock(d.error_mu);
       --d.parts_running;
