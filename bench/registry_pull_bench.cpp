@@ -8,6 +8,7 @@
 //
 //   bench_registry_pull_bench --size-mib 512 --rounds 3 --write-doc docs/performance.md
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,7 +79,16 @@ struct Variant {
   std::string name;
   std::string note;
   std::vector<double> seconds;
+  std::vector<double> cpu_seconds;  // user + system CPU of the client (curl: the child process)
 };
+
+// User + system CPU seconds of this process (children: of its waited-for children).
+double cpu_seconds(int who) {
+  rusage u{};
+  ::getrusage(who, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
 
 }  // namespace
 }  // namespace hearth::bench
@@ -105,7 +115,14 @@ int main(int argc, char** argv) {
   const uint64_t size = static_cast<uint64_t>(s.get_int("size_mib")) << 20;
   const int rounds = static_cast<int>(s.get_int("rounds"));
   std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {  // the command as run, without the --note text (shown apart)
+    std::string a = argv[i];
+    if (a == "--note") {
+      ++i;
+      continue;
+    }
+    if (!a.starts_with("--note=")) command += (i ? " " : "") + a;
+  }
 
   std::string error;
   auto reg = test::DockerRegistry::start(&error);
@@ -148,13 +165,15 @@ int main(int argc, char** argv) {
 
   const std::string blob_url = reg->url() + "/v2/bench/model/blobs/" + big;
   std::vector<Variant> variants = {
-      {"curl", "curl -o FILE, one stream, no verification", {}},
-      {"hearth", "RegistryClient::pull, default options (16 MiB ranged parts, 4 at a time; sha256; fsync + rename)", {}},
-      {"hearth_1part", "RegistryClient::pull in one request (one stream, as curl)", {}},
+      {"curl", "curl -o FILE, one stream, no verification", {}, {}},
+      {"hearth", "RegistryClient::pull, default options (16 MiB ranged parts, 4 at a time; sha256; fsync + rename)", {}, {}},
+      {"hearth_1part", "RegistryClient::pull in one request (one stream, as curl)", {}, {}},
   };
   auto run_variant = [&](size_t v) -> bool {
     const std::string dest = work + "/out/blob";
     std::filesystem::remove(dest);
+    const int who = variants[v].name == "curl" ? RUSAGE_CHILDREN : RUSAGE_SELF;
+    const double cpu_start = cpu_seconds(who);
     auto start = std::chrono::steady_clock::now();
     if (variants[v].name == "curl") {
       int rc = run_curl(blob_url, dest);
@@ -178,6 +197,7 @@ int main(int argc, char** argv) {
       }
     }
     variants[v].seconds.push_back(seconds_since(start));
+    variants[v].cpu_seconds.push_back(cpu_seconds(who) - cpu_start);
     if (std::filesystem::file_size(dest) != size) {
       std::fprintf(stderr, "%s stored %ju bytes, expected %ju\n", variants[v].name.c_str(),
                    static_cast<uintmax_t>(std::filesystem::file_size(dest)), static_cast<uintmax_t>(size));
@@ -208,17 +228,19 @@ int main(int argc, char** argv) {
   j["rounds"] = rounds;
   j["push_seconds"] = push_s;
   std::printf("pull of a %.0f MiB blob from docker-registry on loopback, median of %d rounds\n", mib, rounds);
-  std::printf("  %-14s %9s %10s %8s\n", "client", "seconds", "MiB/s", "vs curl");
-  std::string table = "| client | what it does | seconds | MiB/s | vs curl |\n|---|---|---:|---:|---:|\n";
+  std::printf("  %-14s %9s %10s %8s %8s\n", "client", "seconds", "MiB/s", "vs curl", "CPU s");
+  std::string table =
+      "| client | what it does | seconds | MiB/s | vs curl | client CPU s |\n|---|---|---:|---:|---:|---:|\n";
   for (const auto& v : variants) {
     double sec = median(v.seconds);
     double rate = mib / sec;
-    std::printf("  %-14s %9.3f %10.1f %7.2fx\n", v.name.c_str(), sec, rate, rate / curl_rate);
+    double cpu = median(v.cpu_seconds);
+    std::printf("  %-14s %9.3f %10.1f %7.2fx %8.2f\n", v.name.c_str(), sec, rate, rate / curl_rate, cpu);
     j["variants"][v.name] = {{"seconds", v.seconds}, {"median_seconds", sec}, {"mib_per_s", rate},
-                             {"ratio_to_curl", rate / curl_rate}};
-    char row[256];
-    std::snprintf(row, sizeof row, "| %s | %s | %.3f | %.1f | %.2fx |\n", v.name.c_str(), v.note.c_str(), sec, rate,
-                  rate / curl_rate);
+                             {"ratio_to_curl", rate / curl_rate}, {"cpu_seconds", v.cpu_seconds}};
+    char row[320];
+    std::snprintf(row, sizeof row, "| %s | %s | %.3f | %.1f | %.2fx | %.2f |\n", v.name.c_str(), v.note.c_str(), sec,
+                  rate, rate / curl_rate, cpu);
     table += row;
   }
   std::printf("  push (chunked upload, 64 MiB PATCHes): %.1f MiB/s\n", mib / push_s);
