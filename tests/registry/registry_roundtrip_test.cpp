@@ -3,6 +3,7 @@
 // what it had, and a blob corrupted in the registry's storage is refused with nothing written.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -269,6 +270,69 @@ TEST_F(RegistryRoundTrip, MissingTagIsNotFound) {
   ASSERT_FALSE(pulled.ok());
   EXPECT_EQ(pulled.error().kind, ErrorKind::kNotFound) << pulled.error().to_string();
   EXPECT_TRUE(test::list_dir(target_dir_).empty());
+}
+
+TEST_F(RegistryRoundTrip, PushOfABlobThatDoesNotMatchItsDigestIsRefused) {
+  // The local file changed after the manifest was written (same size, other bytes).
+  const auto& model = source_.model_layer();
+  {
+    std::fstream f(source_.blob_path(model.digest), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(10);
+    f.put('\x00');
+    f.put('\x01');
+  }
+  RegistryClient client(client_options(*registry_));
+  auto pushed = client.push(push_from(source_, "library/tiny", "latest"));
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_NE(pushed.error().message.find(model.digest), std::string::npos) << pushed.error().message;
+  EXPECT_NE(pushed.error().message.find("DIGEST_INVALID"), std::string::npos) << pushed.error().message;
+  // No manifest went up.
+  auto manifest = client.fetch_manifest("library/tiny", "latest");
+  ASSERT_FALSE(manifest.ok());
+  EXPECT_EQ(manifest.error().kind, ErrorKind::kNotFound);
+}
+
+TEST_F(RegistryRoundTrip, PushOfAMissingBlobFileNamesIt) {
+  std::filesystem::remove(source_.blob_path(source_.blobs[2].digest));
+  RegistryClient client(client_options(*registry_));
+  auto pushed = client.push(push_from(source_, "library/tiny", "latest"));
+  ASSERT_FALSE(pushed.ok());
+  EXPECT_EQ(pushed.error().kind, ErrorKind::kNotFound);
+  EXPECT_NE(pushed.error().message.find(source_.blob_path(source_.blobs[2].digest)), std::string::npos)
+      << pushed.error().message;
+}
+
+TEST_F(RegistryRoundTrip, NoRoomForABlobIsOneClearErrorBeforeDownloading) {
+  push_source();
+  // A child whose files may not grow past 1 MiB stands in for a full disk: the 3 MiB blob's
+  // space cannot be claimed, so the pull fails before fetching it and leaves nothing behind.
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(pipe_fds[0]);
+    ::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit{1u << 20, 1u << 20};
+    ::setrlimit(RLIMIT_FSIZE, &limit);
+    RegistryClient client(client_options(*registry_));
+    auto pulled = client.pull(pull_into(target_dir_, "library/tiny", "latest"));
+    std::string report = pulled.ok() ? "ok" : pulled.error().to_string();
+    (void)!::write(pipe_fds[1], report.data(), report.size());
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string report;
+  char buf[512];
+  for (ssize_t n; (n = ::read(pipe_fds[0], buf, sizeof buf)) > 0;) report.append(buf, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_NE(report.find("i/o error: cannot allocate 3145728 bytes"), std::string::npos) << report;
+  EXPECT_NE(report.find(source_.model_layer().digest), std::string::npos) << report;
+  const std::string dest = test::blob_file(target_dir_, source_.model_layer().digest);
+  EXPECT_FALSE(std::filesystem::exists(dest));
+  EXPECT_FALSE(std::filesystem::exists(partial_path(dest)));
 }
 
 }  // namespace
