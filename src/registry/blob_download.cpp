@@ -4,6 +4,7 @@
 #include "registry/blob_download.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "registry/registry_reference.h"
 #include "util/file_io.h"
@@ -250,11 +252,13 @@ void remove_partial(const std::string& dest) {
 }
 
 // One download attempt of the whole blob; `may_resume` false discards any earlier partial file.
+// `fd` is the partial file, opened and locked by the caller.
 Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blob_url, const BlobDescriptor& blob,
-                                        const std::string& dest, const BlobDownloadOptions& options,
+                                        const std::string& dest, int fd, const BlobDownloadOptions& options,
                                         const std::function<bool(uint64_t)>& tick, bool may_resume,
                                         bool* resumed_out) {
   Download d;
+  d.fd = fd;
   d.blob = &blob;
   d.url = blob_url;
   d.partial = partial_path(dest);
@@ -272,7 +276,9 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
     }
   }
   if (!resumed) {
-    remove_partial(dest);
+    // Start over in the same file (its inode carries the lock).
+    ::unlink(parts_file.c_str());
+    if (::ftruncate(d.fd, 0) != 0) return errno_error("cannot truncate", d.partial);
     for (auto [offset, length] : plan_blob_parts(blob.size, options)) {
       auto p = std::make_unique<Part>();
       p->offset = offset;
@@ -280,18 +286,12 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
       d.parts.push_back(std::move(p));
     }
   }
-  d.fd = ::open(d.partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (d.fd < 0) return errno_error("cannot create", d.partial);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{d.fd};
   if (!resumed && blob.size > 0) {
     // Claim the space now: a full disk is one clear error up front, not a failure midway.
     int rc = ::posix_fallocate(d.fd, 0, static_cast<off_t>(blob.size));
     if (rc == EOPNOTSUPP || rc == EINVAL) rc = ::ftruncate(d.fd, static_cast<off_t>(blob.size)) == 0 ? 0 : errno;
     if (rc != 0) {
-      ::unlink(d.partial.c_str());
+      remove_partial(dest);
       return make_error(ErrorKind::kIo, "cannot allocate " + std::to_string(blob.size) + " bytes for blob " +
                                             blob.digest + " in '" + d.partial + "': " + std::strerror(rc));
     }
@@ -382,6 +382,48 @@ Result<BlobDownloadStats> download_once(HttpClient& http, const std::string& blo
   return stats;
 }
 
+// An open, exclusively locked (flock) partial file: two downloads of one blob, in one process
+// or two, take turns instead of writing the same file.
+struct PartialFileLock {
+  int fd = -1;
+  explicit PartialFileLock(int f) : fd(f) {}
+  PartialFileLock(PartialFileLock&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
+  PartialFileLock& operator=(PartialFileLock&& o) noexcept {
+    if (this != &o) {
+      if (fd >= 0) ::close(fd);
+      fd = std::exchange(o.fd, -1);
+    }
+    return *this;
+  }
+  ~PartialFileLock() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// Locks `<dest>.partial`, waiting (and calling tick(0), which may cancel) while another download
+// holds it. Returns nullopt when `dest` exists: the other download finished the blob.
+Result<std::optional<PartialFileLock>> lock_partial_file(const std::string& dest,
+                                                         const std::function<bool(uint64_t)>& tick) {
+  const std::string partial = partial_path(dest);
+  while (true) {
+    if (::access(dest.c_str(), F_OK) == 0) return std::optional<PartialFileLock>();
+    PartialFileLock lock(::open(partial.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    if (lock.fd < 0) return errno_error("cannot create", partial);
+    if (::flock(lock.fd, LOCK_EX | LOCK_NB) == 0) {
+      // The holder before us may have renamed or removed the file: lock the one at the path.
+      struct stat held{}, now{};
+      if (::fstat(lock.fd, &held) == 0 && ::stat(partial.c_str(), &now) == 0 && held.st_ino == now.st_ino &&
+          held.st_dev == now.st_dev) {
+        return std::optional<PartialFileLock>(std::move(lock));
+      }
+      continue;
+    }
+    if (errno != EWOULDBLOCK && errno != EINTR) return errno_error("cannot lock", partial);
+    if (tick && !tick(0)) return make_error(ErrorKind::kUnavailable, "blob download cancelled while waiting for another");
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
 std::string partial_path(const std::string& dest) { return dest + ".partial"; }
@@ -399,13 +441,17 @@ Result<BlobDownloadStats> download_blob(HttpClient& http, const std::string& blo
                                         const std::string& dest, const BlobDownloadOptions& options,
                                         const std::function<bool(uint64_t completed)>& tick) {
   HEARTH_TRY(validate_blob_digest(blob.digest));
+  HEARTH_ASSIGN(std::optional<PartialFileLock> lock, lock_partial_file(dest, tick));
+  if (!lock) return BlobDownloadStats{};  // another download stored it meanwhile
   bool resumed = false;
-  auto result = download_once(http, blob_url, blob, dest, options, tick, /*may_resume=*/true, &resumed);
+  auto result = download_once(http, blob_url, blob, dest, lock->fd, options, tick, /*may_resume=*/true, &resumed);
   if (!result.ok() && result.error().kind == ErrorKind::kCorrupt && resumed) {
     // A resumed partial file may hold stale bytes (a power loss after the progress record was
     // written): fetch the whole blob once more before calling it corrupt.
     log_warn("resumed blob failed verification, downloading it again", {{"digest", blob.digest}});
-    return download_once(http, blob_url, blob, dest, options, tick, /*may_resume=*/false, &resumed);
+    HEARTH_ASSIGN(lock, lock_partial_file(dest, tick));
+    if (!lock) return BlobDownloadStats{};
+    return download_once(http, blob_url, blob, dest, lock->fd, options, tick, /*may_resume=*/false, &resumed);
   }
   return result;
 }
