@@ -164,7 +164,8 @@ TEST_F(RegistryRoundTrip, PushSkipsPresentBlobsAndMountsFromAnotherRepository) {
 TEST_F(RegistryRoundTrip, CancelledPullResumesWithoutFetchingWhatItHad) {
   push_source();
   RegistryClientOptions slow = client_options(*registry_);
-  slow.limits.max_receive_bytes_per_second = 2u << 20;  // 4 connections at 2 MiB/s: ~0.4 s in all
+  // 4 connections at 1 MiB/s: ~0.75 s for the blob, time enough for a busy machine to cancel midway.
+  slow.limits.max_receive_bytes_per_second = 1u << 20;
   RegistryClient slow_client(slow);
   PullRequest first = pull_into(target_dir_, "library/tiny", "latest");
   const auto& model = source_.model_layer();
@@ -197,7 +198,7 @@ TEST_F(RegistryRoundTrip, KilledPullResumes) {
   if (child == 0) {
     // The child pulls slowly until it is killed; it never returns into the test framework.
     RegistryClientOptions slow = client_options(*registry_);
-    slow.limits.max_receive_bytes_per_second = 1u << 20;
+    slow.limits.max_receive_bytes_per_second = 512u << 10;  // 4 connections: ~1.5 s for the blob
     RegistryClient client(slow);
     (void)client.pull(pull_into(target_dir_, "library/tiny", "latest"));
     ::_exit(0);
@@ -338,7 +339,7 @@ TEST_F(RegistryRoundTrip, NoRoomForABlobIsOneClearErrorBeforeDownloading) {
 TEST_F(RegistryRoundTrip, ResumedPartialWithStaleBytesIsFetchedAgain) {
   push_source();
   RegistryClientOptions slow = client_options(*registry_);
-  slow.limits.max_receive_bytes_per_second = 2u << 20;
+  slow.limits.max_receive_bytes_per_second = 1u << 20;
   RegistryClient slow_client(slow);
   PullRequest first = pull_into(target_dir_, "library/tiny", "latest");
   const auto& model = source_.model_layer();
