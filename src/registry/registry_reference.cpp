@@ -89,11 +89,11 @@ Status validate_repository(std::string_view repository) {
   if (repository.empty() || repository.size() > 255) {
     return invalid("repository '" + std::string(repository.substr(0, 80)) + "' must be 1-255 characters");
   }
-  // component := [a-z0-9]+ ([._-] [a-z0-9]+)*, joined by '/'.
+  // component := [A-Za-z0-9]+ ([._-] [A-Za-z0-9]+)*, joined by '/'.
   bool at_component_start = true;
   bool after_separator = false;
   for (char c : repository) {
-    if (is_lower_alnum(c)) {
+    if (is_lower_alnum(c) || (c >= 'A' && c <= 'Z')) {
       at_component_start = false;
       after_separator = false;
     } else if ((c == '.' || c == '_' || c == '-' || c == '/') && !at_component_start && !after_separator) {
@@ -101,7 +101,7 @@ Status validate_repository(std::string_view repository) {
       after_separator = true;
     } else {
       return invalid("repository '" + std::string(repository) +
-                     "' must be lower-case letters and digits, with single '.', '_' or '-' inside components, "
+                     "' must be letters and digits, with single '.', '_' or '-' inside components, "
                      "joined by '/'");
     }
   }

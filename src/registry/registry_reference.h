@@ -33,8 +33,10 @@ Result<RegistryEndpoint> parse_registry_endpoint(std::string_view text, bool ins
 Status validate_blob_digest(std::string_view digest);
 // The 12 hex digits after "sha256:" that ollama shows in progress ("pulling 6a0746a1ec1a").
 std::string digest_short(std::string_view digest);
-// A repository path: 1-255 characters, components of [a-z0-9] separated by one of ._- and
-// joined by '/', as the registry API requires ("library/qwen3", "user/repo").
+// A repository path: 1-255 characters, components of [A-Za-z0-9] separated by one of ._- and
+// joined by '/' ("library/qwen3", "bartowski/Llama-3.2-1B-Instruct-GGUF"). The registry API's
+// grammar is lower-case only, but hf.co serves repositories under their mixed-case names;
+// lower-casing ollama-style names is the store's rule, not the wire's.
 Status validate_repository(std::string_view repository);
 // A tag ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}) or a blob digest.
 Status validate_reference(std::string_view reference);
