@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 
 namespace hearth::test {
 namespace {
@@ -29,7 +30,7 @@ void send_all(int fd, const std::string& bytes) { (void)::send(fd, bytes.data(),
 
 }  // namespace
 
-BrokenHttpPeer::BrokenHttpPeer(BrokenPeerMode mode) : mode_(mode) {
+BrokenHttpPeer::BrokenHttpPeer(BrokenPeerMode mode, std::string body) : mode_(mode), body_(std::move(body)) {
   listen_fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
   ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -68,6 +69,12 @@ void BrokenHttpPeer::serve() {
       case BrokenPeerMode::kGarbage:
         read_request_head(fd);
         send_all(fd, "\x01\x02 this is not an HTTP response \xff\xfe\r\n\r\n");
+        ::close(fd);
+        break;
+      case BrokenPeerMode::kIgnoresRange:
+        read_request_head(fd);
+        send_all(fd, "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: " +
+                         std::to_string(body_.size()) + "\r\nConnection: close\r\n\r\n" + body_);
         ::close(fd);
         break;
       case BrokenPeerMode::kSilent:

@@ -1,11 +1,13 @@
 // A TCP peer on a free loopback port that answers every connection in one broken way: an HTTP
-// 500, bytes that are not HTTP, or silence. Not a fake of any protocol, just the failures a
-// client must survive with a clear, bounded error. Counts connections so a test can check
+// 500, bytes that are not HTTP, silence, or a whole body where a range was asked. Not a fake
+// of any protocol, just the failures a client must survive with a clear, bounded error (or,
+// for the last, still succeed). Counts connections so a test can check
 // retries (or that no request was sent at all).
 #pragma once
 
 #include <atomic>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -15,11 +17,13 @@ enum class BrokenPeerMode {
   kStatus500,  // reads the request, answers "HTTP/1.1 500", closes
   kGarbage,    // reads the request, answers bytes that are no HTTP response, closes
   kSilent,     // accepts and never answers (a hanging server)
+  kIgnoresRange,  // answers every request with "200 OK" and the whole body, whatever Range asked
 };
 
 class BrokenHttpPeer {
  public:
-  explicit BrokenHttpPeer(BrokenPeerMode mode);
+  // `body`: what kIgnoresRange sends.
+  explicit BrokenHttpPeer(BrokenPeerMode mode, std::string body = "");
   ~BrokenHttpPeer();
   BrokenHttpPeer(const BrokenHttpPeer&) = delete;
   BrokenHttpPeer& operator=(const BrokenHttpPeer&) = delete;
@@ -30,6 +34,7 @@ class BrokenHttpPeer {
  private:
   void serve();
   BrokenPeerMode mode_;
+  std::string body_;
   int listen_fd_ = -1;
   int port_ = 0;
   std::atomic<bool> stop_{false};

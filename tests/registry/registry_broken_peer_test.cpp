@@ -3,11 +3,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "common/broken_http_peer.h"
 #include "common/docker_registry.h"
 #include "common/test_paths.h"
 #include "registry/registry_client.h"
+#include "util/sha256.h"
 
 namespace hearth::registry {
 namespace {
@@ -90,6 +94,29 @@ TEST(RegistryBrokenPeer, NothingListeningIsAClearError) {
   EXPECT_NE(a.result.error().message.find("127.0.0.1:" + std::to_string(port)), std::string::npos)
       << a.result.error().message;
   EXPECT_LT(a.seconds, 5.0);
+}
+
+TEST(RegistryBrokenPeer, ServerThatIgnoresRangeStillGivesTheRightBlob) {
+  // Every ranged part gets the whole blob with 200; each part keeps only its own bytes.
+  std::string body(1u << 20, '\0');
+  for (size_t i = 0; i < body.size(); ++i) body[i] = static_cast<char>((i * 2654435761u) >> 13);
+  test::BrokenHttpPeer peer(test::BrokenPeerMode::kIgnoresRange, body);
+  HttpClient http("127.0.0.1:" + std::to_string(peer.port()), quick_limits(), {});
+  BlobDescriptor blob{"sha256:" + sha256_hex(body), body.size(), "application/vnd.ollama.image.model"};
+  BlobDownloadOptions options;
+  options.parallel_threshold = 256u << 10;
+  options.part_bytes = 128u << 10;  // 8 parts
+  std::string dir = test::make_temp_dir();
+  std::string dest = dir + "/blob";
+  auto stats = download_blob(http, "http://127.0.0.1:" + std::to_string(peer.port()) + "/v2/x/blobs/" + blob.digest,
+                             blob, dest, options, nullptr);
+  ASSERT_TRUE(stats.ok()) << stats.error().to_string();
+  EXPECT_EQ(peer.connections(), 8);
+  std::ifstream in(dest, std::ios::binary);
+  std::string got((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(got, body);
+  EXPECT_FALSE(std::filesystem::exists(partial_path(dest)));
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
