@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "doc_sections.h"
 #include "engine/inference_context.h"
 #include "engine_bench_report.h"
 #include "llama_bench_runner.h"
@@ -308,8 +309,11 @@ int main(int argc, char** argv) {
     if (!out) std::fprintf(stderr, "cannot write %s\n", o.json_path.c_str());
   }
   if (!o.doc_path.empty()) {
+    // Sections other benchmarks own (registry pull, ...) survive the rewrite.
+    std::ifstream in(o.doc_path);
+    std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream out(o.doc_path);
-    out << format_performance_doc(info, results);
+    out << keep_doc_sections(old, format_performance_doc(info, results));
     if (!out) {
       std::fprintf(stderr, "cannot write %s\n", o.doc_path.c_str());
       return 1;

@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
   libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
+  libcurl4-openssl-dev                # registry client (pull/push)
+  docker-registry curl openssl        # the registry the tests start (openssl: its token-auth test certificate); curl: the pull benchmark's baseline
 )
 
 missing=()

@@ -1,0 +1,48 @@
+// Several benchmarks write docs/performance.md: engine_bench regenerates the whole page, the
+// others own one section each, fenced by <!-- NAME:begin --> and <!-- NAME:end -->. A
+// benchmark replaces only its own section; engine_bench keeps the others when it rewrites.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace hearth::bench {
+
+inline std::string doc_section_begin(std::string_view name) { return "<!-- " + std::string(name) + ":begin -->"; }
+inline std::string doc_section_end(std::string_view name) { return "<!-- " + std::string(name) + ":end -->"; }
+
+// `doc` with section `name` set to `body` (appended at the end when the doc has none).
+inline std::string replace_doc_section(const std::string& doc, std::string_view name, const std::string& body) {
+  const std::string begin = doc_section_begin(name), end = doc_section_end(name);
+  const std::string fenced = begin + "\n" + body + end + "\n";
+  size_t b = doc.find(begin);
+  size_t e = b == std::string::npos ? std::string::npos : doc.find(end, b);
+  if (b == std::string::npos || e == std::string::npos) {
+    return doc + (doc.empty() || doc.ends_with("\n\n") ? "" : doc.ends_with("\n") ? "\n" : "\n\n") + fenced;
+  }
+  size_t after = e + end.size();
+  if (after < doc.size() && doc[after] == '\n') ++after;
+  return doc.substr(0, b) + fenced + doc.substr(after);
+}
+
+// Every fenced section of `old_doc`, in order, appended to `fresh` (a regenerated page).
+inline std::string keep_doc_sections(const std::string& old_doc, std::string fresh) {
+  size_t pos = 0;
+  while ((pos = old_doc.find("<!-- ", pos)) != std::string::npos) {
+    size_t close = old_doc.find(":begin -->", pos);
+    if (close == std::string::npos) break;
+    std::string name = old_doc.substr(pos + 5, close - pos - 5);
+    size_t e = old_doc.find(doc_section_end(name), close);
+    if (name.find(' ') != std::string::npos || e == std::string::npos) {
+      pos = close;
+      continue;
+    }
+    size_t end = e + doc_section_end(name).size();
+    std::string body = old_doc.substr(close + 10 + 1, e - close - 10 - 1);  // between the fences
+    fresh = replace_doc_section(fresh, name, body);
+    pos = end;
+  }
+  return fresh;
+}
+
+}  // namespace hearth::bench
