@@ -35,25 +35,37 @@ fi
 
 fuzz_failed=0
 fuzz_passed=0
+# Fuzz targets run side by side, one per core: each still gets its full time, and the stage
+# takes (targets / cores) x fuzz_seconds instead of targets x fuzz_seconds.
+fuzz_one() {
+  local target=$1 name work corpus_seed
+  name=$(basename "$target")
+  corpus_seed="tests/fuzz/corpus/${name#fuzz_}"
+  work=$(mktemp -d)
+  [ -d "$corpus_seed" ] && cp -r "$corpus_seed"/. "$work"/
+  if "$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       "$work" >"$work.log" 2>&1; then
+    echo "== $name: passed ($(grep -Eo 'number_of_executed_units: *[0-9]+' "$work.log" | grep -Eo '[0-9]+$' || echo '?') inputs in ${fuzz_seconds}s)"
+    rm -rf "$work" "$work.log"
+    return 0
+  fi
+  tail -60 "$work.log"
+  echo "$name FAILED" >&2
+  rm -rf "$work" "$work.log"
+  return 1
+}
 if [ "$fuzz_seconds" -gt 0 ]; then
   scripts/build.sh fuzz
+  fuzz_jobs=$(nproc)
+  pids=()
   for target in build/fuzz/tests/fuzz/fuzz_*; do
     [ -x "$target" ] || continue
-    name=$(basename "$target")
-    corpus_seed="tests/fuzz/corpus/${name#fuzz_}"
-    work=$(mktemp -d)
-    [ -d "$corpus_seed" ] && cp -r "$corpus_seed"/. "$work"/
-    echo "== $name for ${fuzz_seconds}s"
-    if "$target" -max_total_time="$fuzz_seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-         "$work" >"$work.log" 2>&1; then
-      fuzz_passed=$((fuzz_passed + 1))
-      grep -E 'stat::number_of_executed_units' "$work.log" || true
-    else
-      fuzz_failed=$((fuzz_failed + 1))
-      tail -60 "$work.log"
-      echo "$name FAILED" >&2
-    fi
-    rm -rf "$work" "$work.log"
+    while [ "$(jobs -rp | wc -l)" -ge "$fuzz_jobs" ]; do sleep 1; done
+    fuzz_one "$target" &
+    pids+=("$!")
+  done
+  for pid in "${pids[@]}"; do
+    if wait "$pid"; then fuzz_passed=$((fuzz_passed + 1)); else fuzz_failed=$((fuzz_failed + 1)); fi
   done
 fi
 
