@@ -69,7 +69,7 @@ Result<uint64_t> parse_byte_size(std::string_view text) {
   if (overflow || (shift > 0 && whole > (UINT64_MAX >> shift))) return too_big;
   const uint64_t scaled = whole << shift;
   const double extra = std::floor(fraction * std::ldexp(1.0, shift));
-  if (extra >= static_cast<double>(UINT64_MAX - scaled)) return too_big;
+  if (extra > 0 && extra >= static_cast<double>(UINT64_MAX - scaled)) return too_big;
   return scaled + static_cast<uint64_t>(extra);
 }
 
