@@ -9,10 +9,12 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "app/commands.h"
 #include "app/model_info_builder.h"
 #include "app/sampling_flags.h"
+#include "app/serve_kv_budget.h"
 #include "cli/ollama_client.h"
 #include "server/access_policy.h"
 #include "engine/default_chat_template.h"
@@ -242,6 +244,11 @@ int run_serve(const CommandArgs& args) {
   std::printf("hearth: listening on http://%s:%d\n", shown_host.c_str(), http.port());
   std::fflush(stdout);
 
+  // Registered before loading, so `hearth kv ls` shows the process as starting meanwhile.
+  std::string budget_label = s.get_string("alias");
+  if (budget_label.empty()) budget_label = std::filesystem::path(path).stem().string();
+  auto kv_budget = ServeKvBudget::start(budget_label);
+
   auto ctx = engine::InferenceContext::load(path, *ctx_opts);
   if (!ctx.ok()) {
     http.stop();
@@ -249,12 +256,16 @@ int run_serve(const CommandArgs& args) {
   }
   protocol::ModelInfo card = build_model_info(**ctx, path, s.get_string("alias"), *template_source);
   const double load_ms = (*ctx)->load_ms();
+  const kv::KvBlockPool& kv_pool = (*ctx)->kv().pool();
+  const uint64_t kv_reserved = kv_pool.bytes_reserved();
+  const uint64_t kv_block_bytes = kv_pool.n_blocks() > 0 ? kv_reserved / static_cast<uint64_t>(kv_pool.n_blocks()) : 0;
   auto backend = engine::LocalBackend::create(std::move(ctx).value(), serving, std::move(card));
   if (!backend.ok()) {
     http.stop();
     return fail(backend.error().to_string(), 1);
   }
   http.set_backend(*backend);
+  if (kv_budget) kv_budget->attach(*backend, kv_reserved, kv_block_bytes);
   std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", (*backend)->model_info().name.c_str(),
               (*backend)->model_info().quantization.c_str(), serving.n_slots, (*backend)->model_info().n_ctx_slot, load_ms);
   std::fflush(stdout);
@@ -267,6 +278,7 @@ int run_serve(const CommandArgs& args) {
   // End every running request with an error event (its client sees why it ended; new ones get
   // 503) and wait for the HTTP threads to take those events, then stop accepting and join.
   // Closing the listener first would make cpp-httplib drop running streams mid-response.
+  kv_budget.reset();  // no limit reaches the engine once it is shutting down
   (*backend)->shut_down();
   http.stop();
   return 0;

@@ -45,6 +45,8 @@ class LocalBackend final : public protocol::InferenceBackend {
   protocol::EngineMetrics metrics() const override { return service_->metrics(); }
   std::vector<protocol::SlotInfo> slots() const override { return service_->slots(); }
   void shut_down() override;
+  // The serving engine's KV cap (GenerationService::set_kv_limit), for the KV budget glue.
+  void set_kv_limit(uint64_t bytes) { service_->set_kv_limit(bytes); }
 
  private:
   LocalBackend() = default;

@@ -1,7 +1,8 @@
 // The serving engine's thread, task queue and step loop (see serving_engine.h). Submissions
 // are checked on the caller's thread and queued under a mutex; the engine thread sleeps on a
 // condition variable while there is nothing to do. Each loop turn: finish cancelled requests,
-// admit queued ones into idle slots (slot chosen by cached-prefix similarity), run at most one
+// drop idle slots' caches while over the KV limit (set_kv_limit), admit queued ones (none while
+// over that limit) into idle slots (slot chosen by cached-prefix similarity), run at most one
 // embedding, then decode ONE batch planned by plan_step() and sample for every slot whose
 // output token was in it. Metrics and slot snapshots are published under their own mutex.
 #include "engine/serving_engine.h"
@@ -60,6 +61,7 @@ class ServingEngine::Impl {
   int32_t embed_limit() const;
   const InferenceContext& context() const { return ctx_; }
   void stop(std::optional<Error> reason);
+  void set_kv_limit(uint64_t bytes);
 
  private:
   std::shared_ptr<ResultStream> enqueue(Task task);
@@ -74,6 +76,9 @@ class ServingEngine::Impl {
   void publish_and_deliver();
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
+  bool drop_lru_idle_cache();
+  bool over_kv_limit() const;
+  void shrink_to_kv_limit();
 
   InferenceContext& ctx_;
   const ServingOptions opts_;
@@ -96,6 +101,7 @@ class ServingEngine::Impl {
   bool stop_ = false;
   std::optional<Error> stop_error_;  // set by stop(reason): the final event of what is left
   std::vector<std::weak_ptr<ResultStream>> stopped_;  // streams shut_down() ended, for stop() to await
+  std::atomic<uint64_t> kv_limit_bytes_{UINT64_MAX};  // set_kv_limit(); read on the engine thread
 
   // Snapshots for other threads.
   mutable std::mutex stats_mu_;
@@ -232,6 +238,7 @@ bool ServingEngine::Impl::any_busy() const {
 void ServingEngine::Impl::run() {
   for (;;) {
     finish_cancelled();
+    shrink_to_kv_limit();
     publish_and_deliver();  // before waiting: the snapshot never lags behind an idle engine
     bool stop = false;
     std::vector<Task> tasks = take_tasks(stop);
@@ -249,6 +256,41 @@ void ServingEngine::Impl::run() {
   publish_and_deliver();
 }
 
+// Drops the cached prefix of the least recently used idle slot; false when no idle slot has one.
+bool ServingEngine::Impl::drop_lru_idle_cache() {
+  ServingSlot* victim = nullptr;
+  for (ServingSlot& s : slots_) {
+    if (!s.busy() && !s.cached().empty() && (victim == nullptr || s.last_used() < victim->last_used())) victim = &s;
+  }
+  if (victim == nullptr) return false;
+  (void)ctx_.seq_truncate(victim->seq(), 0);
+  victim->drop_cache(0);
+  return true;
+}
+
+// Engine thread: whether the KV blocks in use (running and cached) reach the limit.
+bool ServingEngine::Impl::over_kv_limit() const {
+  const uint64_t limit = kv_limit_bytes_.load();
+  if (limit == UINT64_MAX) return false;
+  const auto& pool = ctx_.kv().pool();
+  const uint64_t block_bytes = pool.n_blocks() > 0 ? pool.bytes_reserved() / static_cast<uint64_t>(pool.n_blocks()) : 0;
+  return static_cast<uint64_t>(pool.n_used()) * block_bytes >= limit;
+}
+
+// Engine thread: over the limit, idle slots' cached prefixes go first (least recently used).
+void ServingEngine::Impl::shrink_to_kv_limit() {
+  while (over_kv_limit() && drop_lru_idle_cache()) {
+  }
+}
+
+void ServingEngine::Impl::set_kv_limit(uint64_t bytes) {
+  {
+    std::lock_guard lock(mu_);
+    kv_limit_bytes_.store(bytes);
+  }
+  cv_.notify_all();
+}
+
 // Waits for work, then takes the queued tasks that idle slots can start now, in arrival order:
 // one idle slot per task (a task naming a busy slot waits), at most one embedding per turn.
 // Tasks cancelled while queued end here.
@@ -257,7 +299,18 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   std::vector<Task> cancelled;
   std::unique_lock lock(mu_);
   const bool busy = any_busy();
-  cv_.wait(lock, [&] { return stop_ || !queue_.empty() || busy; });
+  // Over the KV limit with nothing running, queued work waits for the limit to change
+  // (set_kv_limit() wakes this), looking every 100 ms for requests cancelled meanwhile; with
+  // something running, the step loop goes on.
+  const uint64_t limit_before = kv_limit_bytes_.load();
+  const auto ready = [&] {
+    return stop_ || busy || kv_limit_bytes_.load() != limit_before || (!queue_.empty() && !over_kv_limit());
+  };
+  if (!queue_.empty() && over_kv_limit()) {
+    cv_.wait_for(lock, std::chrono::milliseconds(100), ready);
+  } else {
+    cv_.wait(lock, ready);
+  }
   if (stop_) {
     stop = true;
     return taken;
@@ -286,8 +339,9 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
 void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled) {
   std::vector<bool> free_slot(slots_.size());
   int32_t n_free = 0;
+  const bool admitting = !over_kv_limit();
   for (size_t i = 0; i < slots_.size(); ++i) {
-    free_slot[i] = !slots_[i].busy();
+    free_slot[i] = admitting && !slots_[i].busy();
     n_free += free_slot[i] ? 1 : 0;
   }
   bool took_embedding = false;
@@ -384,14 +438,7 @@ void ServingEngine::Impl::run_embedding(Task& task) {
   const EmbeddingInput& req = *task.embedding;
   const int32_t bt = ctx_.kv().block_tokens();
   const int32_t need = (static_cast<int32_t>(req.tokens.size()) + bt - 1) / bt;
-  while (ctx_.kv().pool().n_free() < need) {
-    ServingSlot* victim = nullptr;
-    for (ServingSlot& s : slots_) {
-      if (!s.busy() && !s.cached().empty() && (victim == nullptr || s.last_used() < victim->last_used())) victim = &s;
-    }
-    if (victim == nullptr) break;
-    (void)ctx_.seq_truncate(victim->seq(), 0);
-    victim->drop_cache(0);
+  while (ctx_.kv().pool().n_free() < need && drop_lru_idle_cache()) {
   }
   EngineEvent ev;
   auto t0 = EngineClock::now();
@@ -603,6 +650,7 @@ EngineMetrics ServingEngine::metrics() const { return impl_->metrics(); }
 std::vector<SlotInfo> ServingEngine::slots() const { return impl_->slots(); }
 int32_t ServingEngine::n_ctx_slot() const { return impl_->n_ctx_slot(); }
 void ServingEngine::stop(const Error& reason) { impl_->stop(reason); }
+void ServingEngine::set_kv_limit(uint64_t bytes) { impl_->set_kv_limit(bytes); }
 int32_t ServingEngine::max_embedding_tokens() const { return impl_->embed_limit(); }
 const InferenceContext& ServingEngine::context() const { return impl_->context(); }
 

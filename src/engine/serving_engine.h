@@ -112,6 +112,12 @@ class GenerationService {
   // at most a second). Idempotent; the server's SIGTERM path calls it. A service
   // without a thread of its own (a scripted one in tests) may leave it as a no-op.
   virtual void stop(const Error& reason) { (void)reason; }
+  // Caps the KV memory this service may hold (UINT64_MAX: no cap), as the cross-process KV
+  // budget asks (kv/kv_budget_owner.h). While the KV in use reaches the cap, idle slots'
+  // cached prefixes are dropped first, then no queued request starts until running ones free
+  // enough; a running request is never stopped for it. Any thread. A service without a KV
+  // pool of its own may leave it as a no-op.
+  virtual void set_kv_limit(uint64_t bytes) { (void)bytes; }
 };
 
 class ServingEngine final : public GenerationService {
@@ -133,6 +139,7 @@ class ServingEngine final : public GenerationService {
   std::vector<SlotInfo> slots() const override;
   int32_t n_ctx_slot() const override;
   void stop(const Error& reason) override;
+  void set_kv_limit(uint64_t bytes) override;
   // The longest input an embedding request may have (longer ones need truncate=true): a slot's
   // context for decoders, the whole context (at most the model's positions) for encoders.
   int32_t max_embedding_tokens() const;

@@ -104,6 +104,11 @@ void KvBudgetRegistration::set_reserved(uint64_t reserved_bytes) {
   publish_locked();
 }
 
+void KvBudgetRegistration::set_usage_source(std::function<KvBudgetUsage()> source) {
+  std::lock_guard<std::mutex> lock(mu_);
+  usage_source_ = std::move(source);
+}
+
 void KvBudgetRegistration::mark_ready() {
   std::lock_guard<std::mutex> lock(mu_);
   ready_ = true;
@@ -121,6 +126,15 @@ bool KvBudgetRegistration::over_limit() const {
 }
 
 void KvBudgetRegistration::heartbeat() {
+  std::function<KvBudgetUsage()> source;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    source = usage_source_;
+  }
+  if (source) {
+    const KvBudgetUsage usage = source();
+    update(usage.committed_bytes, usage.used_bytes);
+  }
   write_budget_heartbeat(*segment_, budget_clock_ns());
   auto machine = read_machine_limit(directory_);
   uint64_t machine_limit = kNoBudgetLimit;

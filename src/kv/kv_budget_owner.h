@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,6 +29,12 @@ class KvBudgetClient {
   // the heartbeat thread, once when a limit first applies and then on every change; it should
   // hand the number on (e.g. to the pool's set_limit) and return.
   virtual void on_limit_changed(uint64_t limit_bytes) = 0;
+};
+
+// What the KV pool holds now, for owners that publish by sampling rather than by update().
+struct KvBudgetUsage {
+  uint64_t committed_bytes = 0;
+  uint64_t used_bytes = 0;
 };
 
 struct KvBudgetOptions {
@@ -52,6 +59,9 @@ class KvBudgetRegistration {
   // Publishes the KV pool's committed and used bytes; cheap enough for every engine step.
   void update(uint64_t committed_bytes, uint64_t used_bytes);
   void set_reserved(uint64_t reserved_bytes);
+  // Sampled at every heartbeat and published as by update(): for a pool that only exposes
+  // counters. Called on the heartbeat thread; must be quick and thread-safe.
+  void set_usage_source(std::function<KvBudgetUsage()> source);
   // Marks the end of loading (state "serving" or "over-limit" from then on).
   void mark_ready();
   // The limit in force now (kNoBudgetLimit: none).
@@ -84,6 +94,7 @@ class KvBudgetRegistration {
   uint64_t limit_ = kNoBudgetLimit;
   uint64_t reported_limit_ = kNoBudgetLimit;
   bool ready_ = false;
+  std::function<KvBudgetUsage()> usage_source_;
   bool warned_machine_limit_ = false;
 
   std::mutex beat_mu_;  // guards the thread's stop flag
