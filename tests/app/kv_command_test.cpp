@@ -88,6 +88,12 @@ TEST_F(KvCommand, ListsAServingProcess) {
   EXPECT_EQ(top.status, 0);
   EXPECT_NE(top.out.find("stories-260k"), std::string::npos);
   EXPECT_EQ(top.out.find("\x1b["), std::string::npos);  // no screen control in --once
+  // Live, it refreshes until `q` (here from a pipe rather than a terminal).
+  const std::string quit = "q";
+  top = run_hearth("kv top", &quit);
+  EXPECT_EQ(top.status, 0);
+  EXPECT_NE(top.out.find("stories-260k"), std::string::npos);
+  EXPECT_NE(top.out.find("(q or Ctrl-C quits)"), std::string::npos);
 }
 
 TEST_F(KvCommand, LimitReachesTheProcess) {
