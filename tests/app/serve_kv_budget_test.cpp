@@ -27,11 +27,16 @@ Json ls_json() {
   return Json::parse(r.out, nullptr, false);
 }
 
-TEST(ServeKvBudget, ServeRegistersAndObeysALimit) {
+class ServeKvBudget : public ::testing::Test {
+ protected:
+  void SetUp() override { ::setenv("HEARTH_KV_DIR", dir_.path().c_str(), 1); }
+  void TearDown() override { ::unsetenv("HEARTH_KV_DIR"); }
+  kv::test::TempBudgetDir dir_;
+};
+
+TEST_F(ServeKvBudget, ServeRegistersAndObeysALimit) {
   const std::string model = models_dir() + "/stories260K-llama-f32.gguf";
   HEARTH_REQUIRE_FILE(model);
-  kv::test::TempBudgetDir dir;
-  ::setenv("HEARTH_KV_DIR", dir.path().c_str(), 1);
   ServerProcess server;
   ASSERT_TRUE(server.start({"-m", model, "--parallel", "2", "-c", "512"})) << server.error();
 
@@ -73,7 +78,6 @@ TEST(ServeKvBudget, ServeRegistersAndObeysALimit) {
 
   EXPECT_EQ(server.stop(), 0);
   EXPECT_TRUE(ls_json()["processes"].empty());
-  ::unsetenv("HEARTH_KV_DIR");
 }
 
 }  // namespace
