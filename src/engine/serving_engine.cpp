@@ -77,7 +77,10 @@ class ServingEngine::Impl {
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
   bool drop_lru_idle_cache();
-  bool over_kv_limit() const;
+  uint64_t kv_block_bytes() const;
+  int64_t kv_blocks_running() const;
+  int64_t kv_blocks_needed(const Task& task) const;
+  bool fits_kv_limit(int64_t more_blocks) const;
   void shrink_to_kv_limit();
 
   InferenceContext& ctx_;
@@ -268,18 +271,44 @@ bool ServingEngine::Impl::drop_lru_idle_cache() {
   return true;
 }
 
-// Engine thread: whether the KV blocks in use (running and cached) reach the limit.
-bool ServingEngine::Impl::over_kv_limit() const {
-  const uint64_t limit = kv_limit_bytes_.load();
-  if (limit == UINT64_MAX) return false;
+uint64_t ServingEngine::Impl::kv_block_bytes() const {
   const auto& pool = ctx_.kv().pool();
-  const uint64_t block_bytes = pool.n_blocks() > 0 ? pool.bytes_reserved() / static_cast<uint64_t>(pool.n_blocks()) : 0;
-  return static_cast<uint64_t>(pool.n_used()) * block_bytes >= limit;
+  return pool.n_blocks() > 0 ? pool.bytes_reserved() / static_cast<uint64_t>(pool.n_blocks()) : 0;
 }
 
-// Engine thread: over the limit, idle slots' cached prefixes go first (least recently used).
+// Engine thread: blocks the running requests hold (idle slots' caches are not counted; they
+// are dropped first when memory is short).
+int64_t ServingEngine::Impl::kv_blocks_running() const {
+  const int64_t bt = ctx_.kv().block_tokens();
+  int64_t blocks = 0;
+  for (const ServingSlot& s : slots_) {
+    if (s.busy()) blocks += (ctx_.seq_length(s.seq()) + bt - 1) / bt;
+  }
+  return blocks;
+}
+
+// Blocks a queued task needs to start: its prompt and first generated token, or its input.
+int64_t ServingEngine::Impl::kv_blocks_needed(const Task& task) const {
+  const int64_t bt = ctx_.kv().block_tokens();
+  const int64_t tokens = task.completion ? static_cast<int64_t>(task.completion->request.prompt.size()) + 1
+                                         : static_cast<int64_t>(task.embedding->tokens.size());
+  return (tokens + bt - 1) / bt;
+}
+
+// Engine thread: whether starting work that needs `more_blocks` keeps the running requests'
+// KV within the limit.
+bool ServingEngine::Impl::fits_kv_limit(int64_t more_blocks) const {
+  const uint64_t limit = kv_limit_bytes_.load();
+  if (limit == UINT64_MAX) return true;
+  return static_cast<uint64_t>(kv_blocks_running() + more_blocks) * kv_block_bytes() <= limit;
+}
+
+// Engine thread: while all KV in use (running and cached) is over the limit, idle slots'
+// cached prefixes go, least recently used first.
 void ServingEngine::Impl::shrink_to_kv_limit() {
-  while (over_kv_limit() && drop_lru_idle_cache()) {
+  const uint64_t limit = kv_limit_bytes_.load();
+  if (limit == UINT64_MAX) return;
+  while (static_cast<uint64_t>(ctx_.kv().pool().n_used()) * kv_block_bytes() > limit && drop_lru_idle_cache()) {
   }
 }
 
@@ -299,14 +328,17 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   std::vector<Task> cancelled;
   std::unique_lock lock(mu_);
   const bool busy = any_busy();
-  // Over the KV limit with nothing running, queued work waits for the limit to change
-  // (set_kv_limit() wakes this), looking every 100 ms for requests cancelled meanwhile; with
-  // something running, the step loop goes on.
+  // When the first queued request does not fit under the KV limit and nothing runs, it waits
+  // for the limit to change (set_kv_limit() wakes this), looking every 100 ms for requests
+  // cancelled meanwhile; with something running, the step loop goes on.
   const uint64_t limit_before = kv_limit_bytes_.load();
-  const auto ready = [&] {
-    return stop_ || busy || kv_limit_bytes_.load() != limit_before || (!queue_.empty() && !over_kv_limit());
+  const auto head_fits = [&] {
+    return queue_.front().stream->cancelled() || fits_kv_limit(kv_blocks_needed(queue_.front()));
   };
-  if (!queue_.empty() && over_kv_limit()) {
+  const auto ready = [&] {
+    return stop_ || busy || kv_limit_bytes_.load() != limit_before || (!queue_.empty() && head_fits());
+  };
+  if (!queue_.empty() && !head_fits()) {
     cv_.wait_for(lock, std::chrono::milliseconds(100), ready);
   } else {
     cv_.wait(lock, ready);
@@ -339,12 +371,15 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
 void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled) {
   std::vector<bool> free_slot(slots_.size());
   int32_t n_free = 0;
-  const bool admitting = !over_kv_limit();
   for (size_t i = 0; i < slots_.size(); ++i) {
-    free_slot[i] = admitting && !slots_[i].busy();
+    free_slot[i] = !slots_[i].busy();
     n_free += free_slot[i] ? 1 : 0;
   }
   bool took_embedding = false;
+  // Under a KV limit, tasks start in arrival order while their blocks fit; the first that does
+  // not fit stops the rest (a small request never overtakes a large one for good).
+  int64_t planned_blocks = 0;
+  bool within_limit = true;
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->stream->cancelled()) {
       cancelled.push_back(std::move(*it));
@@ -365,6 +400,13 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
       if (take) free_slot[want] = false;  // reserved for this task
     } else {
       take = true;
+    }
+    if (take) {
+      const int64_t need = kv_blocks_needed(*it);
+      within_limit = within_limit && fits_kv_limit(planned_blocks + need);
+      take = within_limit;
+      if (take) planned_blocks += need;
+      else if (it->completion && it->completion->request.slot >= 0) free_slot[static_cast<size_t>(it->completion->request.slot)] = true;
     }
     if (!take) {
       ++it;

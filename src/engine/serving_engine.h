@@ -113,10 +113,12 @@ class GenerationService {
   // without a thread of its own (a scripted one in tests) may leave it as a no-op.
   virtual void stop(const Error& reason) { (void)reason; }
   // Caps the KV memory this service may hold (UINT64_MAX: no cap), as the cross-process KV
-  // budget asks (kv/kv_budget_owner.h). While the KV in use reaches the cap, idle slots'
-  // cached prefixes are dropped first, then no queued request starts until running ones free
-  // enough; a running request is never stopped for it. Any thread. A service without a KV
-  // pool of its own may leave it as a no-op.
+  // budget asks (kv/kv_budget_owner.h). While all KV in use is over the cap, idle slots'
+  // cached prefixes are dropped (least recently used first); a queued request starts only
+  // when the blocks of its prompt fit under the cap beside the running requests' (in arrival
+  // order, so a large one is not overtaken for good). A running request is never stopped for
+  // it, though it may still grow past the cap. Any thread. A service without a KV pool of its
+  // own may leave it as a no-op.
   virtual void set_kv_limit(uint64_t bytes) { (void)bytes; }
 };
 

@@ -64,10 +64,19 @@ TEST_F(ServingEngineTest, KvLimitHoldsNewRequestsButFinishesRunningOnes) {
   Collected gone = collect(*cancelled);
   EXPECT_EQ(gone.final.stop_reason, StopReason::kCancelled);
 
-  engine->set_kv_limit(kNoLimit);
+  // It starts once the blocks of its prompt (and first token) fit, not a byte before.
+  const auto& pool = ctx->kv().pool();
+  const uint64_t block_bytes = pool.bytes_reserved() / static_cast<uint64_t>(pool.n_blocks());
+  const uint64_t bt = static_cast<uint64_t>(ctx->kv().block_tokens());
+  const uint64_t need = (prompt.size() + 1 + bt - 1) / bt * block_bytes;
+  engine->set_kv_limit(need - 1);
+  EXPECT_FALSE(held->next(ev, std::chrono::milliseconds(300)));
+  engine->set_kv_limit(need);
   Collected later = collect(*held);
   EXPECT_EQ(later.final.kind, EngineEvent::Kind::kDone);
   EXPECT_EQ(later.tokens, std::vector<int32_t>(want->tokens.begin(), want->tokens.begin() + 8));
+  engine->set_kv_limit(kNoLimit);
+  EXPECT_EQ(collect(*engine->submit(greedy(prompt, 4))).final.kind, EngineEvent::Kind::kDone);
 }
 
 }  // namespace
