@@ -112,8 +112,7 @@ Status map_segment(const std::string& path, bool writable, SegmentMapping* out) 
   }
   const size_t size = std::min(static_cast<size_t>(st.st_size), kMaxSegmentMap);
   if (size < sizeof(BudgetSegmentLayout)) {
-    // Too short to map safely as a segment (reading past the end would fault): read what is
-    // there so the header check can still say what it is.
+    // Too short to be a segment of any version, and mapping it would fault past its end.
     ::close(fd);
     return make_error(ErrorKind::kCorrupt, "segment is " + std::to_string(st.st_size) + " bytes (truncated; a segment is " +
                                                std::to_string(sizeof(BudgetSegmentLayout)) + ")");

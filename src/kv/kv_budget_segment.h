@@ -78,7 +78,7 @@ struct BudgetSnapshot {
 Result<BudgetSnapshot> read_budget_segment(const void* memory, size_t size);
 
 // The pid and start time a segment of any version names, from its fixed header, without
-// checking the rest; nullopt-like kCorrupt when even the header is not there.
+// checking the rest; kCorrupt when even the header (magic, a plausible pid) is not there.
 struct BudgetSegmentOwner {
   int64_t pid = 0;
   uint64_t start_ticks = 0;
