@@ -1,8 +1,8 @@
 // The serving engine's thread, task queue and step loop (see serving_engine.h). Submissions
 // are checked on the caller's thread and queued under a mutex; the engine thread sleeps on a
 // condition variable while there is nothing to do. Each loop turn: finish cancelled requests,
-// drop idle slots' caches while over the KV limit (set_kv_limit), admit queued ones (none while
-// over that limit) into idle slots (slot chosen by cached-prefix similarity), run at most one
+// drop idle slots' caches while over the KV limit (set_kv_limit), admit queued ones (under a
+// limit, while their prompts fit) into idle slots (slot chosen by cached-prefix similarity), run at most one
 // embedding, then decode ONE batch planned by plan_step() and sample for every slot whose
 // output token was in it. Metrics and slot snapshots are published under their own mutex.
 #include "engine/serving_engine.h"
@@ -329,8 +329,9 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   std::unique_lock lock(mu_);
   const bool busy = any_busy();
   // When the first queued request does not fit under the KV limit and nothing runs, it waits
-  // for the limit to change (set_kv_limit() wakes this), looking every 100 ms for requests
-  // cancelled meanwhile; with something running, the step loop goes on.
+  // for the limit to change (set_kv_limit() wakes this); under a limit the wait also ends
+  // every 100 ms, so a request cancelled while it waits ends. With something running, the
+  // step loop goes on.
   const uint64_t limit_before = kv_limit_bytes_.load();
   const auto head_fits = [&] {
     return queue_.front().stream->cancelled() || fits_kv_limit(kv_blocks_needed(queue_.front()));
@@ -338,7 +339,7 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   const auto ready = [&] {
     return stop_ || busy || kv_limit_bytes_.load() != limit_before || (!queue_.empty() && head_fits());
   };
-  if (!queue_.empty() && !head_fits()) {
+  if (limit_before != UINT64_MAX) {
     cv_.wait_for(lock, std::chrono::milliseconds(100), ready);
   } else {
     cv_.wait(lock, ready);

@@ -60,6 +60,7 @@ TEST_F(ServingEngineTest, KvLimitHoldsNewRequestsButFinishesRunningOnes) {
   EXPECT_EQ(engine->metrics().kv_blocks_used, 0);  // the finished request's cache went too
 
   auto cancelled = engine->submit(greedy(prompt, 8));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // queued behind `held`
   cancelled->cancel();
   Collected gone = collect(*cancelled);
   EXPECT_EQ(gone.final.stop_reason, StopReason::kCancelled);
