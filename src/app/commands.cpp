@@ -13,6 +13,7 @@ const std::vector<Command>& all_commands() {
       {"perplexity", "measure a model's perplexity on a text file", run_perplexity},
       {"serve", "serve a model over HTTP (ollama, OpenAI and Anthropic APIs)", run_serve},
       {"chat", "chat with a running server", run_chat},
+      {"kv", "list and limit the KV memory of serving processes (ls, top, limit, gc)", run_kv},
   };
   return kCommands;
 }

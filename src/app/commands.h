@@ -25,5 +25,6 @@ int run_embed(const CommandArgs& args);
 int run_perplexity(const CommandArgs& args);
 int run_serve(const CommandArgs& args);
 int run_chat(const CommandArgs& args);
+int run_kv(const CommandArgs& args);
 
 }  // namespace hearth::app

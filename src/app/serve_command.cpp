@@ -9,10 +9,12 @@
 #include <cctype>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 
 #include "app/commands.h"
 #include "app/model_info_builder.h"
 #include "app/sampling_flags.h"
+#include "app/serve_kv_budget.h"
 #include "cli/ollama_client.h"
 #include "server/access_policy.h"
 #include "engine/default_chat_template.h"
@@ -21,6 +23,7 @@
 #include "server/http_server.h"
 #include "util/file_io.h"
 #include "util/log.h"
+#include "util/byte_size.h"
 #include "util/system_memory.h"
 
 namespace hearth::app {
@@ -248,6 +251,11 @@ int run_serve(const CommandArgs& args) {
   std::printf("hearth: listening on http://%s:%d\n", shown_host.c_str(), http.port());
   std::fflush(stdout);
 
+  // Registered before loading, so `hearth kv ls` shows the process as starting meanwhile.
+  std::string budget_label = s.get_string("alias");
+  if (budget_label.empty()) budget_label = std::filesystem::path(path).stem().string();
+  auto kv_budget = ServeKvBudget::start(budget_label);
+
   auto ctx = engine::InferenceContext::load(path, *ctx_opts);
   if (!ctx.ok()) {
     http.stop();
@@ -261,6 +269,7 @@ int run_serve(const CommandArgs& args) {
     return fail(backend.error().to_string(), 1);
   }
   http.set_backend(*backend);
+  if (kv_budget) kv_budget->attach(*backend);
   std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", (*backend)->model_info().name.c_str(),
               (*backend)->model_info().quantization.c_str(), serving.n_slots, (*backend)->model_info().n_ctx_slot, load_ms);
   std::fflush(stdout);
@@ -273,6 +282,7 @@ int run_serve(const CommandArgs& args) {
   // End every running request with an error event (its client sees why it ended; new ones get
   // 503) and wait for the HTTP threads to take those events, then stop accepting and join.
   // Closing the listener first would make cpp-httplib drop running streams mid-response.
+  kv_budget.reset();  // no limit reaches the engine once it is shutting down
   (*backend)->shut_down();
   http.stop();
   return 0;

@@ -45,6 +45,9 @@ class LocalBackend final : public protocol::InferenceBackend {
   protocol::EngineMetrics metrics() const override { return service_->metrics(); }
   std::vector<protocol::SlotInfo> slots() const override { return service_->slots(); }
   void shut_down() override;
+  // The serving engine's KV cap (0: none) and KV use (GenerationService), for the KV budget glue.
+  void set_kv_limit(size_t bytes) { service_->set_kv_limit(bytes); }
+  kv::KvPoolStats kv_pool_stats() const { return service_->kv_pool_stats(); }
 
  private:
   LocalBackend() = default;

@@ -119,6 +119,10 @@ class GenerationService {
   // at most a second). Idempotent; the server's SIGTERM path calls it. A service
   // without a thread of its own (a scripted one in tests) may leave it as a no-op.
   virtual void stop(const Error& reason) { (void)reason; }
+  // The KV byte limit (any thread; 0: none) and the pool's use now; a service without a KV
+  // pool of its own (a scripted one in tests) ignores the one and reports zeros for the other.
+  virtual void set_kv_limit(size_t bytes) { (void)bytes; }
+  virtual kv::KvPoolStats kv_pool_stats() const { return {}; }
 };
 
 class ServingEngine final : public GenerationService {
@@ -147,9 +151,9 @@ class ServingEngine final : public GenerationService {
   // The KV byte limit (any thread; 0: none): past it no new request is admitted, cached
   // prefixes are evicted and empty chunks released; running requests keep their memory and
   // finish. The hook for a machine-wide budget.
-  void set_kv_limit(size_t bytes);
+  void set_kv_limit(size_t bytes) override;
   // Reserved, committed and used KV bytes now (any thread).
-  kv::KvPoolStats kv_pool_stats() const;
+  kv::KvPoolStats kv_pool_stats() const override;
 
   class Impl;
 

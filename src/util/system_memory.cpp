@@ -45,33 +45,4 @@ std::string format_bytes(uint64_t bytes) {
   return buf;
 }
 
-Result<uint64_t> parse_byte_size(std::string_view text) {
-  auto bad = [&] {
-    return make_error(ErrorKind::kInvalidArgument, "'" + std::string(text) +
-                                                       "' is not a size (write e.g. 0, 512MiB, 1.5GiB or 4096 for bytes)");
-  };
-  size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
-  if (i == 0) return bad();
-  const std::string number(text.substr(0, i));
-  char* end = nullptr;
-  const double value = std::strtod(number.c_str(), &end);
-  if (end != number.c_str() + number.size() || !std::isfinite(value) || value < 0) return bad();
-  std::string unit;
-  for (size_t j = i; j < text.size(); ++j) {
-    if (text[j] == ' ' && unit.empty()) continue;
-    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(text[j])));
-  }
-  double scale = 0;
-  if (unit.empty() || unit == "b") scale = 1;
-  else if (unit == "k" || unit == "kb" || unit == "kib") scale = 1024.0;
-  else if (unit == "m" || unit == "mb" || unit == "mib") scale = 1024.0 * 1024;
-  else if (unit == "g" || unit == "gb" || unit == "gib") scale = 1024.0 * 1024 * 1024;
-  else if (unit == "t" || unit == "tb" || unit == "tib") scale = 1024.0 * 1024 * 1024 * 1024;
-  else return bad();
-  const double bytes = std::floor(value * scale);
-  if (bytes >= 18446744073709549568.0) return bad();
-  return static_cast<uint64_t>(bytes);
-}
-
 }  // namespace hearth

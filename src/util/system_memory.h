@@ -19,9 +19,5 @@ std::optional<uint64_t> parse_meminfo_available(const std::string& meminfo_text)
 std::optional<uint64_t> memory_available_bytes();
 // "45.0 GiB", "512.0 MiB", "12 KiB": one decimal for MiB and above.
 std::string format_bytes(uint64_t bytes);
-// A size as a person writes it: a non-negative number with an optional unit, B, K/KB/KiB,
-// M/MB/MiB, G/GB/GiB or T/TB/TiB (all powers of 1024; case-insensitive; "1.5GiB", "256M",
-// "0"). Errors: kInvalidArgument naming the text.
-Result<uint64_t> parse_byte_size(std::string_view text);
 
 }  // namespace hearth

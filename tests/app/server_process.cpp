@@ -14,6 +14,8 @@
 
 #include <httplib.h>
 
+#include "common/test_paths.h"
+
 extern char** environ;
 
 namespace hearth::test {
@@ -51,6 +53,9 @@ bool ServerProcess::start(const std::vector<std::string>& args, int timeout_seco
     if (std::string(*e).rfind("HEARTH_LOG_LEVEL=", 0) != 0) env_s.emplace_back(*e);
   }
   env_s.emplace_back("HEARTH_LOG_LEVEL=warn");
+  // A test server joins a private KV budget, never the user's: a machine-wide limit set there
+  // would hold its requests back. A test that sets HEARTH_KV_DIR itself keeps its own.
+  if (std::getenv("HEARTH_KV_DIR") == nullptr) env_s.emplace_back("HEARTH_KV_DIR=" + make_temp_dir() + "/kv");
   std::vector<char*> envp;
   for (auto& e : env_s) envp.push_back(e.data());
   envp.push_back(nullptr);

@@ -23,21 +23,5 @@ TEST(SystemMemory, BytesAreShownInBinaryUnits) {
   EXPECT_EQ(format_bytes(2048), "2 KiB");
 }
 
-TEST(SystemMemory, SizesAreParsedWithBinaryUnits) {
-  EXPECT_EQ(parse_byte_size("0").value(), 0u);
-  EXPECT_EQ(parse_byte_size("4096").value(), 4096u);
-  EXPECT_EQ(parse_byte_size("256MiB").value(), 256ull << 20);
-  EXPECT_EQ(parse_byte_size("256m").value(), 256ull << 20);
-  EXPECT_EQ(parse_byte_size("1.5GiB").value(), 3ull << 29);
-  EXPECT_EQ(parse_byte_size("2 GB").value(), 2ull << 30);
-  EXPECT_EQ(parse_byte_size("1T").value(), 1ull << 40);
-  for (const char* bad : {"", "MiB", "-1", "12 parsecs", "1.2.3M", "99999999999999999999999G"}) {
-    auto r = parse_byte_size(bad);
-    ASSERT_FALSE(r.ok()) << bad;
-    EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);
-    EXPECT_NE(r.error().message.find("is not a size"), std::string::npos);
-  }
-}
-
 }  // namespace
 }  // namespace hearth
