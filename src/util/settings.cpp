@@ -137,6 +137,12 @@ const std::vector<EnvSettingSpec>& env_setting_specs() {
       {"HEARTH_LOG_LEVEL", "log level: debug, info, warn, error or off (default: info)"},
       {"HEARTH_WEIGHT_LAYOUT",
        "interleaved (default) or gguf: keep every matrix in the file mapping, shared through the page cache"},
+      {"HEARTH_MODELS", "the model store (default: ~/.hearth/models)"},
+      {"HEARTH_REGISTRY", "registry host of model names without one (default: registry.ollama.ai)"},
+      {"HEARTH_OLLAMA_MODELS",
+       "an ollama store read as a read-only fallback (default: $OLLAMA_MODELS, else ~/.ollama/models; 'off' for none)"},
+      {"HOME", "the home directory: the default stores (~/.hearth/models, ~/.ollama/models) are under it"},
+      {"OLLAMA_MODELS", "ollama's own store variable, read when HEARTH_OLLAMA_MODELS is unset"},
   };
   return specs;
 }
