@@ -1,10 +1,12 @@
 // GGUF file type names (see file_type_names.h).
-#include "app/file_type_names.h"
+#include "gguf/file_type_names.h"
+
+#include <cstdio>
 
 #include <iterator>
 #include <map>
 
-namespace hearth::app {
+namespace hearth::gguf {
 
 // llama.cpp's numbering of general.file_type (llama_ftype); ids that were retired map to "".
 std::string file_type_name(uint32_t id) {
@@ -24,7 +26,7 @@ std::string file_type_name(uint32_t id) {
 
 // The tensor type holding most weight elements (matrices first; vectors such as norms are
 // usually F32 whatever the file type), as a file-type-like name: "ALL_F32", "MOSTLY_Q4_K".
-std::string guess_file_type(const gguf::File& f) {
+std::string guess_file_type(const File& f) {
   std::map<DType, int64_t> matrix_elems, all_elems;
   for (const auto& t : f.tensors()) {
     all_elems[t.type] += t.element_count();
@@ -40,4 +42,34 @@ std::string guess_file_type(const gguf::File& f) {
   return "MOSTLY_" + std::string(dtype_name(best->first));
 }
 
-}  // namespace hearth::app
+std::string quantization_label(const File& f) {
+  auto ft = f.get<uint32_t>("general.file_type");
+  std::string type_name = ft.ok() ? file_type_name(*ft) : guess_file_type(f);
+  for (const char* prefix : {"MOSTLY_", "ALL_"}) {
+    if (type_name.rfind(prefix, 0) == 0) type_name = type_name.substr(std::string(prefix).size());
+  }
+  return type_name;
+}
+
+uint64_t parameter_count(const File& f) {
+  uint64_t n = 0;
+  for (const auto& t : f.tensors()) n += static_cast<uint64_t>(t.element_count());
+  return n;
+}
+
+std::string parameter_size_text(uint64_t n) {
+  char buf[32];
+  const double d = static_cast<double>(n);
+  if (n >= 1000000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.1fB", d / 1e9);
+  } else if (n >= 1000000ull) {
+    std::snprintf(buf, sizeof(buf), "%.2fM", d / 1e6);
+  } else if (n >= 1000ull) {
+    std::snprintf(buf, sizeof(buf), "%.2fK", d / 1e3);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(n));
+  }
+  return buf;
+}
+
+}  // namespace hearth::gguf
