@@ -29,37 +29,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-// A metadata value as JSON; arrays longer than 64 items (vocabularies, merges) are left out.
-bool value_json(const gguf::Value& v, Json& out) {
-  if (const gguf::Array* a = v.array()) {
-    if (a->size() > 64) return false;
-    out = Json::array();
-    bool ok = true;
-    std::visit(
-        [&](const auto& items) {
-          for (const auto& item : items) {
-            using T = std::decay_t<decltype(item)>;
-            if constexpr (std::is_same_v<T, gguf::Value>) {
-              ok = false;  // nested arrays are not reported
-            } else if constexpr (std::is_same_v<T, bool>) {
-              out.push_back(static_cast<bool>(item));
-            } else {
-              out.push_back(item);
-            }
-          }
-        },
-        a->items);
-    return ok;
-  }
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (!std::is_same_v<T, std::shared_ptr<gguf::Array>>) out = x;
-      },
-      v.storage());
-  return true;
-}
-
 int32_t find_fim_token(const gguf::File& f, const Tokenizer& tok, const char* key, const char* old_key,
                        std::initializer_list<const char*> texts) {
   for (const char* k : {key, old_key}) {
@@ -106,13 +75,7 @@ protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const 
                                 {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "<|fim_hole|>"});
   c.fim_middle = find_fim_token(f, tok, "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id",
                                 {"<|fim_middle|>", "<fim_middle>", "<fim-middle>", "<MID>", "<|fim_end|>"});
-  c.model_info = Json::object();
-  for (const auto& kv : f.metadata()) {
-    if (kv.key == "tokenizer.chat_template") continue;
-    Json v;
-    if (value_json(kv.value, v)) c.model_info[kv.key] = std::move(v);
-  }
-  c.model_info["general.parameter_count"] = c.parameter_count;
+  c.model_info = gguf::metadata_summary(f);
   return c;
 }
 

@@ -2,11 +2,49 @@
 #include "gguf/file_type_names.h"
 
 #include <cstdio>
+#include <memory>
+#include <type_traits>
+#include <variant>
 
 #include <iterator>
 #include <map>
 
 namespace hearth::gguf {
+namespace {
+
+// A metadata value as JSON; arrays longer than 64 items (vocabularies, merges) are left out.
+bool value_json(const Value& v, nlohmann::ordered_json& out) {
+  if (const Array* a = v.array()) {
+    if (a->size() > 64) return false;
+    out = nlohmann::ordered_json::array();
+    bool ok = true;
+    std::visit(
+        [&](const auto& items) {
+          for (const auto& item : items) {
+            using T = std::decay_t<decltype(item)>;
+            if constexpr (std::is_same_v<T, Value>) {
+              ok = false;  // nested arrays are not reported
+            } else if constexpr (std::is_same_v<T, bool>) {
+              out.push_back(static_cast<bool>(item));
+            } else {
+              out.push_back(item);
+            }
+          }
+        },
+        a->items);
+    return ok;
+  }
+  std::visit(
+      [&](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (!std::is_same_v<T, std::shared_ptr<Array>>) out = x;
+      },
+      v.storage());
+  return true;
+}
+
+}  // namespace
+
 
 // llama.cpp's numbering of general.file_type (llama_ftype); ids that were retired map to "".
 std::string file_type_name(uint32_t id) {
@@ -70,6 +108,17 @@ std::string parameter_size_text(uint64_t n) {
     std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(n));
   }
   return buf;
+}
+
+nlohmann::ordered_json metadata_summary(const File& f) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& kv : f.metadata()) {
+    if (kv.key == "tokenizer.chat_template") continue;
+    nlohmann::ordered_json v;
+    if (value_json(kv.value, v)) out[kv.key] = std::move(v);
+  }
+  out["general.parameter_count"] = parameter_count(f);
+  return out;
 }
 
 }  // namespace hearth::gguf

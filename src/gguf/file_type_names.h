@@ -1,10 +1,12 @@
 // Names of a GGUF file's type (general.file_type, or a guess from its tensors) and its size in
 // ollama's words, shared by `hearth inspect`, the model description `hearth serve` reports
-// (/api/tags, /api/show) and the model store's config blobs.
+// (/api/tags, /api/show: file type, size, metadata summary) and the model store's config blobs.
 #pragma once
 
 #include <cstdint>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "gguf/gguf_file.h"
 
@@ -20,5 +22,9 @@ std::string quantization_label(const File& f);
 uint64_t parameter_count(const File& f);
 // "292.80K", "2.18M", "7.2B": ollama's parameter_size style.
 std::string parameter_size_text(uint64_t n);
+// The metadata /api/show reports as model_info: every scalar and every array of at most 64
+// items (vocabularies and merges are left out), without the chat template, plus
+// general.parameter_count.
+nlohmann::ordered_json metadata_summary(const File& f);
 
 }  // namespace hearth::gguf
