@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <csignal>
 #include <cstdio>
@@ -292,6 +293,17 @@ int run_serve(const CommandArgs& args) {
     std::printf("hearth: serving the model store at %s%s\n", o.store->root().c_str(), read_only.c_str());
     std::fflush(stdout);
     http.set_model_loader(store_loader(s, *ctx_opts, serving, *template_source));
+    // Like ollama at start-up: temporary files of interrupted writes and blobs no manifest names
+    // go, once they are an hour old (younger ones may belong to a write in progress).
+    if (auto gc = o.store->collect_garbage(std::chrono::hours(1)); gc.ok()) {
+      if (!gc->removed_blobs.empty() || !gc->removed_temp_files.empty()) {
+        log_info("store cleaned", {{"blobs", static_cast<long long>(gc->removed_blobs.size())},
+                                   {"temp_files", static_cast<long long>(gc->removed_temp_files.size())},
+                                   {"bytes", static_cast<long long>(gc->bytes_freed)}});
+      }
+    } else {
+      log_warn("store not cleaned", {{"error", gc.error().to_string()}});
+    }
     log_info("serving the model store", {{"store", o.store->root()}, {"port", http.port()}});
     int sig = 0;
     sigwait(&stop_signals, &sig);

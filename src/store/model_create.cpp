@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 bool is_digest_form(const std::string& s) { return s.rfind("sha256:", 0) == 0 || s.rfind("sha256-", 0) == 0; }
 
 std::string expand_path(const std::string& path, const CreateOptions& o) {
-  if (path.rfind("~/", 0) == 0) return env_setting("HOME").value_or("") + path.substr(1);
+  if (path.rfind("~/", 0) == 0) return home_directory() + path.substr(1);
   if (!path.empty() && path[0] == '/') return path;
   return (fs::path(o.base_dir) / path).lexically_normal().string();
 }

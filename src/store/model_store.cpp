@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string home_dir() { return env_setting("HOME").value_or("/root"); }
+std::string home_dir() { return home_directory(); }
 
 int64_t newest_time(const struct stat& st) { return std::max<int64_t>(st.st_mtime, st.st_ctime); }
 
@@ -77,8 +77,7 @@ ModelStore ModelStore::open_default() {
   std::string root = env_setting("HEARTH_MODELS").value_or("");
   if (root.empty()) root = home_dir() + "/.hearth/models";
   std::vector<std::string> fallbacks;
-  std::optional<std::string> ollama = env_setting("HEARTH_OLLAMA_MODELS");
-  if (!ollama || ollama->empty()) ollama = env_setting("OLLAMA_MODELS");
+  const std::optional<std::string> ollama = env_setting("HEARTH_OLLAMA_MODELS");  // or OLLAMA_MODELS
   std::string dir = ollama && !ollama->empty() ? *ollama : home_dir() + "/.ollama/models";
   std::error_code ec;
   if (dir != "off" && fs::is_directory(dir, ec) && fs::path(dir) != fs::path(root)) fallbacks.push_back(dir);

@@ -131,6 +131,24 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
     assert.equal(short.eval_count, 3);
     const ps = await ollama.ps();
     assert.equal(ps.models[0].name, 'tiny:latest');
+
+    // A model made from another: its own system prompt, the base's parameters; asking for it
+    // replaces the loaded model, and asking for the first one again switches back.
+    const done = await ollama.create({ model: 'other', from: 'tiny', system: 'Tom had a red ball.', stream: false });
+    assert.equal(done.status, 'success');
+    const other = await ollama.generate({ model: 'other', prompt: 'One day', stream: false });
+    assert.equal(other.eval_count, 10);
+    const otherRaw = await ollama.generate({
+      model: 'other', prompt: 'Tom had a red ball. hi.hello One day.', raw: true, stream: false,
+      options: { temperature: 0, num_predict: 10, repeat_penalty: 1 },
+    });
+    assert.equal(other.response, otherRaw.response);
+    assert.equal(other.prompt_eval_count, otherRaw.prompt_eval_count);
+    assert.deepEqual((await ollama.ps()).models.map((m) => m.name), ['other:latest']);
+    const back = await ollama.generate({ model: 'tiny', prompt: 'One day', stream: false });
+    assert.equal(back.response, templated.response);
+    assert.deepEqual((await ollama.ps()).models.map((m) => m.name), ['tiny:latest']);
+    await ollama.delete({ model: 'other' });
   });
 
   it('copies and deletes, with ollama errors for missing models', async () => {
