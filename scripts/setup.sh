@@ -9,6 +9,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libssl-dev libpcre2-dev libutf8proc-dev nlohmann-json3-dev
   libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
+  libedit-dev                         # line editing and history in the `hearth run` REPL
+  tmux                                # the REPL's end-to-end test drives a terminal through it
 )
 
 missing=()

@@ -34,7 +34,7 @@ Result<ReplyOutcome> stream_reply(OllamaClient& client, const std::string& path,
         });
       },
       [&] { client.cancel(); });
-  printer.finish();
+  printer.finish(!outcome.interrupted);
   outcome.content = printer.content();
   outcome.thinking = printer.thinking();
   if (outcome.interrupted) return outcome;

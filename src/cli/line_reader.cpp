@@ -51,6 +51,7 @@ class EditLineReader : public LineReader {
       }
       text = "";
     }
+    if (interrupted_) std::fputs("^C\n", stdout);  // the key ended the line without echoing it
     r.line = text;
     while (!r.line.empty() && (r.line.back() == '\n' || r.line.back() == '\r')) r.line.pop_back();
     r.status = interrupted_ ? ReadStatus::kInterrupted : ReadStatus::kLine;

@@ -24,6 +24,17 @@ ErrorKind kind_for_status(int status) {
   return ErrorKind::kIo;
 }
 
+// What went wrong with the connection, in words.
+std::string connection_problem(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "nothing is listening there";
+    case httplib::Error::ConnectionTimeout: return "the connection timed out";
+    case httplib::Error::Read: return "the connection broke while reading the answer";
+    case httplib::Error::Write: return "the connection broke while sending the request";
+    default: return httplib::to_string(e);
+  }
+}
+
 }  // namespace
 
 std::string error_text(int status, const std::string& body) {
@@ -155,7 +166,7 @@ Result<Json> OllamaClient::call(const std::string& method, const std::string& pa
   }
   auto res = http_->send(req);
   if (status_out != nullptr) *status_out = res ? res->status : 0;
-  if (!res) return failure(0, httplib::to_string(res.error()));
+  if (!res) return failure(0, connection_problem(res.error()));
   if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
   if (res->body.empty()) return Json::object();
   Json j = Json::parse(res->body, nullptr, false);
@@ -224,7 +235,7 @@ Status OllamaClient::stream(const std::string& path, const Json& body, const std
   if (status_out != nullptr) *status_out = status;
   if (stream_error) return *stream_error;
   if (stopped || cancelled_.load()) return ok_status();
-  if (!res) return failure(0, httplib::to_string(res.error()));
+  if (!res) return failure(0, connection_problem(res.error()));
   if (status != 200) return failure(status, error_body);
   if (!lines.pending().empty()) return make_error(ErrorKind::kCorrupt, "the stream ended inside a line: " + lines.pending());
   return ok_status();
@@ -269,7 +280,7 @@ Status OllamaClient::upload_blob(const std::string& digest, const std::string& p
   auto res = http_->Post(("/api/blobs/" + digest).c_str(), static_cast<size_t>(size), provider, "application/octet-stream");
   ::close(fd);
   if (read_failed) return make_error(ErrorKind::kIo, "cannot read '" + path + "'");
-  if (!res) return failure(0, httplib::to_string(res.error()));
+  if (!res) return failure(0, connection_problem(res.error()));
   if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
   return ok_status();
 }

@@ -48,9 +48,10 @@ void ReplyPrinter::on_chunk(const nlohmann::json& chunk) {
   out_.flush();
 }
 
-void ReplyPrinter::finish() {
+void ReplyPrinter::finish(bool print_held_word) {
   end_thinking();
-  out_ << wrap_.flush();
+  const std::string held = wrap_.flush();
+  if (print_held_word) out_ << held;
   out_.flush();
 }
 

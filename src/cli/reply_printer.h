@@ -20,8 +20,9 @@ class ReplyPrinter {
       : out_(out), wrap_(wrap_width), hide_thinking_(hide_thinking), color_(color) {}
 
   void on_chunk(const nlohmann::json& chunk);
-  // Ends the reply (flushes the held word, closes a thinking block).
-  void finish();
+  // Ends the reply: closes a thinking block and prints the held word (dropped when the reply
+  // was interrupted mid-word, so no fragment follows the ^C).
+  void finish(bool print_held_word = true);
   const std::string& content() const { return content_; }
   const std::string& thinking() const { return thinking_; }
 

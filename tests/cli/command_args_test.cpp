@@ -1,0 +1,64 @@
+// Argument parsing of `hearth run` and `hearth create`, without running anything.
+#include <gtest/gtest.h>
+
+#include "cli/commands.h"
+
+namespace hearth::cli {
+namespace {
+
+EnvLookup no_env() {
+  return [](const std::string&) { return std::optional<std::string>(); };
+}
+
+TEST(RunArgs, ModelPromptAndFlags) {
+  auto r = parse_run_args({"qwen3", "why", "is", "the", "sky", "blue?", "--verbose", "--format", "json", "--keepalive", "10m",
+                           "--nowordwrap", "--hidethinking", "--insecure"},
+                          no_env());
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  EXPECT_EQ(r->session.model, "qwen3");
+  EXPECT_EQ(r->prompt, "why is the sky blue?");
+  EXPECT_TRUE(r->session.verbose);
+  EXPECT_EQ(r->session.format, "json");
+  EXPECT_EQ(r->session.keep_alive, "10m");
+  EXPECT_FALSE(r->session.word_wrap);
+  EXPECT_TRUE(r->session.hide_thinking);
+  EXPECT_TRUE(r->session.insecure);
+  EXPECT_TRUE(r->session.think.is_null());  // not sent unless asked
+  const nlohmann::json body = session_request(r->session);
+  EXPECT_EQ(body, (nlohmann::json{{"model", "qwen3"}, {"stream", true}, {"format", "json"}, {"keep_alive", "10m"}}));
+}
+
+TEST(RunArgs, ThinkTakesAnOptionalValue) {
+  auto bare = parse_run_args({"m", "--think"}, no_env());
+  ASSERT_TRUE(bare.ok());
+  EXPECT_EQ(bare->session.think, true);
+  EXPECT_EQ(parse_run_args({"m", "--think=false"}, no_env())->session.think, false);
+  EXPECT_EQ(parse_run_args({"m", "--think=high"}, no_env())->session.think, "high");
+  auto high_as_prompt = parse_run_args({"m", "--think", "high"}, no_env());  // like ollama: a word after is the prompt
+  EXPECT_EQ(high_as_prompt->session.think, true);
+  EXPECT_EQ(high_as_prompt->prompt, "high");
+}
+
+TEST(RunArgs, BadUsageIsAnError) {
+  EXPECT_FALSE(parse_run_args({}, no_env()).ok());
+  EXPECT_FALSE(parse_run_args({"m", "--format", "xml"}, no_env()).ok());
+  EXPECT_FALSE(parse_run_args({"m", "--think=very"}, no_env()).ok());
+  EXPECT_FALSE(parse_run_args({"m", "--bogus"}, no_env()).ok());
+  auto help = parse_run_args({"--help"}, no_env());
+  ASSERT_TRUE(help.ok());
+  EXPECT_NE(help->help_text.find("--keepalive"), std::string::npos);
+}
+
+TEST(CreateArgs, NameFileAndQuantize) {
+  auto c = parse_create_args({"mine", "-f", "dir/Modelfile", "-q", "q4_K_M"}, no_env());
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->name, "mine");
+  EXPECT_EQ(c->modelfile, "dir/Modelfile");
+  EXPECT_EQ(c->quantize, "q4_K_M");
+  EXPECT_EQ(parse_create_args({"mine"}, no_env())->modelfile, "Modelfile");
+  EXPECT_FALSE(parse_create_args({}, no_env()).ok());
+  EXPECT_FALSE(parse_create_args({"a", "b"}, no_env()).ok());
+}
+
+}  // namespace
+}  // namespace hearth::cli
