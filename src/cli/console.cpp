@@ -9,17 +9,22 @@
 
 namespace hearth::cli {
 
-Console system_console() {
-  Console c{std::cout, std::cerr};
-  c.out_terminal = isatty(STDOUT_FILENO) != 0;
-  c.err_terminal = isatty(STDERR_FILENO) != 0;
+void refresh_console_width(Console& c) {
+  if (!c.out_terminal && !c.err_terminal) return;
   for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
     struct winsize ws {};
     if (ioctl(fd, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0) {
       c.width = ws.ws_col;
-      break;
+      return;
     }
   }
+}
+
+Console system_console() {
+  Console c{std::cout, std::cerr};
+  c.out_terminal = isatty(STDOUT_FILENO) != 0;
+  c.err_terminal = isatty(STDERR_FILENO) != 0;
+  refresh_console_width(c);
   return c;
 }
 

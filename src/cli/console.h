@@ -17,6 +17,8 @@ struct Console {
 
 // std::cout / std::cerr with isatty() and the window size of stdout (else stderr).
 Console system_console();
+// Reads the terminal's width again (the window may have been resized since).
+void refresh_console_width(Console& console);
 // Seconds since an arbitrary fixed point (steady clock), for progress rates.
 double monotonic_seconds();
 

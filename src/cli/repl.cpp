@@ -289,6 +289,7 @@ class Repl {
     for (const auto& m : messages_) messages.push_back(m);
     messages.push_back(Json{{"role", "user"}, {"content", text}});
     body["messages"] = messages;
+    refresh_console_width(c_);
     auto reply = stream_reply(client_, "/api/chat", body, o_, c_);
     if (!reply.ok()) {
       c_.out << "Error: " << reply.error().message << "\n";
