@@ -39,7 +39,7 @@ Result<ReplyOutcome> stream_reply(OllamaClient& client, const std::string& path,
   outcome.thinking = printer.thinking();
   if (outcome.interrupted) return outcome;
   if (!status.ok()) {
-    console.out << "\n";
+    if (!outcome.content.empty() || !outcome.thinking.empty()) console.out << "\n";  // end the partial reply's line
     return status.error();
   }
   return outcome;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include <clocale>
+#include <cstdlib>
 #include <cstdio>
 #include <istream>
 #include <ostream>
@@ -115,6 +116,14 @@ class StreamLineReader : public LineReader {
 };
 
 }  // namespace
+
+std::string default_history_path() {
+  const char* home = std::getenv("HOME");
+  if (home == nullptr || *home == '\0') return "";
+  const std::string dir = std::string(home) + "/.hearth";
+  ::mkdir(dir.c_str(), 0700);
+  return dir + "/history";
+}
 
 std::unique_ptr<LineReader> make_terminal_line_reader(const std::string& history_path) {
   return std::make_unique<EditLineReader>(history_path);

@@ -26,6 +26,8 @@ class LineReader {
   virtual void set_history(bool on) = 0;
 };
 
+// ~/.hearth/history (the folder is created 0700); "" when there is no home folder.
+std::string default_history_path();
 // libedit on the terminal; `history_path` empty: no history file.
 std::unique_ptr<LineReader> make_terminal_line_reader(const std::string& history_path);
 // Lines from a stream; a line holding only "\x03" reads as Ctrl-C (for tests).

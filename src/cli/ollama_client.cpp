@@ -285,26 +285,4 @@ Status OllamaClient::upload_blob(const std::string& digest, const std::string& p
   return ok_status();
 }
 
-Result<ChatStats> OllamaClient::chat(const std::string& model, const std::vector<ChatMessage>& messages,
-                                     const Json& options, const std::function<bool(std::string_view)>& on_text) {
-  Json body = {{"model", model}, {"stream", true}, {"messages", Json::array()}};
-  for (const auto& m : messages) body["messages"].push_back(Json{{"role", m.role}, {"content", m.content}});
-  if (options.is_object() && !options.empty()) body["options"] = options;
-  ChatStats stats;
-  bool stopped = false;
-  HEARTH_TRY(stream("/api/chat", body, [&](const Json& j) {
-    if (j.contains("message") && j["message"].contains("content") && j["message"]["content"].is_string()) {
-      const std::string piece = j["message"]["content"].get<std::string>();
-      if (!piece.empty() && !on_text(piece)) {
-        stopped = true;
-        return false;
-      }
-    }
-    if (j.value("done", false)) stats = chat_stats_from_json(j);
-    return true;
-  }));
-  if (stopped || cancelled()) stats.done_reason = "interrupted";
-  return stats;
-}
-
 }  // namespace hearth::cli

@@ -36,11 +36,6 @@ Result<ServerAddress> parse_server_address(const std::string& text);
 // The address from HEARTH_HOST, else OLLAMA_HOST, else the default; errors name the variable.
 Result<ServerAddress> server_address_from_env();
 
-struct ChatMessage {
-  std::string role;
-  std::string content;
-};
-
 // The final chunk's counters (ollama's metrics): durations in nanoseconds.
 struct ChatStats {
   std::string done_reason;
@@ -95,11 +90,6 @@ class OllamaClient {
   // Closes the connection of the request in flight (any thread); the call returns soon after.
   void cancel();
   bool cancelled() const { return cancelled_.load(); }
-
-  // POST /api/chat with stream: true; `on_text` receives each piece of the reply as it arrives
-  // (return false to stop early).
-  Result<ChatStats> chat(const std::string& model, const std::vector<ChatMessage>& messages,
-                         const nlohmann::json& options, const std::function<bool(std::string_view)>& on_text);
 
  private:
   Error failure(int status, const std::string& body) const;

@@ -2,7 +2,6 @@
 // stdin is piped (stdin first, then the words, joined with a space, as ollama joins them),
 // else the REPL. A model the server lacks is pulled first; a server that is not running is
 // started in the background.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -40,14 +39,6 @@ std::vector<SettingSpec> run_settings() {
 int fail(const std::string& message, int status) {
   std::fprintf(stderr, "hearth run: %s\n", message.c_str());
   return status;
-}
-
-std::string history_path() {
-  const char* home = std::getenv("HOME");
-  if (home == nullptr || *home == '\0') return "";
-  const std::string dir = std::string(home) + "/.hearth";
-  ::mkdir(dir.c_str(), 0700);
-  return dir + "/history";
 }
 
 }  // namespace
@@ -129,7 +120,7 @@ int run_command(const Args& args) {
     return 0;
   }
   if (Status st = preload_model(client, r.session); !st.ok()) return fail(st.error().message, 1);
-  auto reader = make_terminal_line_reader(history_path());
+  auto reader = make_terminal_line_reader(default_history_path());
   return run_repl(client, r.session, *reader, console);
 }
 
