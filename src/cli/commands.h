@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/chat_turn.h"
+#include "cli/ollama_client.h"
 #include "util/result.h"
 #include "util/settings.h"
 
@@ -26,10 +27,16 @@ int cp_command(const Args& args);
 int create_command(const Args& args);
 int stop_command(const Args& args);
 
+// --host, read from HEARTH_HOST, else OLLAMA_HOST (every client command has it).
+SettingSpec host_setting();
+// The address a command's settings name; errors say where the bad value came from.
+Result<ServerAddress> server_address(const Settings& settings);
+
 // `hearth run`'s words read into a session: model, prompt words, flags. `--think` alone
 // means --think=true (ollama's optional value). help_text is set for -h/--help.
 struct RunArgs {
   SessionOptions session;
+  ServerAddress address;
   std::string prompt;  // the words after MODEL, joined with spaces
   std::string help_text;
 };
@@ -40,6 +47,7 @@ struct CreateArgs {
   std::string name;
   std::string modelfile = "Modelfile";
   std::string quantize;
+  ServerAddress address;
   std::string help_text;
 };
 Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env = process_env());

@@ -33,6 +33,9 @@ class EditLineReader : public LineReader {
     el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
     el_set(el_, EL_ADDFN, "hearth-interrupt", "abandon the line", &EditLineReader::on_interrupt);
     el_set(el_, EL_BIND, "^C", "hearth-interrupt", nullptr);
+    // Ctrl-W and Ctrl-U delete the word / the text before the cursor, as the /? shortcuts say.
+    el_set(el_, EL_BIND, "^W", "ed-delete-prev-word", nullptr);
+    el_set(el_, EL_BIND, "^U", "vi-kill-line-prev", nullptr);
   }
   ~EditLineReader() override {
     el_end(el_);

@@ -21,9 +21,12 @@ int fail(const char* command, const std::string& message, int status) {
   return status;
 }
 
-// Parses the flags and checks the count of positionals; prints help or a usage error.
-// Returns -1 to go on, else the exit status.
+// Parses the flags (and --host) and checks the count of positionals; prints help or a usage
+// error. Returns -1 to go on, else the exit status.
 int parse(const char* command, const char* usage, Settings& s, const Args& args, size_t min_words, size_t max_words) {
+  std::vector<SettingSpec> specs = s.specs();
+  specs.push_back(host_setting());
+  s = Settings(specs);
   if (auto st = s.parse(args); !st.ok()) return fail(command, st.error().message, 2);
   if (s.help_requested()) {
     std::printf("%s", s.help_text(usage).c_str());
@@ -34,10 +37,10 @@ int parse(const char* command, const char* usage, Settings& s, const Args& args,
   return -1;
 }
 
-// A client for the address in HEARTH_HOST / OLLAMA_HOST; nullptr (after a message) when the
-// address is bad.
-std::unique_ptr<OllamaClient> connect(const char* command) {
-  auto address = server_address_from_env();
+// A client for the address --host / HEARTH_HOST / OLLAMA_HOST names; nullptr (after a
+// message) when the address is bad.
+std::unique_ptr<OllamaClient> connect(const char* command, const Settings& s) {
+  auto address = server_address(s);
   if (!address.ok()) {
     fail(command, address.error().message, 2);
     return nullptr;
@@ -53,7 +56,7 @@ int transfer(const char* command, const char* route, const Args& args) {
   Settings s(insecure_settings());
   const std::string usage = std::string("hearth ") + command + " NAME [--insecure]";
   if (int st = parse(command, usage.c_str(), s, args, 1, 1); st >= 0) return st;
-  auto client = connect(command);
+  auto client = connect(command, s);
   if (!client) return 2;
   Console console = system_console();
   Json body = {{"model", s.positionals()[0]}, {"stream", true}};
@@ -73,7 +76,7 @@ int push_command(const Args& args) { return transfer("push", "/api/push", args);
 int list_command(const Args& args) {
   Settings s({});
   if (int st = parse("list", "hearth list", s, args, 0, 0); st >= 0) return st;
-  auto client = connect("list");
+  auto client = connect("list", s);
   if (!client) return 2;
   auto tags = client->call("GET", "/api/tags", nullptr);
   if (!tags.ok()) return fail("list", tags.error().message, 1);
@@ -84,7 +87,7 @@ int list_command(const Args& args) {
 int ps_command(const Args& args) {
   Settings s({});
   if (int st = parse("ps", "hearth ps", s, args, 0, 0); st >= 0) return st;
-  auto client = connect("ps");
+  auto client = connect("ps", s);
   if (!client) return 2;
   auto ps = client->call("GET", "/api/ps", nullptr);
   if (!ps.ok()) return fail("ps", ps.error().message, 1);
@@ -109,7 +112,7 @@ int show_command(const Args& args) {
     if (!field.empty()) return fail("show", "only one of --license, --modelfile, --parameters, --system or --template can be given", 2);
     field = f;
   }
-  auto client = connect("show");
+  auto client = connect("show", s);
   if (!client) return 2;
   auto shown = show_model(*client, s.positionals()[0]);
   if (!shown.ok()) return fail("show", shown.error().message, 1);
@@ -126,7 +129,7 @@ int show_command(const Args& args) {
 int rm_command(const Args& args) {
   Settings s({});
   if (int st = parse("rm", "hearth rm NAME [NAME...]", s, args, 1, SIZE_MAX); st >= 0) return st;
-  auto client = connect("rm");
+  auto client = connect("rm", s);
   if (!client) return 2;
   int status = 0;
   for (const auto& name : s.positionals()) {
@@ -145,7 +148,7 @@ int rm_command(const Args& args) {
 int cp_command(const Args& args) {
   Settings s({});
   if (int st = parse("cp", "hearth cp SOURCE DESTINATION", s, args, 2, 2); st >= 0) return st;
-  auto client = connect("cp");
+  auto client = connect("cp", s);
   if (!client) return 2;
   Json body = {{"source", s.positionals()[0]}, {"destination", s.positionals()[1]}};
   auto r = client->call("POST", "/api/copy", &body);
@@ -158,6 +161,7 @@ Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
   Settings s({
       {"file", 'f', SettingType::kString, "Modelfile", "the Modelfile to read", ""},
       {"quantize", 'q', SettingType::kString, "", "quantize the model to this type (q8_0, q4_0, q4_K_M, ...)", ""},
+      host_setting(),
   });
   HEARTH_TRY(s.parse(args, env));
   CreateArgs c;
@@ -169,6 +173,7 @@ Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
   c.name = s.positionals()[0];
   c.modelfile = s.get_string("file");
   c.quantize = s.get_string("quantize");
+  HEARTH_ASSIGN(c.address, server_address(s));
   return c;
 }
 
@@ -187,8 +192,7 @@ int create_command(const Args& args) {
   const std::string base = slash == std::string::npos ? "." : c->modelfile.substr(0, slash);
   auto plan = plan_create(*commands, base, c->name, c->quantize);
   if (!plan.ok()) return fail("create", c->modelfile + ": " + plan.error().message, 2);
-  auto client = connect("create");
-  if (!client) return 2;
+  auto client = std::make_unique<OllamaClient>(c->address, "");
   Console console = system_console();
   Status st = create_model(*client, std::move(*plan), console);
   if (!st.ok()) return fail("create", st.error().message, 1);
@@ -198,7 +202,7 @@ int create_command(const Args& args) {
 int stop_command(const Args& args) {
   Settings s({});
   if (int st = parse("stop", "hearth stop MODEL", s, args, 1, 1); st >= 0) return st;
-  auto client = connect("stop");
+  auto client = connect("stop", s);
   if (!client) return 2;
   const std::string& name = s.positionals()[0];
   auto ps = client->call("GET", "/api/ps", nullptr);

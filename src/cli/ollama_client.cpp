@@ -56,17 +56,6 @@ bool ServerAddress::is_loopback() const {
   return host == "localhost" || host == "::1" || host == "0.0.0.0" || host == "::" || host.rfind("127.", 0) == 0;
 }
 
-Result<ServerAddress> server_address_from_env() {
-  for (const char* name : {"HEARTH_HOST", "OLLAMA_HOST"}) {
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') continue;
-    auto a = parse_server_address(v);
-    if (!a.ok()) return a.error().with_context(name);
-    return a;
-  }
-  return ServerAddress{};
-}
-
 ChatStats chat_stats_from_json(const Json& j) {
   ChatStats s;
   auto num = [&](const char* key) {

@@ -33,8 +33,6 @@ struct ServerAddress {
 // Parses "host", "host:port", "http://host:port" or ":port" (HEARTH_HOST's forms; IPv6 in
 // brackets, "[::1]:8080"). https is refused: the local server speaks plain HTTP.
 Result<ServerAddress> parse_server_address(const std::string& text);
-// The address from HEARTH_HOST, else OLLAMA_HOST, else the default; errors name the variable.
-Result<ServerAddress> server_address_from_env();
 
 // The final chunk's counters (ollama's metrics): durations in nanoseconds.
 struct ChatStats {

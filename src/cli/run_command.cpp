@@ -33,6 +33,7 @@ std::vector<SettingSpec> run_settings() {
       {"nowordwrap", 0, SettingType::kBool, "false", "do not wrap words at the terminal's edge", ""},
       {"verbose", 0, SettingType::kBool, "false", "print timings (load, prompt and reply token rates) after each reply", ""},
       {"insecure", 0, SettingType::kBool, "false", "pull over plain HTTP / without TLS checks", ""},
+      host_setting(),
   };
 }
 
@@ -42,6 +43,17 @@ int fail(const std::string& message, int status) {
 }
 
 }  // namespace
+
+SettingSpec host_setting() {
+  return SettingSpec{"host", 0, SettingType::kString, "127.0.0.1:11434", "server address, HOST[:PORT]", "HEARTH_HOST"}
+      .with_env_fallback("OLLAMA_HOST");
+}
+
+Result<ServerAddress> server_address(const Settings& s) {
+  auto a = parse_server_address(s.get_string("host"));
+  if (!a.ok()) return a.error().with_context("--host (or HEARTH_HOST / OLLAMA_HOST)");
+  return a;
+}
 
 Result<RunArgs> parse_run_args(const Args& args_in, const EnvLookup& env) {
   Args args = args_in;
@@ -67,6 +79,7 @@ Result<RunArgs> parse_run_args(const Args& args_in, const EnvLookup& env) {
   r.session.word_wrap = !s.get_bool("nowordwrap");
   r.session.verbose = s.get_bool("verbose");
   r.session.insecure = s.get_bool("insecure");
+  HEARTH_ASSIGN(r.address, server_address(s));
   return r;
 }
 
@@ -78,8 +91,7 @@ int run_command(const Args& args) {
     return 0;
   }
   RunArgs& r = *parsed;
-  auto address = server_address_from_env();
-  if (!address.ok()) return fail(address.error().message, 2);
+  const ServerAddress* address = &r.address;
   Console console = system_console();
 
   const bool stdin_terminal = isatty(STDIN_FILENO) != 0;

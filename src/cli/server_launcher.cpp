@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "util/file_io.h"
+#include "util/settings.h"
 
 namespace hearth::cli {
 namespace {
@@ -46,8 +47,8 @@ std::string log_tail(const std::string& path) {
 }  // namespace
 
 std::string server_log_dir() {
-  const char* dir = std::getenv("HEARTH_LOG_DIR");
-  if (dir != nullptr && *dir != '\0') return dir;
+  auto dir = env_setting("HEARTH_LOG_DIR");
+  if (dir && !dir->empty()) return *dir;
   return home_dir() + "/.hearth/logs";
 }
 
