@@ -15,6 +15,18 @@ size_t sequence_length(unsigned char lead) {
   return 1;
 }
 
+// Bytes of the code point at text[i]: its sequence length when every continuation byte is
+// there and well formed, 1 for a bad byte (which then cannot swallow a space or a newline),
+// 0 when the text ends inside a sequence that may still be completed.
+size_t code_point_length(std::string_view text, size_t i) {
+  const size_t n = sequence_length(static_cast<unsigned char>(text[i]));
+  for (size_t k = 1; k < n; ++k) {
+    if (i + k >= text.size()) return 0;
+    if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return 1;
+  }
+  return n;
+}
+
 int code_point_width(std::string_view bytes) {
   utf8proc_int32_t cp = 0;
   auto n = utf8proc_iterate(reinterpret_cast<const utf8proc_uint8_t*>(bytes.data()), static_cast<utf8proc_ssize_t>(bytes.size()), &cp);
@@ -28,7 +40,8 @@ int code_point_width(std::string_view bytes) {
 int display_width(std::string_view text) {
   int cols = 0;
   for (size_t i = 0; i < text.size();) {
-    size_t n = std::min(sequence_length(static_cast<unsigned char>(text[i])), text.size() - i);
+    size_t n = code_point_length(text, i);
+    if (n == 0) n = text.size() - i;  // a truncated sequence at the end counts as one character
     cols += code_point_width(text.substr(i, n));
     i += n;
   }
@@ -37,8 +50,8 @@ int display_width(std::string_view text) {
 
 void WordWrapper::place_word(std::string& out) {
   if (word_.empty()) return;
-  if (column_ > 0 && column_ + space_cols_ + word_cols_ > width_) {
-    out += '\n';  // the spaces before a wrapped word are dropped
+  if (column_ + space_cols_ + word_cols_ > width_) {
+    if (column_ > 0) out += '\n';  // the spaces before a wrapped word are dropped
     column_ = 0;
   } else {
     out += spaces_;
@@ -85,8 +98,8 @@ std::string WordWrapper::feed(std::string_view piece) {
   text.append(piece);
   partial_.clear();
   for (size_t i = 0; i < text.size();) {
-    const size_t n = sequence_length(static_cast<unsigned char>(text[i]));
-    if (i + n > text.size()) {
+    const size_t n = code_point_length(text, i);
+    if (n == 0) {
       partial_ = text.substr(i);  // completed by the next piece
       break;
     }
@@ -99,8 +112,12 @@ std::string WordWrapper::feed(std::string_view piece) {
 
 std::string WordWrapper::flush() {
   if (width_ <= 0) return std::string();
-  std::string out = partial_;  // an unfinished sequence at the very end prints as it is
-  partial_.clear();
+  std::string out;
+  if (!partial_.empty()) {
+    const std::string rest = std::move(partial_);  // an unfinished sequence at the very end: one character
+    partial_.clear();
+    add_code_point(rest, 1, out);
+  }
   place_word(out);
   if (column_ + space_cols_ <= width_) {
     out += spaces_;

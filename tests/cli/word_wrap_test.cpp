@@ -53,6 +53,16 @@ TEST(WordWrap, TokensStreamInAsTheyCome) {
   EXPECT_EQ(w.flush(), " there");
 }
 
+TEST(WordWrap, FoundByTheFuzzer) {
+  // Spaces after a zero-width character never push a line past the edge.
+  expect_any_split(4, "\x12 abcd", "\x12" "abcd");
+  // A bad byte is one character and cannot swallow the space or newline after it.
+  expect_any_split(20, "a\xe2 b\xc3\nc", "a\xe2 b\xc3\nc");
+  // A sequence cut off at the very end prints after the word it ends, not before.
+  EXPECT_EQ(wrap_all(20, {"ab \xe6\x97"}), "ab \xe6\x97");
+  EXPECT_EQ(wrap_all(20, {"ab c\xe6"}), "ab c\xe6");
+}
+
 TEST(WordWrap, ZeroWidthPassesThrough) {
   WordWrapper w(0);
   EXPECT_EQ(w.feed("anything at all, however long it is"), "anything at all, however long it is");
