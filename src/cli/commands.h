@@ -27,16 +27,21 @@ int cp_command(const Args& args);
 int create_command(const Args& args);
 int stop_command(const Args& args);
 
-// --host, read from HEARTH_HOST, else OLLAMA_HOST (every client command has it).
-SettingSpec host_setting();
-// The address a command's settings name; errors say where the bad value came from.
-Result<ServerAddress> server_address(const Settings& settings);
+// The server a command talks to: --host (HEARTH_HOST, else OLLAMA_HOST) and --api-key
+// (HEARTH_API_KEY, for a server started with --api-key). Every client command has both.
+struct ServerTarget {
+  ServerAddress address;
+  std::string api_key;
+};
+std::vector<SettingSpec> server_target_settings();
+// Errors say where a bad address came from.
+Result<ServerTarget> server_target(const Settings& settings);
 
 // `hearth run`'s words read into a session: model, prompt words, flags. `--think` alone
 // means --think=true (ollama's optional value). help_text is set for -h/--help.
 struct RunArgs {
   SessionOptions session;
-  ServerAddress address;
+  ServerTarget server;
   std::string prompt;  // the words after MODEL, joined with spaces
   std::string help_text;
 };
@@ -47,7 +52,7 @@ struct CreateArgs {
   std::string name;
   std::string modelfile = "Modelfile";
   std::string quantize;
-  ServerAddress address;
+  ServerTarget server;
   std::string help_text;
 };
 Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env = process_env());

@@ -25,7 +25,7 @@ int fail(const char* command, const std::string& message, int status) {
 // error. Returns -1 to go on, else the exit status.
 int parse(const char* command, const char* usage, Settings& s, const Args& args, size_t min_words, size_t max_words) {
   std::vector<SettingSpec> specs = s.specs();
-  specs.push_back(host_setting());
+  for (auto& spec : server_target_settings()) specs.push_back(spec);
   s = Settings(specs);
   if (auto st = s.parse(args); !st.ok()) return fail(command, st.error().message, 2);
   if (s.help_requested()) {
@@ -40,12 +40,12 @@ int parse(const char* command, const char* usage, Settings& s, const Args& args,
 // A client for the address --host / HEARTH_HOST / OLLAMA_HOST names; nullptr (after a
 // message) when the address is bad.
 std::unique_ptr<OllamaClient> connect(const char* command, const Settings& s) {
-  auto address = server_address(s);
-  if (!address.ok()) {
-    fail(command, address.error().message, 2);
+  auto target = server_target(s);
+  if (!target.ok()) {
+    fail(command, target.error().message, 2);
     return nullptr;
   }
-  return std::make_unique<OllamaClient>(*address, "");
+  return std::make_unique<OllamaClient>(target->address, target->api_key);
 }
 
 std::vector<SettingSpec> insecure_settings() {
@@ -158,11 +158,12 @@ int cp_command(const Args& args) {
 }
 
 Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
-  Settings s({
+  std::vector<SettingSpec> specs = {
       {"file", 'f', SettingType::kString, "Modelfile", "the Modelfile to read", ""},
       {"quantize", 'q', SettingType::kString, "", "quantize the model to this type (q8_0, q4_0, q4_K_M, ...)", ""},
-      host_setting(),
-  });
+  };
+  for (auto& spec : server_target_settings()) specs.push_back(spec);
+  Settings s(specs);
   HEARTH_TRY(s.parse(args, env));
   CreateArgs c;
   if (s.help_requested()) {
@@ -173,7 +174,7 @@ Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
   c.name = s.positionals()[0];
   c.modelfile = s.get_string("file");
   c.quantize = s.get_string("quantize");
-  HEARTH_ASSIGN(c.address, server_address(s));
+  HEARTH_ASSIGN(c.server, server_target(s));
   return c;
 }
 
@@ -192,7 +193,7 @@ int create_command(const Args& args) {
   const std::string base = slash == std::string::npos ? "." : c->modelfile.substr(0, slash);
   auto plan = plan_create(*commands, base, c->name, c->quantize);
   if (!plan.ok()) return fail("create", c->modelfile + ": " + plan.error().message, 2);
-  auto client = std::make_unique<OllamaClient>(c->address, "");
+  auto client = std::make_unique<OllamaClient>(c->server.address, c->server.api_key);
   Console console = system_console();
   Status st = create_model(*client, std::move(*plan), console);
   if (!st.ok()) return fail("create", st.error().message, 1);

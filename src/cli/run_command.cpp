@@ -24,7 +24,7 @@ using Json = nlohmann::json;
 const char* const kUsage = "hearth run MODEL [PROMPT] [options]";
 
 std::vector<SettingSpec> run_settings() {
-  return {
+  std::vector<SettingSpec> specs = {
       SettingSpec{"format", 0, SettingType::kString, "", "response format (json)", ""}.with_choices({"json"}),
       {"keepalive", 0, SettingType::kString, "", "how long the model stays loaded (a duration: 5m, 1h, 0, -1 for ever)", ""},
       SettingSpec{"think", 0, SettingType::kString, "", "let a thinking model think: --think, --think=false, or a level (high, medium, low)", ""}
@@ -33,8 +33,9 @@ std::vector<SettingSpec> run_settings() {
       {"nowordwrap", 0, SettingType::kBool, "false", "do not wrap words at the terminal's edge", ""},
       {"verbose", 0, SettingType::kBool, "false", "print timings (load, prompt and reply token rates) after each reply", ""},
       {"insecure", 0, SettingType::kBool, "false", "pull over plain HTTP / without TLS checks", ""},
-      host_setting(),
   };
+  for (auto& spec : server_target_settings()) specs.push_back(spec);
+  return specs;
 }
 
 int fail(const std::string& message, int status) {
@@ -44,15 +45,19 @@ int fail(const std::string& message, int status) {
 
 }  // namespace
 
-SettingSpec host_setting() {
-  return SettingSpec{"host", 0, SettingType::kString, "127.0.0.1:11434", "server address, HOST[:PORT]", "HEARTH_HOST"}
-      .with_env_fallback("OLLAMA_HOST");
+std::vector<SettingSpec> server_target_settings() {
+  return {SettingSpec{"host", 0, SettingType::kString, "127.0.0.1:11434", "server address, HOST[:PORT]", "HEARTH_HOST"}
+              .with_env_fallback("OLLAMA_HOST"),
+          {"api_key", 0, SettingType::kString, "", "API key the server requires", "HEARTH_API_KEY"}};
 }
 
-Result<ServerAddress> server_address(const Settings& s) {
+Result<ServerTarget> server_target(const Settings& s) {
+  ServerTarget t;
   auto a = parse_server_address(s.get_string("host"));
   if (!a.ok()) return a.error().with_context("--host (or HEARTH_HOST / OLLAMA_HOST)");
-  return a;
+  t.address = *a;
+  t.api_key = s.get_string("api_key");
+  return t;
 }
 
 Result<RunArgs> parse_run_args(const Args& args_in, const EnvLookup& env) {
@@ -79,7 +84,7 @@ Result<RunArgs> parse_run_args(const Args& args_in, const EnvLookup& env) {
   r.session.word_wrap = !s.get_bool("nowordwrap");
   r.session.verbose = s.get_bool("verbose");
   r.session.insecure = s.get_bool("insecure");
-  HEARTH_ASSIGN(r.address, server_address(s));
+  HEARTH_ASSIGN(r.server, server_target(s));
   return r;
 }
 
@@ -91,7 +96,7 @@ int run_command(const Args& args) {
     return 0;
   }
   RunArgs& r = *parsed;
-  const ServerAddress* address = &r.address;
+  const ServerAddress* address = &r.server.address;
   Console console = system_console();
 
   const bool stdin_terminal = isatty(STDIN_FILENO) != 0;
@@ -105,7 +110,7 @@ int run_command(const Args& args) {
   const bool interactive = prompt.empty();
   if (interactive && !console.out_terminal) return fail("give a PROMPT or pipe one on stdin (stdout is not a terminal, so there is no REPL)", 2);
 
-  OllamaClient client(*address, "");
+  OllamaClient client(*address, r.server.api_key);
   auto version = client.version();
   if (!version.ok() && version.error().kind == ErrorKind::kUnavailable) {
     if (!address->is_loopback()) return fail(version.error().message, 1);

@@ -141,6 +141,22 @@ TEST_F(RunCommand, ErrorsAreClearWithExitCodes) {
   unsetenv("OLLAMA_HOST");
 }
 
+TEST_F(RunCommand, ApiKeyFromTheVariable) {
+  ServerProcess locked;
+  ASSERT_TRUE(locked.start({"-m", model_path_, "--request-ctx", "64", "--api-key", "sesame"})) << locked.error();
+  setenv("HEARTH_HOST", ("127.0.0.1:" + std::to_string(locked.port())).c_str(), 1);
+  auto refused = run_hearth("list");
+  EXPECT_EQ(refused.status, 1);
+  EXPECT_FALSE(refused.err.empty());
+  setenv("HEARTH_API_KEY", "sesame", 1);
+  auto list = run_hearth("list");
+  auto answer = run_hearth(std::string("run ") + kModel + " hi");
+  unsetenv("HEARTH_API_KEY");
+  EXPECT_EQ(list.status, 0) << list.err;
+  EXPECT_EQ(answer.status, 0) << answer.err;
+  EXPECT_EQ(run_hearth("list --api-key sesame").status, 0);
+}
+
 TEST_F(RunCommand, VersionFlags) {
   for (const char* flag : {"--version", "-v"}) {
     auto v = run_hearth(flag);

@@ -52,16 +52,17 @@ TEST(RunArgs, BadUsageIsAnError) {
 }
 
 TEST(RunArgs, ServerAddressFromHostFlagOrVariables) {
-  EXPECT_EQ(parse_run_args({"m"}, no_env())->address.to_string(), "127.0.0.1:11434");
+  EXPECT_EQ(parse_run_args({"m"}, no_env())->server.address.to_string(), "127.0.0.1:11434");
   auto env = [](std::map<std::string, std::string> vars) -> EnvLookup {
     return [vars](const std::string& name) {
       auto it = vars.find(name);
       return it == vars.end() ? std::optional<std::string>() : std::optional<std::string>(it->second);
     };
   };
-  EXPECT_EQ(parse_run_args({"m"}, env({{"OLLAMA_HOST", "0.0.0.0:8080"}}))->address.to_string(), "0.0.0.0:8080");
-  EXPECT_EQ(parse_run_args({"m"}, env({{"OLLAMA_HOST", "a:1"}, {"HEARTH_HOST", "b:2"}}))->address.to_string(), "b:2");
-  EXPECT_EQ(parse_run_args({"m", "--host", "[::1]:3"}, env({{"HEARTH_HOST", "b:2"}}))->address.to_string(), "[::1]:3");
+  EXPECT_EQ(parse_run_args({"m"}, env({{"OLLAMA_HOST", "0.0.0.0:8080"}}))->server.address.to_string(), "0.0.0.0:8080");
+  EXPECT_EQ(parse_run_args({"m"}, env({{"OLLAMA_HOST", "a:1"}, {"HEARTH_HOST", "b:2"}}))->server.address.to_string(), "b:2");
+  EXPECT_EQ(parse_run_args({"m", "--host", "[::1]:3"}, env({{"HEARTH_HOST", "b:2"}}))->server.address.to_string(), "[::1]:3");
+  EXPECT_EQ(parse_run_args({"m"}, env({{"HEARTH_API_KEY", "k1"}}))->server.api_key, "k1");
   auto bad = parse_run_args({"m"}, env({{"HEARTH_HOST", "https://x"}}));
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.error().message.find("HEARTH_HOST"), std::string::npos) << bad.error().message;
