@@ -9,7 +9,9 @@
 #include <sstream>
 #include <thread>
 
+#include "cli/line_reader.h"
 #include "cli/model_actions.h"
+#include "cli/repl.h"
 #include "common/test_paths.h"
 #include "util/file_io.h"
 #include "util/sha256.h"
@@ -64,6 +66,11 @@ class TransferServer : public ::testing::Test {
       pulled_ = true;
       res.set_content(s, "application/x-ndjson");
     });
+    http_.Post("/api/generate", [this](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard<std::mutex> lock(mu_);
+      generates_.push_back(Json::parse(req.body));
+      res.set_content(R"({"model":"x","response":"","done":true,"done_reason":"load"})", "application/json");
+    });
     port_ = http_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { http_.listen_after_bind(); });
     while (!http_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
@@ -82,6 +89,7 @@ class TransferServer : public ::testing::Test {
   std::vector<Json> creates_;
   std::string create_stream_ = "{\"status\":\"parsing GGUF\"}\n{\"status\":\"writing manifest\"}\n{\"status\":\"success\"}\n";
   bool pulled_ = false;
+  std::vector<Json> generates_;
   Json pull_body_;
   std::ostringstream out_, err_;
   Console console_{out_, err_};
@@ -133,6 +141,26 @@ TEST_F(TransferServer, RunPullsAMissingModelFirst) {
   EXPECT_NE(err.find("pulling manifest\n"), std::string::npos) << err;
   EXPECT_NE(err.find("pulling 0123456789ab: 100% "), std::string::npos) << err;
   EXPECT_NE(err.find("success\n"), std::string::npos) << err;
+}
+
+TEST_F(TransferServer, ReplLoadPullsAndSaveCreatesFromTheSession) {
+  OllamaClient client({"127.0.0.1", port_}, "");
+  SessionOptions session;
+  session.model = "base";
+  session.keep_alive = "10m";
+  std::istringstream in("/load qwen3\n/set parameter temperature 0.2\n/set parameter stop END\n/set system Be brief.\n/save mine\n/bye\n");
+  std::ostringstream prompts;
+  auto reader = make_stream_line_reader(in, prompts);
+  EXPECT_EQ(run_repl(client, session, *reader, console_), 0);
+  EXPECT_EQ(session.model, "qwen3");
+  EXPECT_EQ(pull_body_["model"], "qwen3");  // /load pulled the model it did not have
+  ASSERT_EQ(generates_.size(), 1u);        // and loaded it with the session's keep_alive
+  EXPECT_EQ(generates_[0], (Json{{"model", "qwen3"}, {"stream", false}, {"keep_alive", "10m"}}));
+  ASSERT_EQ(creates_.size(), 1u);
+  EXPECT_EQ(creates_[0], (Json{{"model", "mine"}, {"from", "qwen3"}, {"stream", true},
+                               {"parameters", {{"temperature", 0.2}, {"stop", {"END"}}}}, {"system", "Be brief."}}));
+  EXPECT_NE(out_.str().find("Loading model 'qwen3'\n"), std::string::npos) << out_.str();
+  EXPECT_NE(out_.str().find("Created new model 'mine'\n"), std::string::npos) << out_.str();
 }
 
 TEST_F(TransferServer, UnreachableServerSaysWhatToDo) {
