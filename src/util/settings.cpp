@@ -138,6 +138,7 @@ const std::vector<EnvSettingSpec>& env_setting_specs() {
   static const std::vector<EnvSettingSpec> specs = {
       {"HEARTH_CPU", "kernel variant: scalar, avx2 or avx512 (default: the best this CPU supports)"},
       {"HEARTH_LOG_LEVEL", "log level: debug, info, warn, error or off (default: info)"},
+      {"HEARTH_LOG_DIR", "folder of the log of a server `hearth run` starts in the background (default: ~/.hearth/logs)"},
       {"HEARTH_WEIGHT_LAYOUT",
        "interleaved (default) or gguf: keep every matrix in the file mapping, shared through the page cache"},
       {"HEARTH_MODELS", "the model store (default: ~/.hearth/models)"},
