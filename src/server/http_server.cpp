@@ -260,7 +260,10 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   register_anthropic_routes(s);
   register_extra_routes(s);
   register_stream_routes(s);
-  if (s.store_mode()) register_store_routes(s);
+  if (s.store_mode()) {
+    register_store_routes(s);
+    register_transfer_routes(s);
+  }
 }
 
 HttpServer::~HttpServer() { stop(); }

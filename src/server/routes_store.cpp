@@ -9,11 +9,8 @@
 #include "util/log.h"
 
 namespace hearth::server {
-namespace {
 
-using api::Json;
-
-Result<store::ModelName> name_field(const Json& body, const char* key, const char* old_key) {
+Result<store::ModelName> model_name_field(const api::Json& body, const char* key, const char* old_key) {
   std::string name;
   for (const char* k : {key, old_key}) {
     if (k == nullptr || !body.contains(k)) continue;
@@ -24,6 +21,10 @@ Result<store::ModelName> name_field(const Json& body, const char* key, const cha
   if (name.empty()) return make_error(ErrorKind::kInvalidArgument, std::string("'") + key + "' is required");
   return store::parse_model_name(name);
 }
+
+namespace {
+
+using api::Json;
 
 Result<std::vector<std::pair<std::string, std::string>>> digest_map(const Json& body, const char* key) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -85,7 +86,7 @@ Result<store::CreateRequest> create_request(const Json& body) {
 void create(const RouteCall& call) {
   auto body = require_json(call);
   if (!body) return;
-  auto name = name_field(*body, "model", "name");
+  auto name = model_name_field(*body, "model", "name");
   auto request = name.ok() ? create_request(*body) : Result<store::CreateRequest>(name.error());
   auto stream = api::read_bool(*body, "stream");
   if (!request.ok() || !stream.ok()) {
@@ -179,8 +180,8 @@ void blob_upload(const RouteCall& call, const httplib::ContentReader& reader) {
 void copy(const RouteCall& call) {
   auto body = require_json(call);
   if (!body) return;
-  auto from = name_field(*body, "source", nullptr);
-  auto to = from.ok() ? name_field(*body, "destination", nullptr) : from;
+  auto from = model_name_field(*body, "source", nullptr);
+  auto to = from.ok() ? model_name_field(*body, "destination", nullptr) : from;
   if (!to.ok()) {
     send_status_error(call, to.error());
     return;
@@ -199,7 +200,7 @@ void copy(const RouteCall& call) {
 void remove(const RouteCall& call) {
   auto body = require_json(call);
   if (!body) return;
-  auto name = name_field(*body, "model", "name");
+  auto name = model_name_field(*body, "model", "name");
   if (!name.ok()) {
     send_status_error(call, name.error());
     return;

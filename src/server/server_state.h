@@ -100,6 +100,7 @@ void register_anthropic_routes(State& s);
 void register_extra_routes(State& s);
 void register_stream_routes(State& s);
 void register_store_routes(State& s);
+void register_transfer_routes(State& s);
 
 // A POST route whose body is read in pieces (blob uploads): no route sees `req.body`.
 using UploadHandler = std::function<void(const RouteCall& call, const httplib::ContentReader& reader)>;

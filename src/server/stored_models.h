@@ -25,6 +25,10 @@ struct LoadedModel {
 // the loaded model instead of 404 (the OpenAI and Anthropic routes, whose clients send any name).
 std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std::string& name, bool fallback_to_loaded);
 
+// The model name in an ollama body's `key` (or the older `old_key`, may be nullptr), parsed and
+// validated. Errors: missing, not a string, or not a valid name.
+Result<store::ModelName> model_name_field(const api::Json& body, const char* key, const char* old_key);
+
 // Unloads the loaded model if `name` names it.
 void unload_stored_model(State& s, const std::string& name);
 
