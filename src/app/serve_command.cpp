@@ -233,6 +233,7 @@ int run_serve(const CommandArgs& args) {
   const bool store_mode = path.empty();
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
   if (!store_mode) {
+    if (s.get_bool("allow_local_files")) return fail("--allow-local-files is for serving the model store (no -m)");
     if (auto st = plan_and_check_memory(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
   } else if (!s.get_string("alias").empty()) {
     return fail("--alias needs -m FILE (stored models answer to their stored names)");
@@ -260,8 +261,6 @@ int run_serve(const CommandArgs& args) {
   if (store_mode) {
     o.store = std::make_shared<const store::ModelStore>(store::ModelStore::open_default());
     o.allow_local_files = s.get_bool("allow_local_files");
-  } else if (s.get_bool("allow_local_files")) {
-    return fail("--allow-local-files is for serving the model store (no -m)");
   }
 
   engine::ServingOptions serving;

@@ -2,6 +2,7 @@
 // text once, tracking line numbers, so that every error can say where it is.
 #include "store/modelfile.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "store/model_parameters.h"
@@ -85,7 +86,8 @@ std::string lower(std::string s) {
 
 // A value printed back so that parse_modelfile reads it unchanged.
 std::string quoted(const std::string& v) {
-  if (v.find("\"\"\"") == std::string::npos) return "\"\"\"" + v + "\"\"\"";
+  // A trailing '"' would merge with the closing """; such values take the escaped form.
+  if (v.find("\"\"\"") == std::string::npos && (v.empty() || v.back() != '"')) return "\"\"\"" + v + "\"\"\"";
   std::string out = "\"";
   for (char c : v) {
     if (c == '"' || c == '\\') out += '\\';
@@ -97,7 +99,9 @@ std::string quoted(const std::string& v) {
 std::string parameter_text(const nlohmann::json& v) {
   if (v.is_string()) {
     const std::string s = v.get<std::string>();
-    return s.find_first_of(" \t\"") == std::string::npos && !s.empty() ? s : quoted(s);
+    const bool plain = !s.empty() && s[0] != '#' &&
+                       std::all_of(s.begin(), s.end(), [](char c) { return std::isgraph(static_cast<unsigned char>(c)) && c != '"'; });
+    return plain ? s : quoted(s);
   }
   return v.dump();
 }

@@ -57,6 +57,23 @@ REQUIRES 0.6.0
   EXPECT_EQ(again->licenses, m->licenses);
 }
 
+TEST(Modelfile, AwkwardValuesPrintBackUnchanged) {
+  auto m = parse_modelfile("FROM x\nSYSTEM say \"hi\"\nTEMPLATE a\"\"\"b\nPARAMETER stop \"x\\\" y\"\nPARAMETER stop \"#\"\n"
+                           "MESSAGE user \"\"\nLICENSE \"\"\"\nmulti\nline\"\"\"\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_EQ(*m->system, "say \"hi\"");
+  EXPECT_EQ(*m->template_text, "a\"\"\"b");
+  EXPECT_EQ(m->parameters["stop"], nlohmann::json({"x\" y", "#"}));
+  const std::string printed = format_modelfile(*m, "x:latest");
+  auto again = parse_modelfile(printed);
+  ASSERT_TRUE(again.ok()) << again.error().to_string() << "\n" << printed;
+  EXPECT_EQ(*again->system, *m->system);
+  EXPECT_EQ(*again->template_text, *m->template_text);
+  EXPECT_EQ(again->parameters, m->parameters);
+  EXPECT_EQ(again->messages[0].content, "");
+  EXPECT_EQ(again->licenses, m->licenses);
+}
+
 void expect_error(const std::string& text, const std::string& wanted) {
   auto m = parse_modelfile(text);
   ASSERT_FALSE(m.ok()) << text;
