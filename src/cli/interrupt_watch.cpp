@@ -24,11 +24,10 @@ bool run_interruptible(const std::function<void()>& work, const std::function<vo
   sigaction(SIGINT, &action, &previous);
   std::atomic<bool> done{false};
   std::thread watcher([&] {
+    // After Ctrl-C, on_interrupt is repeated until the work ends: a cancel that came before
+    // the work's request started (and was reset by it) is not lost.
     while (!done.load()) {
-      if (g_interrupted.load()) {
-        on_interrupt();
-        return;
-      }
+      if (g_interrupted.load()) on_interrupt();
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   });

@@ -8,7 +8,8 @@
 
 namespace hearth::cli {
 
-// Runs `work` on this thread; calls `on_interrupt` from another thread at the first Ctrl-C.
+// Runs `work` on this thread; from the first Ctrl-C on, calls `on_interrupt` (which must be
+// idempotent) from another thread every 20 ms until `work` returns.
 // Returns true when Ctrl-C was pressed.
 bool run_interruptible(const std::function<void()>& work, const std::function<void()>& on_interrupt);
 
