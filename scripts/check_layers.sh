@@ -21,12 +21,14 @@ declare -A allowed=(
   [api]="util protocol"
   [store]="util gguf"
   [registry]="util store"
+  # The glue of pull and push: the store's files meet the registry's protocol here only.
+  [transfer]="util store registry"
   [router]="util protocol store"
-  [server]="util protocol api router store"
+  [server]="util protocol api router store transfer"
   [cli]="util protocol store"
   # The executables wire the layers together; devtools makes models, so it sits on the engine.
   [devtools]="util protocol tensor gguf kernels tokenizer template kv model sampler engine"
-  [app]="util protocol tensor gguf kernels tokenizer template kv model sampler engine api server router store registry cli"
+  [app]="util protocol tensor gguf kernels tokenizer template kv model sampler engine api server router store registry transfer cli"
 )
 bad=0
 for dir in */; do

@@ -11,6 +11,8 @@ packages=(
   libcpp-httplib-dev zlib1g-dev libbrotli-dev   # HTTP server/client (its pkg-config needs zlib, brotli)
   libcurl4-openssl-dev                # registry client (pull/push)
   docker-registry curl openssl        # the registry the tests start (openssl: its token-auth test certificate); curl: the pull benchmark's baseline
+  libedit-dev                         # line editing and history in the `hearth run` REPL
+  tmux                                # the REPL's end-to-end test drives a terminal through it
 )
 
 missing=()

@@ -33,6 +33,9 @@ Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vecto
                            int32_t prompt_tokens, int64_t total_ns);
 Json ollama_version_response(const std::string& version);
 Json ollama_tags_response(const protocol::ModelInfo& card);
+Json ollama_tags_response(const std::vector<protocol::ModelInfo>& cards);
+// /api/ps with no model loaded.
+Json ollama_ps_empty_response();
 Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_template);
 Json ollama_ps_response(const protocol::ModelInfo& card);
 

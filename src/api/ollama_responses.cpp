@@ -164,15 +164,22 @@ Json ollama_embed_response(const EmbeddingJob& job, const std::vector<std::vecto
 
 Json ollama_version_response(const std::string& version) { return Json{{"version", version}}; }
 
-Json ollama_tags_response(const protocol::ModelInfo& card) {
-  Json m = {{"name", card.tagged_name()},
-            {"model", card.tagged_name()},
-            {"modified_at", modified_at(card)},
-            {"size", card.size_bytes},
-            {"digest", card.digest},
-            {"details", details_json(card)}};
-  return Json{{"models", Json::array({std::move(m)})}};
+Json ollama_tags_response(const protocol::ModelInfo& card) { return ollama_tags_response(std::vector<protocol::ModelInfo>{card}); }
+
+Json ollama_tags_response(const std::vector<protocol::ModelInfo>& cards) {
+  Json models = Json::array();
+  for (const auto& card : cards) {
+    models.push_back({{"name", card.tagged_name()},
+                      {"model", card.tagged_name()},
+                      {"modified_at", modified_at(card)},
+                      {"size", card.size_bytes},
+                      {"digest", card.digest},
+                      {"details", details_json(card)}});
+  }
+  return Json{{"models", std::move(models)}};
 }
+
+Json ollama_ps_empty_response() { return Json{{"models", Json::array()}}; }
 
 Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_template) {
   Json capabilities = Json::array();

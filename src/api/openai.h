@@ -28,6 +28,7 @@ Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::
 // Anthropic's shape ({data: [{type: "model", id, display_name, created_at}], has_more, ...})
 // for clients that send anthropic-version.
 Json openai_models_response(const protocol::ModelInfo& card);
+Json openai_models_response(const std::vector<protocol::ModelInfo>& cards);
 Json openai_model_object(const protocol::ModelInfo& card);
 Json anthropic_models_response(const protocol::ModelInfo& card);
 

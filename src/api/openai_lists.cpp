@@ -54,8 +54,12 @@ Json openai_embeddings_response(const EmbeddingJob& job, const std::vector<std::
               {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
 }
 
-Json openai_models_response(const protocol::ModelInfo& card) {
-  return Json{{"object", "list"}, {"data", Json::array({openai_model_object(card)})}};
+Json openai_models_response(const protocol::ModelInfo& card) { return openai_models_response(std::vector<protocol::ModelInfo>{card}); }
+
+Json openai_models_response(const std::vector<protocol::ModelInfo>& cards) {
+  Json data = Json::array();
+  for (const auto& card : cards) data.push_back(openai_model_object(card));
+  return Json{{"object", "list"}, {"data", std::move(data)}};
 }
 
 Json anthropic_models_response(const protocol::ModelInfo& card) {

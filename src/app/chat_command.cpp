@@ -1,13 +1,17 @@
 // `hearth chat [MESSAGE...]`: talks to a running `hearth serve` (or ollama) over its native
 // API. With words after the options it sends them as one message and prints the reply;
-// otherwise it reads messages line by line (a REPL on a terminal, or a script from a pipe).
+// otherwise it runs the same REPL as `hearth run` (cli/repl.h): with line editing on a
+// terminal, or reading a script line by line from a pipe.
 #include <unistd.h>
 
 #include <cstdio>
 #include <iostream>
+#include <sstream>
 
 #include "app/commands.h"
-#include "cli/chat_repl.h"
+#include "cli/human_format.h"
+#include "cli/line_reader.h"
+#include "cli/repl.h"
 #include "util/settings.h"
 
 namespace hearth::app {
@@ -27,7 +31,7 @@ std::vector<SettingSpec> chat_settings() {
        "", SettingRange::between(-2, SettingRange::kInt32Max)},
       {"num_ctx", 0, SettingType::kInt, "", "context size to ask for (sent only when given)", "",
        SettingRange::between(1, SettingRange::kInt32Max)},
-      {"verbose", 'v', SettingType::kBool, "false", "print token counts and speed after each reply", ""},
+      {"verbose", 'v', SettingType::kBool, "false", "print timings (token counts, durations, rates) after each reply", ""},
   };
 }
 
@@ -49,7 +53,7 @@ int run_chat(const CommandArgs& args) {
   if (!address.ok()) return fail("--host: " + address.error().message);
   cli::OllamaClient client(*address, s.get_string("api_key"));
 
-  cli::ChatReplOptions o;
+  cli::SessionOptions o;
   o.model = s.get_string("model");
   if (o.model.empty()) {
     auto names = client.model_names();
@@ -58,19 +62,31 @@ int run_chat(const CommandArgs& args) {
     o.model = names->front();
   }
   o.system = s.get_string("system");
-  if (s.is_set("temp")) o.options["temperature"] = s.get_float("temp");
-  if (s.is_set("seed")) o.options["seed"] = s.get_int("seed");
-  if (s.is_set("num_predict")) o.options["num_predict"] = s.get_int("num_predict");
-  if (s.is_set("num_ctx")) o.options["num_ctx"] = s.get_int("num_ctx");
-  o.show_stats = s.get_bool("verbose");
+  if (s.is_set("temp")) o.parameters["temperature"] = s.get_float("temp");
+  if (s.is_set("seed")) o.parameters["seed"] = s.get_int("seed");
+  if (s.is_set("num_predict")) o.parameters["num_predict"] = s.get_int("num_predict");
+  if (s.is_set("num_ctx")) o.parameters["num_ctx"] = s.get_int("num_ctx");
+  o.verbose = s.get_bool("verbose");
+  cli::Console console = cli::system_console();
 
   if (!s.positionals().empty()) {
     std::string message;
     for (const auto& w : s.positionals()) message += (message.empty() ? "" : " ") + w;
-    return cli::run_chat_once(client, o, message, std::cout, std::cerr);
+    nlohmann::json body = cli::session_request(o);
+    body["messages"] = nlohmann::json::array();
+    if (!o.system.empty()) body["messages"].push_back({{"role", "system"}, {"content", o.system}});
+    body["messages"].push_back({{"role", "user"}, {"content", message}});
+    auto reply = cli::stream_reply(client, "/api/chat", body, o, console);
+    if (!reply.ok()) return fail(reply.error().message, 1);
+    console.out << "\n";
+    if (o.verbose) console.err << "\n" << cli::format_metrics(reply->stats);
+    return 0;
   }
-  o.interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-  return cli::run_chat_repl(client, o, std::cin, std::cout, std::cerr);
+  const bool interactive = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
+  std::ostringstream no_prompts;
+  auto reader = interactive ? cli::make_terminal_line_reader(cli::default_history_path())
+                            : cli::make_stream_line_reader(std::cin, no_prompts);
+  return cli::run_repl(client, o, *reader, console);
 }
 
 }  // namespace hearth::app

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "app/commands.h"
-#include "app/file_type_names.h"
+#include "gguf/file_type_names.h"
 #include "gguf/gguf_file.h"
 #include "util/settings.h"
 
@@ -66,12 +66,12 @@ Summary summarize(const gguf::File& f) {
   for (const auto& t : f.tensors()) s.parameter_count += t.element_count();
   if (auto ft = f.get<uint32_t>("general.file_type"); ft.ok()) {
     s.file_type_id = *ft;
-    s.file_type = file_type_name(*ft);
+    s.file_type = gguf::file_type_name(*ft);
   } else if (f.has("general.file_type")) {
     s.file_type = "unknown (" + f.find("general.file_type")->to_display_string() + ")";
   } else {
     s.file_type = "unknown (absent)";
-    s.file_type_guess = guess_file_type(f);
+    s.file_type_guess = gguf::guess_file_type(f);
   }
   if (auto m = f.get<std::string>("tokenizer.ggml.model"); m.ok()) s.tokenizer_model = *m;
   if (auto p = f.get<std::string>("tokenizer.ggml.pre"); p.ok()) s.tokenizer_pre = *p;

@@ -21,7 +21,7 @@ int main(int argc, char** argv) {
     print_usage(stdout);
     return 0;
   }
-  if (args[0] == "--version" || args[0] == "version") {
+  if (args[0] == "--version" || args[0] == "-v" || args[0] == "version") {
     std::printf("hearth version %s\n", HEARTH_VERSION);
     return 0;
   }

@@ -7,7 +7,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "app/file_type_names.h"
+#include "gguf/file_type_names.h"
 
 namespace hearth::app {
 namespace {
@@ -29,37 +29,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-// A metadata value as JSON; arrays longer than 64 items (vocabularies, merges) are left out.
-bool value_json(const gguf::Value& v, Json& out) {
-  if (const gguf::Array* a = v.array()) {
-    if (a->size() > 64) return false;
-    out = Json::array();
-    bool ok = true;
-    std::visit(
-        [&](const auto& items) {
-          for (const auto& item : items) {
-            using T = std::decay_t<decltype(item)>;
-            if constexpr (std::is_same_v<T, gguf::Value>) {
-              ok = false;  // nested arrays are not reported
-            } else if constexpr (std::is_same_v<T, bool>) {
-              out.push_back(static_cast<bool>(item));
-            } else {
-              out.push_back(item);
-            }
-          }
-        },
-        a->items);
-    return ok;
-  }
-  std::visit(
-      [&](const auto& x) {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (!std::is_same_v<T, std::shared_ptr<gguf::Array>>) out = x;
-      },
-      v.storage());
-  return true;
-}
-
 int32_t find_fim_token(const gguf::File& f, const Tokenizer& tok, const char* key, const char* old_key,
                        std::initializer_list<const char*> texts) {
   for (const char* k : {key, old_key}) {
@@ -75,21 +44,6 @@ int32_t find_fim_token(const gguf::File& f, const Tokenizer& tok, const char* ke
 
 }  // namespace
 
-std::string parameter_size_text(uint64_t n) {
-  char buf[32];
-  const double d = static_cast<double>(n);
-  if (n >= 1000000000ull) {
-    std::snprintf(buf, sizeof(buf), "%.1fB", d / 1e9);
-  } else if (n >= 1000000ull) {
-    std::snprintf(buf, sizeof(buf), "%.2fM", d / 1e6);
-  } else if (n >= 1000ull) {
-    std::snprintf(buf, sizeof(buf), "%.2fK", d / 1e3);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%llu", static_cast<unsigned long long>(n));
-  }
-  return buf;
-}
-
 protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
                                 const std::string& chat_template) {
   const gguf::File& f = ctx.model().file();
@@ -102,14 +56,9 @@ protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const 
   if (!general_name.empty()) c.aliases.push_back(lower(general_name));
   c.path = path;
   c.architecture = f.architecture();
-  for (const auto& t : f.tensors()) c.parameter_count += static_cast<uint64_t>(t.element_count());
-  c.parameter_size = parameter_size_text(c.parameter_count);
-  auto ft = f.get<uint32_t>("general.file_type");
-  std::string type_name = ft.ok() ? file_type_name(*ft) : guess_file_type(f);
-  for (const char* prefix : {"MOSTLY_", "ALL_"}) {
-    if (type_name.rfind(prefix, 0) == 0) type_name = type_name.substr(std::string(prefix).size());
-  }
-  c.quantization = type_name;
+  c.parameter_count = gguf::parameter_count(f);
+  c.parameter_size = gguf::parameter_size_text(c.parameter_count);
+  c.quantization = gguf::quantization_label(f);
   c.size_bytes = f.file_size();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) c.modified_unix = static_cast<int64_t>(st.st_mtime);
@@ -126,13 +75,7 @@ protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const 
                                 {"<|fim_suffix|>", "<fim_suffix>", "<fim-suffix>", "<SUF>", "<|fim_hole|>"});
   c.fim_middle = find_fim_token(f, tok, "tokenizer.ggml.fim_mid_token_id", "tokenizer.ggml.middle_token_id",
                                 {"<|fim_middle|>", "<fim_middle>", "<fim-middle>", "<MID>", "<|fim_end|>"});
-  c.model_info = Json::object();
-  for (const auto& kv : f.metadata()) {
-    if (kv.key == "tokenizer.chat_template") continue;
-    Json v;
-    if (value_json(kv.value, v)) c.model_info[kv.key] = std::move(v);
-  }
-  c.model_info["general.parameter_count"] = c.parameter_count;
+  c.model_info = gguf::metadata_summary(f);
   return c;
 }
 

@@ -16,7 +16,4 @@ namespace hearth::app {
 protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const std::string& path, const std::string& alias,
                                 const std::string& chat_template);
 
-// "292.80K", "2.18M", "7.2B": ollama's parameter_size style.
-std::string parameter_size_text(uint64_t n);
-
 }  // namespace hearth::app

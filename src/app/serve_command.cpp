@@ -1,11 +1,12 @@
 // `hearth serve -m FILE.gguf`: serves one model over HTTP with the ollama, OpenAI and Anthropic
-// APIs. The address is bound first and printed ("hearth: listening on http://HOST:PORT"), so a
+// APIs; `hearth serve` without -m serves the model store, loading the model a request names. The address is bound first and printed ("hearth: listening on http://HOST:PORT"), so a
 // caller that started it with --port 0 learns the port; /health answers 503 until the model is
 // loaded, then 200. SIGINT/SIGTERM stop it cleanly.
 #include <pthread.h>
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cctype>
 #include <csignal>
 #include <cstdio>
@@ -21,6 +22,7 @@
 #include "engine/local_backend.h"
 #include "engine/memory_estimate.h"
 #include "server/http_server.h"
+#include "store/model_store.h"
 #include "util/file_io.h"
 #include "util/log.h"
 #include "util/byte_size.h"
@@ -29,7 +31,10 @@
 namespace hearth::app {
 namespace {
 
-const char* const kUsage = "hearth serve -m FILE.gguf [options]";
+const char* const kUsage =
+    "hearth serve [-m FILE.gguf] [options]\n"
+    "  without -m: serves the model store ($HEARTH_MODELS, ~/.hearth/models; an ollama store is read too), loading the "
+    "model each request names";
 
 constexpr double kInt32Max = SettingRange::kInt32Max;
 
@@ -94,6 +99,10 @@ std::vector<SettingSpec> serve_settings() {
   specs.push_back({"kv_idle_cache", 0, SettingType::kString, std::to_string(engine::kDefaultIdleCacheBytes >> 20) + "MiB",
                    "cached prompt prefixes (KV) kept once the server has been idle for a second; the rest of the KV "
                    "memory goes back to the system (0: all of it)", "HEARTH_KV_IDLE_CACHE"});
+  specs.push_back({"allow_local_files", 0, SettingType::kBool, "",
+                   "store mode: let /api/create name GGUF files by their path on this machine (registered in place by hard "
+                   "link); off, clients upload files with POST /api/blobs",
+                   "HEARTH_ALLOW_LOCAL_FILES"});
   specs.push_back({"no_memory_check", 0, SettingType::kBool, "",
                    "load even when weights + KV cache + buffers exceed the available memory", "HEARTH_NO_MEMORY_CHECK"});
   const std::string no_tls = "TLS is not built in; put a TLS-terminating proxy (caddy, nginx) in front of Hearth";
@@ -180,6 +189,40 @@ Result<std::string> chat_template_from(const Settings& s) {
                                                      "; for a Jinja file use --chat-template-file FILE)");
 }
 
+// The context plan and, unless --no-memory-check, the memory check for one model file.
+Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o) {
+  HEARTH_TRY(plan_context(s, path, n_slots, o));
+  if (s.get_bool("no_memory_check")) return ok_status();
+  auto need = engine::estimate_memory(path, o, static_cast<int32_t>(s.get_int("batch_tokens")));
+  if (!need.ok()) return make_error(need.error().kind, need.error().to_string());
+  HEARTH_TRY(engine::check_memory_fits(*need, o.kv_type, memory_available_bytes()));
+  log_info("memory estimate", {{"model", path}, {"need", need->describe(o.kv_type)}});
+  return ok_status();
+}
+
+// Store mode's loader: a stored model's GGUF blob with the same context plan and memory check
+// as -m, answering to the stored name. (Its Modelfile's parameters, system prompt, messages and
+// template are applied per request by the server.)
+server::StoreModelLoader store_loader(const Settings& s, const engine::ContextOptions& base, const engine::ServingOptions& serving,
+                                      const std::string& template_source) {
+  return [&s, base, serving, template_source](const store::ModelDescription& d) -> Result<std::shared_ptr<protocol::InferenceBackend>> {
+    if (!d.adapter_paths.empty()) {
+      return make_error(ErrorKind::kUnsupported, "LoRA adapters (ADAPTER) are not supported by Hearth yet");
+    }
+    engine::ContextOptions o = base;
+    HEARTH_TRY(plan_and_check_memory(s, d.model_path, serving.n_slots, o));
+    HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(d.model_path, o));
+    protocol::ModelInfo card = build_model_info(*ctx, d.model_path, d.stored.name.display(), template_source);
+    card.aliases.clear();  // a stored model answers to its stored name only
+    const double load_ms = ctx->load_ms();
+    HEARTH_ASSIGN(auto backend, engine::LocalBackend::create(std::move(ctx), serving, std::move(card)));
+    std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", backend->model_info().name.c_str(),
+                backend->model_info().quantization.c_str(), serving.n_slots, backend->model_info().n_ctx_slot, load_ms);
+    std::fflush(stdout);
+    return std::shared_ptr<protocol::InferenceBackend>(std::move(backend));
+  };
+}
+
 }  // namespace
 
 int run_serve(const CommandArgs& args) {
@@ -189,22 +232,19 @@ int run_serve(const CommandArgs& args) {
     std::printf("%s", s.help_text(kUsage).c_str());
     return 0;
   }
-  if (s.get_string("model").empty()) return fail("no model given; use -m FILE.gguf");
   if (!s.positionals().empty()) return fail("unexpected argument '" + s.positionals()[0] + "'");
   auto ctx_opts = context_options_from(s);
   if (!ctx_opts.ok()) return fail(ctx_opts.error().message);
   auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
   if (!idle_cache.ok()) return fail("--kv-idle-cache: " + idle_cache.error().message);
   const std::string path = s.get_string("model");
+  const bool store_mode = path.empty();
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
-  if (auto st = plan_context(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
-  if (!s.get_bool("no_memory_check")) {
-    auto need = engine::estimate_memory(path, *ctx_opts, static_cast<int32_t>(s.get_int("batch_tokens")));
-    if (!need.ok()) return fail(need.error().to_string(), 1);
-    if (auto st = engine::check_memory_fits(*need, ctx_opts->kv_type, memory_available_bytes()); !st.ok()) {
-      return fail(st.error().message, 1);
-    }
-    log_info("memory estimate", {{"model", path}, {"need", need->describe(ctx_opts->kv_type)}});
+  if (!store_mode) {
+    if (s.get_bool("allow_local_files")) return fail("--allow-local-files is for serving the model store (no -m)");
+    if (auto st = plan_and_check_memory(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
+  } else if (!s.get_string("alias").empty()) {
+    return fail("--alias needs -m FILE (stored models answer to their stored names)");
   }
 
   server::ServerOptions o;
@@ -226,6 +266,10 @@ int run_serve(const CommandArgs& args) {
   o.stream_keep_seconds = s.get_int("stream_keep_seconds");
   o.max_streams = static_cast<size_t>(s.get_int("max_streams"));
   o.version = HEARTH_VERSION;
+  if (store_mode) {
+    o.store = std::make_shared<const store::ModelStore>(store::ModelStore::open_default());
+    o.allow_local_files = s.get_bool("allow_local_files");
+  }
 
   engine::ServingOptions serving;
   serving.n_slots = n_slots;
@@ -250,6 +294,33 @@ int run_serve(const CommandArgs& args) {
   const std::string shown_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   std::printf("hearth: listening on http://%s:%d\n", shown_host.c_str(), http.port());
   std::fflush(stdout);
+  if (store_mode) {
+    std::string fallbacks;
+    for (const auto& r : o.store->read_only_roots()) fallbacks += (fallbacks.empty() ? "" : ", ") + r;
+    const std::string read_only = fallbacks.empty() ? "" : " (read-only: " + fallbacks + ")";
+    std::printf("hearth: serving the model store at %s%s\n", o.store->root().c_str(), read_only.c_str());
+    std::fflush(stdout);
+    http.set_model_loader(store_loader(s, *ctx_opts, serving, *template_source));
+    // Like ollama at start-up: temporary files of interrupted writes and blobs no manifest names
+    // go, once they are an hour old (younger ones may belong to a write in progress).
+    if (auto gc = o.store->collect_garbage(std::chrono::hours(1)); gc.ok()) {
+      if (!gc->removed_blobs.empty() || !gc->removed_temp_files.empty()) {
+        log_info("store cleaned", {{"blobs", static_cast<long long>(gc->removed_blobs.size())},
+                                   {"temp_files", static_cast<long long>(gc->removed_temp_files.size())},
+                                   {"bytes", static_cast<long long>(gc->bytes_freed)}});
+      }
+    } else {
+      log_warn("store not cleaned", {{"error", gc.error().to_string()}});
+    }
+    log_info("serving the model store", {{"store", o.store->root()}, {"port", http.port()}});
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::printf("hearth: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    std::fflush(stdout);
+    if (auto loaded = http.loaded_backend()) loaded->shut_down();
+    http.stop();
+    return 0;
+  }
 
   // Registered before loading, so `hearth kv ls` shows the process as starting meanwhile.
   std::string budget_label = s.get_string("alias");

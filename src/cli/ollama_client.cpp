@@ -1,9 +1,15 @@
 // Native-API HTTP client (see ollama_client.h).
 #include "cli/ollama_client.h"
 
+#include <fcntl.h>
 #include <httplib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 namespace hearth::cli {
@@ -11,7 +17,26 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The server's error message from an error body ({"error": "..."} or {"error": {"message"}}).
+ErrorKind kind_for_status(int status) {
+  if (status == 0) return ErrorKind::kUnavailable;
+  if (status == 404) return ErrorKind::kNotFound;
+  if (status == 400) return ErrorKind::kInvalidArgument;
+  return ErrorKind::kIo;
+}
+
+// What went wrong with the connection, in words.
+std::string connection_problem(httplib::Error e) {
+  switch (e) {
+    case httplib::Error::Connection: return "nothing is listening there";
+    case httplib::Error::ConnectionTimeout: return "the connection timed out";
+    case httplib::Error::Read: return "the connection broke while reading the answer";
+    case httplib::Error::Write: return "the connection broke while sending the request";
+    default: return httplib::to_string(e);
+  }
+}
+
+}  // namespace
+
 std::string error_text(int status, const std::string& body) {
   Json j = Json::parse(body, nullptr, false);
   if (j.is_object() && j.contains("error")) {
@@ -23,12 +48,29 @@ std::string error_text(int status, const std::string& body) {
   return "HTTP " + std::to_string(status) + (body.empty() ? "" : ": " + body);
 }
 
-Error http_failure(const ServerAddress& a, httplib::Error e) {
-  return make_error(ErrorKind::kIo, "cannot reach the server at " + a.host + ":" + std::to_string(a.port) + " (" +
-                                        httplib::to_string(e) + "); is `hearth serve` running?");
+std::string ServerAddress::to_string() const {
+  return (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
-}  // namespace
+bool ServerAddress::is_loopback() const {
+  return host == "localhost" || host == "::1" || host == "0.0.0.0" || host == "::" || host.rfind("127.", 0) == 0;
+}
+
+ChatStats chat_stats_from_json(const Json& j) {
+  ChatStats s;
+  auto num = [&](const char* key) {
+    auto it = j.find(key);
+    return it != j.end() && it->is_number() ? it->get<int64_t>() : int64_t{0};
+  };
+  if (j.contains("done_reason") && j["done_reason"].is_string()) s.done_reason = j["done_reason"].get<std::string>();
+  s.total_duration_ns = num("total_duration");
+  s.load_duration_ns = num("load_duration");
+  s.prompt_eval_count = num("prompt_eval_count");
+  s.prompt_eval_duration_ns = num("prompt_eval_duration");
+  s.eval_count = num("eval_count");
+  s.eval_duration_ns = num("eval_duration");
+  return s;
+}
 
 Result<ServerAddress> parse_server_address(const std::string& text_in) {
   std::string text = text_in;
@@ -95,23 +137,40 @@ OllamaClient::OllamaClient(ServerAddress address, std::string api_key, int timeo
 
 OllamaClient::~OllamaClient() = default;
 
-Result<Json> OllamaClient::get_json(const std::string& path) {
-  auto res = http_->Get(path);
-  if (!res) return http_failure(address_, res.error());
-  if (res->status != 200) return make_error(ErrorKind::kIo, error_text(res->status, res->body));
+Error OllamaClient::failure(int status, const std::string& body) const {
+  if (status == 0) {
+    return make_error(ErrorKind::kUnavailable, "cannot reach the server at " + address_.to_string() + " (" + body +
+                                                   "); start it with `hearth serve` or set HEARTH_HOST");
+  }
+  return make_error(kind_for_status(status), error_text(status, body));
+}
+
+Result<Json> OllamaClient::call(const std::string& method, const std::string& path, const Json* body, int* status_out) {
+  httplib::Request req;
+  req.method = method;
+  req.path = path;
+  if (body != nullptr) {
+    req.body = body->dump();
+    req.set_header("Content-Type", "application/json");
+  }
+  auto res = http_->send(req);
+  if (status_out != nullptr) *status_out = res ? res->status : 0;
+  if (!res) return failure(0, connection_problem(res.error()));
+  if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
+  if (res->body.empty()) return Json::object();
   Json j = Json::parse(res->body, nullptr, false);
-  if (j.is_discarded()) return make_error(ErrorKind::kCorrupt, "the server sent invalid JSON for " + path);
+  if (j.is_discarded()) return make_error(ErrorKind::kCorrupt, "the server sent invalid JSON for " + method + " " + path);
   return j;
 }
 
 Result<std::string> OllamaClient::version() {
-  HEARTH_ASSIGN(Json j, get_json("/api/version"));
+  HEARTH_ASSIGN(Json j, call("GET", "/api/version", nullptr));
   if (!j.contains("version") || !j["version"].is_string()) return make_error(ErrorKind::kCorrupt, "no version in /api/version");
   return j["version"].get<std::string>();
 }
 
 Result<std::vector<std::string>> OllamaClient::model_names() {
-  HEARTH_ASSIGN(Json j, get_json("/api/tags"));
+  HEARTH_ASSIGN(Json j, call("GET", "/api/tags", nullptr));
   std::vector<std::string> names;
   if (j.contains("models") && j["models"].is_array()) {
     for (const auto& m : j["models"]) {
@@ -121,13 +180,9 @@ Result<std::vector<std::string>> OllamaClient::model_names() {
   return names;
 }
 
-Result<ChatStats> OllamaClient::chat(const std::string& model, const std::vector<ChatMessage>& messages,
-                                     const Json& options, const std::function<bool(std::string_view)>& on_text) {
-  Json body = {{"model", model}, {"stream", true}, {"messages", Json::array()}};
-  for (const auto& m : messages) body["messages"].push_back(Json{{"role", m.role}, {"content", m.content}});
-  if (options.is_object() && !options.empty()) body["options"] = options;
-
-  ChatStats stats;
+Status OllamaClient::stream(const std::string& path, const Json& body, const std::function<bool(const Json&)>& on_chunk,
+                            int* status_out) {
+  cancelled_ = false;
   std::optional<Error> stream_error;
   bool stopped = false;
   LineSplitter lines;
@@ -135,15 +190,15 @@ Result<ChatStats> OllamaClient::chat(const std::string& model, const std::vector
   int status = 0;
   httplib::Request req;
   req.method = "POST";
-  req.path = "/api/chat";
+  req.path = path;
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
-  if (!api_key_.empty()) req.set_header("Authorization", "Bearer " + api_key_);
   req.response_handler = [&](const httplib::Response& r) {
     status = r.status;
     return true;
   };
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (cancelled_.load()) return false;
     if (status != 200) {
       error_body.append(data, n);
       return true;
@@ -158,32 +213,65 @@ Result<ChatStats> OllamaClient::chat(const std::string& model, const std::vector
         stream_error = make_error(ErrorKind::kIo, error_text(500, line));
         return false;
       }
-      if (j.contains("message") && j["message"].contains("content") && j["message"]["content"].is_string()) {
-        const std::string piece = j["message"]["content"].get<std::string>();
-        if (!piece.empty() && !on_text(piece)) {
-          stopped = true;
-          return false;
-        }
-      }
-      if (j.value("done", false)) {
-        stats.done_reason = j.value("done_reason", "");
-        stats.prompt_eval_count = j.value("prompt_eval_count", int64_t{0});
-        stats.eval_count = j.value("eval_count", int64_t{0});
-        stats.eval_duration_ns = j.value("eval_duration", int64_t{0});
-        stats.total_duration_ns = j.value("total_duration", int64_t{0});
+      if (!on_chunk(j)) {
+        stopped = true;
+        return false;
       }
       return true;
     });
   };
   auto res = http_->send(req);
+  if (status_out != nullptr) *status_out = status;
   if (stream_error) return *stream_error;
-  if (stopped) {
-    stats.done_reason = "interrupted";
-    return stats;
+  if (stopped || cancelled_.load()) return ok_status();
+  if (!res) return failure(0, connection_problem(res.error()));
+  if (status != 200) return failure(status, error_body);
+  if (!lines.pending().empty()) return make_error(ErrorKind::kCorrupt, "the stream ended inside a line: " + lines.pending());
+  return ok_status();
+}
+
+void OllamaClient::cancel() {
+  cancelled_ = true;
+  http_->stop();
+}
+
+Result<bool> OllamaClient::blob_exists(const std::string& digest) {
+  int status = 0;
+  auto r = call("HEAD", "/api/blobs/" + digest, nullptr, &status);
+  if (r.ok()) return true;
+  if (status == 404) return false;
+  return r.error();
+}
+
+Status OllamaClient::upload_blob(const std::string& digest, const std::string& path,
+                                 const std::function<void(uint64_t, uint64_t)>& on_sent) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return make_error(ErrorKind::kIo, "cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return make_error(ErrorKind::kIo, "cannot stat '" + path + "': " + std::strerror(errno));
   }
-  if (!res) return http_failure(address_, res.error());
-  if (status != 200) return make_error(ErrorKind::kIo, error_text(status, error_body));
-  return stats;
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  std::string buffer(1 << 20, '\0');
+  bool read_failed = false;
+  auto provider = [&](size_t offset, size_t length, httplib::DataSink& sink) {
+    const size_t n = std::min(length, buffer.size());
+    ssize_t got = ::pread(fd, buffer.data(), n, static_cast<off_t>(offset));
+    if (got <= 0) {
+      read_failed = true;
+      return false;
+    }
+    sink.write(buffer.data(), static_cast<size_t>(got));
+    if (on_sent) on_sent(offset + static_cast<uint64_t>(got), size);
+    return true;
+  };
+  auto res = http_->Post(("/api/blobs/" + digest).c_str(), static_cast<size_t>(size), provider, "application/octet-stream");
+  ::close(fd);
+  if (read_failed) return make_error(ErrorKind::kIo, "cannot read '" + path + "'");
+  if (!res) return failure(0, connection_problem(res.error()));
+  if (res->status < 200 || res->status >= 300) return failure(res->status, res->body);
+  return ok_status();
 }
 
 }  // namespace hearth::cli

@@ -6,6 +6,30 @@
 #include "template/go_template.h"
 
 namespace hearth::engine {
+namespace {
+
+// A chat's messages for a single-turn Go template: text content only (parts are joined).
+std::vector<GoTemplateMessage> go_template_messages(const nlohmann::ordered_json& messages) {
+  std::vector<GoTemplateMessage> out;
+  for (const auto& m : messages) {
+    GoTemplateMessage g;
+    if (m.contains("role") && m["role"].is_string()) g.role = m["role"].get<std::string>();
+    if (m.contains("content")) {
+      const auto& c = m["content"];
+      if (c.is_string()) {
+        g.content = c.get<std::string>();
+      } else if (c.is_array()) {
+        for (const auto& part : c) {
+          if (part.is_object() && part.contains("text") && part["text"].is_string()) g.content += part["text"].get<std::string>();
+        }
+      }
+    }
+    out.push_back(std::move(g));
+  }
+  return out;
+}
+
+}  // namespace
 
 Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const protocol::PromptSource& source) {
   using Kind = protocol::PromptSource::Kind;
@@ -48,7 +72,11 @@ Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const proto
       break;
     }
     case Kind::kGoTemplate: {
-      HEARTH_ASSIGN(out.text, render_go_template(source.text, source.template_fields));
+      if (source.chat.is_object() && source.chat.contains("messages")) {
+        HEARTH_ASSIGN(out.text, render_go_template_chat(source.text, go_template_messages(source.chat["messages"])));
+      } else {
+        HEARTH_ASSIGN(out.text, render_go_template(source.text, source.template_fields));
+      }
       auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
       out.ids.insert(out.ids.end(), ids.begin(), ids.end());
       break;

@@ -24,7 +24,8 @@ struct PromptSource {
     kChat,    // `chat` is an OpenAI-style body for the chat template (messages, tools, ...)
     kText,    // `text` is the prompt as is
     kTokens,  // `tokens` are the prompt ids as is (no BOS added)
-    kGoTemplate,  // `text` is an ollama (Go text/template) prompt template over `template_fields`
+    kGoTemplate,  // `text` is an ollama (Go text/template) prompt template over `template_fields`,
+                  //   or over `chat`'s messages turn by turn when `chat` has "messages"
   };
   Kind kind = Kind::kText;
   nlohmann::ordered_json chat;

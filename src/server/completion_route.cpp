@@ -6,6 +6,7 @@
 
 #include "api/ollama.h"
 #include "server/completion_driver.h"
+#include "server/stored_models.h"
 
 namespace hearth::server {
 namespace {
@@ -177,13 +178,27 @@ void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, 
     return;
   }
   api::CompletionJob job = std::move(parsed).value();
-  auto model = require_model(call);
-  if (!model) return;
-  const protocol::ModelInfo& card = model->model_info();
-  if (dialect == api::Dialect::kOllama && !card.answers_to(job.request.model)) {
-    send_error(res, dialect, http_model_not_found(job.request.model));
-    return;
+  std::shared_ptr<protocol::InferenceBackend> model;
+  if (s.store_mode()) {
+    if (job.load_only && job.unload) {
+      // keep_alive 0 with nothing to generate: unload (ollama's way to free a model).
+      unload_stored_model(s, job.request.model);
+      send_json(res, api::ollama_load_response(job.request.model, req.path == "/api/chat", true));
+      return;
+    }
+    auto chosen = require_stored_model(call, job.request.model, dialect != api::Dialect::kOllama);
+    if (!chosen) return;
+    model = chosen->backend;
+    if (chosen->description) apply_stored_prompt(job, *chosen->description);
+  } else {
+    model = require_model(call);
+    if (!model) return;
+    if (dialect == api::Dialect::kOllama && !model->model_info().answers_to(job.request.model)) {
+      send_error(res, dialect, http_model_not_found(job.request.model));
+      return;
+    }
   }
+  const protocol::ModelInfo& card = model->model_info();
   if (job.load_only) {
     const bool chat = req.path == "/api/chat";
     send_json(res, api::ollama_load_response(job.request.model, chat, job.unload));

@@ -236,7 +236,7 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
       head.status = 431;
       head.message = "the request head is larger than " + std::to_string(kRequestHeadMaxBytes) + " bytes";
     } else {
-      head = check_request_head(head_bytes, payload_max_length_);
+      head = check_request_head(head_bytes, body_max_, upload_prefix_, upload_max_);
     }
     if (head.status != 0) {
       write_rejection(stream, head_rejector_, head);

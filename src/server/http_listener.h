@@ -14,7 +14,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <string>
 
 #include "server/request_head.h"
 
@@ -29,10 +32,22 @@ class HttpListener : public httplib::Server {
   using HeadRejector = std::function<void(const RequestHead& head, httplib::Response& res)>;
   void set_head_rejector(HeadRejector rejector) { head_rejector_ = std::move(rejector); }
 
+  // Request bodies up to `max_bytes`, except POSTs to paths under `upload_prefix` (blob
+  // uploads, read in pieces by their route), which may send up to `upload_max_bytes`.
+  void set_body_limits(uint64_t max_bytes, std::string upload_prefix, uint64_t upload_max_bytes) {
+    body_max_ = max_bytes;
+    upload_prefix_ = std::move(upload_prefix);
+    upload_max_ = upload_max_bytes;
+    set_payload_max_length(static_cast<size_t>(std::max(max_bytes, upload_max_bytes)));
+  }
+
  private:
   bool process_and_close_socket(socket_t sock) override;
 
   HeadRejector head_rejector_;
+  uint64_t body_max_ = 0;
+  std::string upload_prefix_;
+  uint64_t upload_max_ = 0;
 };
 
 // Called while answering a request (a pre-routing handler, an error handler): the connection

@@ -116,6 +116,18 @@ std::shared_ptr<protocol::InferenceBackend> HttpServer::State::model() const {
 void HttpServer::State::set_model(std::shared_ptr<protocol::InferenceBackend> m) {
   std::lock_guard lock(mu_);
   model_ = std::move(m);
+  description_.reset();
+}
+
+std::shared_ptr<const store::ModelDescription> HttpServer::State::loaded_description() const {
+  std::lock_guard lock(mu_);
+  return description_;
+}
+
+void HttpServer::State::set_loaded(std::shared_ptr<protocol::InferenceBackend> m, std::shared_ptr<const store::ModelDescription> d) {
+  std::lock_guard lock(mu_);
+  model_ = std::move(m);
+  description_ = std::move(d);
 }
 
 std::string HttpServer::State::new_id(const std::string& prefix) {
@@ -163,9 +175,24 @@ void add_route(State& s, api::Dialect dialect, const std::string& method, const 
   }
 }
 
+void add_upload_route(State& s, api::Dialect dialect, const std::string& pattern, UploadHandler handler) {
+  s.routes.push_back({"POST", pattern, std::regex(pattern), dialect});
+  State* state = &s;
+  s.http.Post(pattern, [state, dialect, handler = std::move(handler)](const httplib::Request& req, httplib::Response& res,
+                                                                      const httplib::ContentReader& reader) {
+    handler(RouteCall{*state, dialect, req, res}, reader);
+  });
+}
+
 std::shared_ptr<protocol::InferenceBackend> require_model(const RouteCall& call) {
   auto m = call.state.model();
-  if (!m) send_error(call.res, call.dialect, http_unavailable("the model is still loading; try again shortly"));
+  if (!m && call.state.store_mode()) {
+    send_error(call.res, call.dialect,
+               HttpError{400, "no model is loaded: a request naming a model from /api/tags loads it (ollama's /api/generate "
+                              "with only \"model\" loads one)"});
+  } else if (!m) {
+    send_error(call.res, call.dialect, http_unavailable("the model is still loading; try again shortly"));
+  }
   return m;
 }
 
@@ -191,7 +218,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   State& s = *state_;
   const int threads = std::max(4, s.options.http_threads);
   s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
-  s.http.set_payload_max_length(s.options.max_body_bytes);
+  s.http.set_body_limits(s.options.max_body_bytes, s.options.store ? "/api/blobs/" : "", s.options.max_blob_bytes);
   s.http.set_keep_alive_max_count(1000);
   s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
   s.http.set_read_timeout(30, 0);
@@ -233,6 +260,10 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   register_anthropic_routes(s);
   register_extra_routes(s);
   register_stream_routes(s);
+  if (s.store_mode()) {
+    register_store_routes(s);
+    register_transfer_routes(s);
+  }
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -269,5 +300,12 @@ void HttpServer::stop() {
 }
 
 void HttpServer::set_backend(std::shared_ptr<protocol::InferenceBackend> backend) { state_->set_model(std::move(backend)); }
+
+void HttpServer::set_model_loader(StoreModelLoader loader) {
+  std::lock_guard lock(state_->load_mu);
+  state_->loader = std::move(loader);
+}
+
+std::shared_ptr<protocol::InferenceBackend> HttpServer::loaded_backend() const { return state_->model(); }
 
 }  // namespace hearth::server

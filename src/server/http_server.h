@@ -5,12 +5,15 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "protocol/backend.h"
+#include "store/model_description.h"
+#include "store/model_store.h"
 #include "util/result.h"
 
 namespace hearth::server {
@@ -27,7 +30,20 @@ struct ServerOptions {
   int64_t stream_keep_seconds = 300;     // finished resumable streams are kept this long
   size_t max_streams = 256;              // resumable streams held at once
   std::string version = "0.0.0";         // reported by /api/version and /props
+  // Store mode (`hearth serve` without -m): /api/tags lists this store, /api/create, /api/copy,
+  // /api/delete and /api/blobs manage it, and a request naming a stored model loads it through
+  // the loader given to set_model_loader(). Null: one model given by set_backend().
+  std::shared_ptr<const store::ModelStore> store;
+  // /api/create may name GGUF files by their path on the server (registered in place by hard
+  // link). Off by default: a client could otherwise read any file the server can.
+  bool allow_local_files = false;
+  uint64_t max_blob_bytes = 1ull << 40;  // POST /api/blobs bodies (read in pieces, never held)
 };
+
+// Loads a stored model for serving and returns its backend, which answers to the model's name
+// (the app's job: the server holds no engine). Called with no other load running.
+using StoreModelLoader =
+    std::function<Result<std::shared_ptr<protocol::InferenceBackend>>(const store::ModelDescription& model)>;
 
 class HttpServer {
  public:
@@ -43,6 +59,11 @@ class HttpServer {
 
   // The model is ready: API routes start answering. Until then they (and /health) give 503.
   void set_backend(std::shared_ptr<protocol::InferenceBackend> backend);
+  // Store mode: how a requested model is loaded. One model is loaded at a time; a request for
+  // another replaces it (requests still running on the old one finish first on it).
+  void set_model_loader(StoreModelLoader loader);
+  // Store mode: the loaded model's backend, when one is loaded (for shutting it down).
+  std::shared_ptr<protocol::InferenceBackend> loaded_backend() const;
 
   struct State;
 

@@ -42,7 +42,8 @@ bool method_reads_body(std::string_view m) {
 
 }  // namespace
 
-RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes) {
+RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes, std::string_view upload_prefix,
+                               uint64_t upload_max_bytes) {
   RequestHead out;
   if (head.size() < 4 || head.substr(head.size() - 4) != "\r\n\r\n") {
     return refuse(out, 400, "the request head does not end with an empty line");
@@ -120,6 +121,7 @@ RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes) {
     }
   }
   if (out.has_length && out.chunked) return refuse(out, 400, "both Content-Length and Transfer-Encoding");
+  if (!upload_prefix.empty() && out.method == "POST" && out.path.rfind(upload_prefix, 0) == 0) max_body_bytes = upload_max_bytes;
   if (out.has_length && out.content_length > max_body_bytes) {
     return refuse(out, 413, "the body is larger than the " + std::to_string(max_body_bytes) + " bytes this server accepts");
   }

@@ -39,6 +39,9 @@ inline constexpr size_t kRequestLineMaxBytes = 8192;
 // values, both Content-Length and Transfer-Encoding, and any Transfer-Encoding but "chunked";
 // 413 for a Content-Length above `max_body_bytes`; 414 for a target, 431 for a header line
 // beyond kRequestLineMaxBytes.
-RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes);
+// `upload_prefix`/`upload_max_bytes`: a POST whose path starts with the prefix may send up to
+// that many bytes instead (blob uploads).
+RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes, std::string_view upload_prefix = {},
+                               uint64_t upload_max_bytes = 0);
 
 }  // namespace hearth::server

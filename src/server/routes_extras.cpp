@@ -1,5 +1,5 @@
 // Routes outside the three dialects: GET / ("Hearth is running"), /health (503 while the
-// model loads), /metrics (Prometheus text), and llama-server's /props, /slots, /tokenize,
+// model loads; 200 at once in store mode, where models load on demand), /metrics (Prometheus text), and llama-server's /props, /slots, /tokenize,
 // /detokenize and /apply-template.
 #include "api/openai.h"
 #include "server/server_state.h"
@@ -121,7 +121,7 @@ void register_extra_routes(State& s) {
     call.res.set_content("Hearth is running", "text/plain");
   });
   add_route(s, kDialect, "GET", "/health", [](const RouteCall& call) {
-    if (call.state.model()) {
+    if (call.state.model() || call.state.store_mode()) {
       send_json(call.res, Json{{"status", "ok"}});
     } else {
       send_json(call.res, Json{{"status", "loading model"}}, 503);

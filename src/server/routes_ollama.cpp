@@ -1,8 +1,10 @@
 // ollama's native routes: /api/generate, /api/chat, /api/embed, /api/embeddings, /api/tags,
 // /api/show, /api/ps, /api/version. An /api/* request naming another model gets ollama's 404.
+// In store mode the model comes from the store (stored_models.h) and the listings list it.
 #include "api/ollama.h"
 #include "server/completion_route.h"
 #include "server/embedding_route.h"
+#include "server/stored_models.h"
 
 namespace hearth::server {
 namespace {
@@ -15,11 +17,18 @@ void embed(const RouteCall& call, bool legacy) {
     send_status_error(call, job.error());
     return;
   }
-  auto model = require_model(call);
-  if (!model) return;
-  if (!model->model_info().answers_to(job->request.model)) {
-    send_error(call.res, call.dialect, http_model_not_found(job->request.model));
-    return;
+  std::shared_ptr<protocol::InferenceBackend> model;
+  if (call.state.store_mode()) {
+    auto chosen = require_stored_model(call, job->request.model, false);
+    if (!chosen) return;
+    model = chosen->backend;
+  } else {
+    model = require_model(call);
+    if (!model) return;
+    if (!model->model_info().answers_to(job->request.model)) {
+      send_error(call.res, call.dialect, http_model_not_found(job->request.model));
+      return;
+    }
   }
   auto result = run_embeddings(*model, *job, [&call] { return call.state.keep_serving(); });
   if (!result.ok()) {
@@ -36,11 +45,13 @@ void register_ollama_routes(State& s) {
   add_route(s, kDialect, "POST", "/api/generate", [](const RouteCall& call) {
     auto body = require_json(call);
     if (!body) return;
+    merge_stored_options(call.state, *body);
     serve_completion(call, api::parse_ollama_generate(*body), api::make_ollama_generate_encoder, "");
   });
   add_route(s, kDialect, "POST", "/api/chat", [](const RouteCall& call) {
     auto body = require_json(call);
     if (!body) return;
+    merge_stored_options(call.state, *body);
     serve_completion(call, api::parse_ollama_chat(*body), api::make_ollama_chat_encoder, "");
   });
   add_route(s, kDialect, "POST", "/api/embed", [](const RouteCall& call) {
@@ -53,6 +64,10 @@ void register_ollama_routes(State& s) {
     send_json(call.res, api::ollama_version_response(call.state.options.version));
   });
   add_route(s, kDialect, "GET", "/api/tags", [](const RouteCall& call) {
+    if (call.state.store_mode()) {
+      send_json(call.res, api::ollama_tags_response(stored_model_cards(call.state)));
+      return;
+    }
     auto model = require_model(call);
     if (!model) return;
     protocol::ModelInfo card = model->model_info();
@@ -60,6 +75,10 @@ void register_ollama_routes(State& s) {
     send_json(call.res, api::ollama_tags_response(card));
   });
   add_route(s, kDialect, "GET", "/api/ps", [](const RouteCall& call) {
+    if (call.state.store_mode() && !call.state.model()) {
+      send_json(call.res, api::ollama_ps_empty_response());
+      return;
+    }
     auto model = require_model(call);
     if (!model) return;
     protocol::ModelInfo card = model->model_info();
@@ -72,6 +91,10 @@ void register_ollama_routes(State& s) {
     const std::string name = api::ollama_model_field(*body);
     if (name.empty()) {
       send_error(call.res, call.dialect, HttpError{400, "model is required"});
+      return;
+    }
+    if (call.state.store_mode()) {
+      show_stored_model(call, name, *body);
       return;
     }
     auto model = require_model(call);

@@ -1,9 +1,11 @@
 // OpenAI-compatible routes: /v1/chat/completions, /v1/completions, /v1/responses,
 // /v1/embeddings, /v1/models. Any model name is served by the loaded model (see
-// docs/decisions.md), as llama-server does.
+// docs/decisions.md), as llama-server does; in store mode a stored model's name loads it and
+// /v1/models lists the store.
 #include "api/openai.h"
 #include "server/completion_route.h"
 #include "server/embedding_route.h"
+#include "server/stored_models.h"
 
 namespace hearth::server {
 
@@ -43,6 +45,10 @@ void register_openai_routes(State& s) {
     send_json(call.res, api::openai_embeddings_response(*job, result->vectors, result->n_tokens));
   });
   add_route(s, kDialect, "GET", "/v1/models", [](const RouteCall& call) {
+    if (call.state.store_mode() && !call.req.has_header("anthropic-version")) {
+      send_json(call.res, api::openai_models_response(stored_model_cards(call.state)));
+      return;
+    }
     auto model = require_model(call);
     if (!model) return;
     if (call.req.has_header("anthropic-version")) {

@@ -34,9 +34,15 @@ struct HttpServer::State {
   // False once the client of this thread's request left or the server is stopping.
   bool keep_serving() const;
 
-  // The loaded model, or nullptr while loading.
+  // The loaded model, or nullptr while loading (or, in store mode, before the first request).
   std::shared_ptr<protocol::InferenceBackend> model() const;
   void set_model(std::shared_ptr<protocol::InferenceBackend> m);
+  // Store mode: the loaded model with the stored description its requests are shaped by.
+  bool store_mode() const { return options.store != nullptr; }
+  std::shared_ptr<const store::ModelDescription> loaded_description() const;
+  void set_loaded(std::shared_ptr<protocol::InferenceBackend> m, std::shared_ptr<const store::ModelDescription> d);
+  StoreModelLoader loader;
+  std::mutex load_mu;  // one load at a time
   // "chatcmpl-" + 24 random characters, etc.
   std::string new_id(const std::string& prefix);
   void count_response(int status);
@@ -56,6 +62,7 @@ struct HttpServer::State {
  private:
   mutable std::mutex mu_;
   std::shared_ptr<protocol::InferenceBackend> model_;
+  std::shared_ptr<const store::ModelDescription> description_;
   ServerCounters counters_;
   std::mt19937_64 rng_;
 };
@@ -92,5 +99,11 @@ void register_openai_routes(State& s);
 void register_anthropic_routes(State& s);
 void register_extra_routes(State& s);
 void register_stream_routes(State& s);
+void register_store_routes(State& s);
+void register_transfer_routes(State& s);
+
+// A POST route whose body is read in pieces (blob uploads): no route sees `req.body`.
+using UploadHandler = std::function<void(const RouteCall& call, const httplib::ContentReader& reader)>;
+void add_upload_route(State& s, api::Dialect dialect, const std::string& pattern, UploadHandler handler);
 
 }  // namespace hearth::server

@@ -180,4 +180,31 @@ Result<std::string> render_go_template(std::string_view source, const std::map<s
   return out;
 }
 
+Result<std::string> render_go_template_chat(std::string_view source, const std::vector<GoTemplateMessage>& messages) {
+  Parser parser(source);
+  HEARTH_ASSIGN(auto nodes, parser.parse());
+  // Marks where the last turn's response would begin; cut there.
+  const std::string kResponseMark = "\x01hearth-response\x01";
+  std::string out;
+  std::map<std::string, std::string> turn;
+  auto append = [](std::string& field, const std::string& text) { field += (field.empty() ? "" : "\n\n") + text; };
+  for (const auto& m : messages) {
+    if (m.role == "system") {
+      append(turn["System"], m.content);
+    } else if (m.role == "assistant") {
+      turn["Response"] = m.content;
+      render(nodes, turn, out);
+      turn.clear();
+    } else {
+      append(turn["Prompt"], m.content);
+    }
+  }
+  turn["Response"] = kResponseMark;
+  std::string last;
+  render(nodes, turn, last);
+  const size_t cut = last.find(kResponseMark);
+  out += cut == std::string::npos ? last : last.substr(0, cut);
+  return out;
+}
+
 }  // namespace hearth

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "util/result.h"
 
@@ -15,5 +16,17 @@ namespace hearth {
 
 // `fields` maps "System", "Prompt", ... to their values; an absent field is empty.
 Result<std::string> render_go_template(std::string_view source, const std::map<std::string, std::string>& fields);
+
+// One chat message for render_go_template_chat.
+struct GoTemplateMessage {
+  std::string role;  // system, user, assistant (others count as user text)
+  std::string content;
+};
+
+// A conversation through a single-turn template, the way ollama applied templates written
+// before .Messages existed: system messages gather into the .System of their turn, user text
+// into .Prompt, and each assistant message closes a turn rendered with it as .Response; the
+// last turn is rendered up to where its .Response would start (the model continues there).
+Result<std::string> render_go_template_chat(std::string_view source, const std::vector<GoTemplateMessage>& messages);
 
 }  // namespace hearth

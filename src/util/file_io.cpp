@@ -37,6 +37,16 @@ Status write_file_atomic(const std::string& path, std::string_view contents) {
   return out.commit();
 }
 
+Status fsync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return errno_error("cannot open directory", dir);
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL;  // some file systems cannot sync a directory
+  Error e = ok ? Error{} : errno_error("cannot flush directory", dir);
+  ::close(fd);
+  if (!ok) return e;
+  return ok_status();
+}
+
 Result<AtomicFileWriter> AtomicFileWriter::create(const std::string& path) {
   std::random_device rd;
   std::string tmp = path + ".tmp-" + std::to_string(rd());
@@ -82,7 +92,8 @@ Status AtomicFileWriter::commit() {
   if (::close(fd) != 0) return errno_error("cannot flush", tmp_);
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) return errno_error("cannot rename into", path_);
   tmp_.clear();
-  return ok_status();
+  const size_t slash = path_.rfind('/');
+  return fsync_directory(slash == std::string::npos ? "." : (slash == 0 ? "/" : path_.substr(0, slash)));
 }
 
 }  // namespace hearth

@@ -1,5 +1,5 @@
 // Whole-file reads and atomic writes (write to a temporary file in the same directory, fsync,
-// rename), so that a crash never leaves a half-written file where a complete one was expected.
+// rename, directory fsync), so that a crash never leaves a half-written file where a complete one was expected.
 #pragma once
 
 #include <string>
@@ -11,6 +11,9 @@ namespace hearth {
 
 Result<std::string> read_file(const std::string& path);
 Status write_file_atomic(const std::string& path, std::string_view contents);
+// Flushes a directory's entries (after a rename or unlink in it) so that the change survives
+// a power loss.
+Status fsync_directory(const std::string& dir);
 
 // The same atomic write for contents produced piece by piece (files larger than memory):
 // append() writes to a temporary file beside `path`, commit() flushes and renames it into

@@ -1,6 +1,9 @@
 // Parsing and help text for the settings table (see settings.h).
 #include "util/settings.h"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cassert>
 #include <cerrno>
@@ -135,8 +138,14 @@ const std::vector<EnvSettingSpec>& env_setting_specs() {
   static const std::vector<EnvSettingSpec> specs = {
       {"HEARTH_CPU", "kernel variant: scalar, avx2 or avx512 (default: the best this CPU supports)"},
       {"HEARTH_LOG_LEVEL", "log level: debug, info, warn, error or off (default: info)"},
+      {"HEARTH_LOG_DIR", "folder of the log of a server `hearth run` starts in the background (default: ~/.hearth/logs)"},
       {"HEARTH_WEIGHT_LAYOUT",
        "interleaved (default) or gguf: keep every matrix in the file mapping, shared through the page cache"},
+      {"HEARTH_MODELS", "the model store (default: ~/.hearth/models)"},
+      {"HEARTH_REGISTRY", "registry host of model names without one (default: registry.ollama.ai)"},
+      {"HEARTH_OLLAMA_MODELS",
+       "an ollama store read as a read-only fallback (default: $OLLAMA_MODELS, else ~/.ollama/models; 'off' for none)",
+       "OLLAMA_MODELS"},
   };
   return specs;
 }
@@ -146,7 +155,17 @@ std::optional<std::string> env_setting(const std::string& name) {
   for (const auto& s : env_setting_specs()) listed = listed || name == s.name;
   assert(listed && "HEARTH_* variable missing from env_setting_specs()");
   (void)listed;
-  return read_env(name);
+  if (auto v = read_env(name)) return v;
+  for (const auto& s : env_setting_specs()) {
+    if (name == s.name && s.fallback != nullptr) return read_env(s.fallback);
+  }
+  return std::nullopt;
+}
+
+std::string home_directory() {
+  if (auto home = read_env("HOME"); home && !home->empty()) return *home;
+  if (const passwd* pw = ::getpwuid(::getuid()); pw != nullptr && pw->pw_dir != nullptr) return pw->pw_dir;
+  return "/";
 }
 
 SettingSpec SettingSpec::with_aliases(std::vector<std::string> flags) const {

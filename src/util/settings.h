@@ -92,6 +92,7 @@ EnvLookup process_env();
 struct EnvSettingSpec {
   const char* name;  // "HEARTH_LOG_LEVEL"
   const char* help;  // what it does and the values it takes
+  const char* fallback = nullptr;  // another program's variable read when `name` is unset ("OLLAMA_MODELS")
 };
 // Every such variable; a command's variables (HEARTH_MODEL, HEARTH_PORT, ...) are in its
 // SettingSpec table and shown by its --help.
@@ -99,6 +100,8 @@ const std::vector<EnvSettingSpec>& env_setting_specs();
 // The value of a variable listed in env_setting_specs() (asking for another is a programming
 // error), nullopt when unset. Read on every call, never cached.
 std::optional<std::string> env_setting(const std::string& name);
+// $HOME, else the user's home directory from the password database ("/" when neither says).
+std::string home_directory();
 
 class Settings {
  public:

@@ -105,9 +105,14 @@ TEST(ServeCommand, ChatAndEmbeddingsWithRealModels) {
 }
 
 TEST(ServeCommand, BadStartsSayWhy) {
-  auto nomodel = run_hearth("serve");
-  EXPECT_EQ(nomodel.status, 2);
-  EXPECT_NE(nomodel.err.find("-m FILE.gguf"), std::string::npos);
+  // Without -m, serve serves the model store (tests/e2e/store.test.mjs); flags that need a
+  // file are refused there before anything is bound.
+  auto alias_without_model = run_hearth("serve --alias x");
+  EXPECT_EQ(alias_without_model.status, 2);
+  EXPECT_NE(alias_without_model.err.find("--alias needs -m FILE"), std::string::npos) << alias_without_model.err;
+  auto local_files_with_model = run_hearth("serve -m x.gguf --allow-local-files");
+  EXPECT_EQ(local_files_with_model.status, 2);
+  EXPECT_NE(local_files_with_model.err.find("--allow-local-files is for serving the model store"), std::string::npos);
   auto badport = run_hearth("serve -m x.gguf --port 70000");
   EXPECT_EQ(badport.status, 2);
   EXPECT_NE(badport.err.find("option --port: 70000 is out of range (allowed: -1 to 65535)"), std::string::npos) << badport.err;

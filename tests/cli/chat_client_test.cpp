@@ -1,9 +1,11 @@
-// The native-API client and the chat REPL against a real HTTP server (scripted engine).
+// The native-API client, a streamed reply and the REPL against a real HTTP server (scripted engine).
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "cli/chat_repl.h"
+#include "cli/chat_turn.h"
+#include "cli/line_reader.h"
+#include "cli/repl.h"
 #include "cli/ollama_client.h"
 #include "common/test_paths.h"
 #include "scripted_backend.h"
@@ -87,18 +89,24 @@ TEST_F(ChatClient, VersionModelsAndChat) {
   auto names = client.model_names();
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, std::vector<std::string>{"scripted:latest"});
-  std::string text;
-  auto stats = client.chat("scripted", {{"user", "Hi"}}, {{"seed", 5}}, [&](std::string_view piece) {
-    text.append(piece);
-    return true;
-  });
-  ASSERT_TRUE(stats.ok()) << stats.error().message;
-  EXPECT_EQ(text, reply_text());
-  EXPECT_EQ(stats->done_reason, "stop");
-  EXPECT_GT(stats->eval_count, 0);
+  SessionOptions session;
+  session.model = "scripted";
+  session.parameters = {{"seed", 5}};
+  nlohmann::json body = session_request(session);
+  body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
+  std::ostringstream out, err;
+  Console console{out, err};
+  auto reply = stream_reply(client, "/api/chat", body, session, console);
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(out.str(), reply_text());
+  EXPECT_EQ(reply->content, reply_text());
+  EXPECT_EQ(reply->stats.done_reason, "stop");
+  EXPECT_GT(reply->stats.eval_count, 0);
+  EXPECT_GT(reply->stats.total_duration_ns, 0);
   EXPECT_EQ(backend_->records()[0]->request.sampling.seed, 5u);
 
-  auto missing = client.chat("other-model", {{"user", "Hi"}}, {}, [](std::string_view) { return true; });
+  body["model"] = "other-model";
+  auto missing = stream_reply(client, "/api/chat", body, session, console);
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.error().message, "model 'other-model' not found");
   OllamaClient nowhere({"127.0.0.1", 1}, "");
@@ -109,14 +117,16 @@ TEST_F(ChatClient, VersionModelsAndChat) {
 
 TEST_F(ChatClient, ReplKeepsHistoryAndClears) {
   OllamaClient client({"127.0.0.1", server_->port()}, "");
-  ChatReplOptions o;
+  SessionOptions o;
   o.model = "scripted";
   o.system = "You are terse.";
   std::istringstream in("Hello\nHow are you?\n/clear\n\nAgain\n/nonsense\n/bye\nnever sent\n");
-  std::ostringstream out, err;
-  EXPECT_EQ(run_chat_repl(client, o, in, out, err), 0);
-  EXPECT_EQ(out.str(), reply_text() + "\n" + reply_text() + "\n(conversation cleared)\n" + reply_text() + "\n");
-  EXPECT_NE(err.str().find("unknown command '/nonsense'"), std::string::npos);
+  std::ostringstream out, err, prompts;
+  Console console{out, err};
+  auto reader = make_stream_line_reader(in, prompts);
+  EXPECT_EQ(run_repl(client, o, *reader, console), 0);
+  EXPECT_EQ(out.str(), reply_text() + "\n\n" + reply_text() + "\n\nCleared session context\n" + reply_text() +
+                           "\n\nUnknown command '/nonsense'. Type /? for help\n");
   auto records = backend_->records();
   ASSERT_EQ(records.size(), 3u);
   auto prompt_of = [&](size_t i) { return backend_->tokenizer().decode(records[i]->request.prompt, true); };
@@ -139,11 +149,16 @@ TEST_F(ChatClient, ApiKeyIsSent) {
   EXPECT_FALSE(without.model_names().ok());
   OllamaClient with({"127.0.0.1", server_->port()}, "sesame");
   EXPECT_TRUE(with.model_names().ok());
+  SessionOptions session;
+  session.model = "scripted";
+  nlohmann::json body = session_request(session);
+  body["messages"] = {{{"role", "user"}, {"content", "Hi"}}};
   std::ostringstream out, err;
-  ChatReplOptions ro;
-  ro.model = "scripted";
-  EXPECT_EQ(run_chat_once(with, ro, "Hi", out, err), 0);
-  EXPECT_EQ(out.str(), reply_text() + "\n");
+  Console console{out, err};
+  EXPECT_FALSE(stream_reply(without, "/api/chat", body, session, console).ok());
+  auto reply = stream_reply(with, "/api/chat", body, session, console);
+  ASSERT_TRUE(reply.ok()) << reply.error().message;
+  EXPECT_EQ(out.str(), reply_text());
 }
 
 }  // namespace

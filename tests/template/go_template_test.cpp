@@ -50,3 +50,20 @@ TEST(GoTemplate, RefusesWhatItCannotRender) {
 
 }  // namespace
 }  // namespace hearth
+
+namespace hearth {
+namespace {
+
+TEST(GoTemplateChat, RendersTurnsAndStopsWhereTheResponseStarts) {
+  const std::string t = "{{ if .System }}<s>{{ .System }}</s>{{ end }}[U]{{ .Prompt }}[A]{{ .Response }}[END]";
+  auto out = render_go_template_chat(t, {{"system", "sys"}, {"user", "hi"}, {"assistant", "hello"}, {"user", "again"}});
+  ASSERT_TRUE(out.ok()) << out.error().to_string();
+  EXPECT_EQ(*out, "<s>sys</s>[U]hi[A]hello[END][U]again[A]");
+  auto one = render_go_template_chat("{{ .Prompt }}", {{"user", "x"}});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(*one, "x");
+  EXPECT_FALSE(render_go_template_chat("{{ range .Messages }}{{ end }}", {{"user", "x"}}).ok());
+}
+
+}  // namespace
+}  // namespace hearth

@@ -189,7 +189,8 @@ TEST(EnvSetting, EveryLibraryVariableIsListedAndReadLive) {
     EXPECT_EQ(std::string(e.name).rfind("HEARTH_", 0), 0u) << e.name;
     EXPECT_GT(std::string(e.help).size(), 10u) << e.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"HEARTH_CPU", "HEARTH_LOG_LEVEL", "HEARTH_WEIGHT_LAYOUT"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"HEARTH_CPU", "HEARTH_LOG_LEVEL", "HEARTH_WEIGHT_LAYOUT", "HEARTH_MODELS",
+                                             "HEARTH_REGISTRY", "HEARTH_OLLAMA_MODELS"}));
   const char* saved = std::getenv("HEARTH_WEIGHT_LAYOUT");
   const std::string saved_value = saved ? saved : "";
   setenv("HEARTH_WEIGHT_LAYOUT", "gguf", 1);
@@ -197,6 +198,21 @@ TEST(EnvSetting, EveryLibraryVariableIsListedAndReadLive) {
   unsetenv("HEARTH_WEIGHT_LAYOUT");
   EXPECT_EQ(env_setting("HEARTH_WEIGHT_LAYOUT"), std::nullopt);
   if (saved != nullptr) setenv("HEARTH_WEIGHT_LAYOUT", saved_value.c_str(), 1);
+}
+
+TEST(EnvSetting, FallbackVariableIsReadWhenTheOwnIsUnset) {
+  const char* own = std::getenv("HEARTH_OLLAMA_MODELS");
+  const char* other = std::getenv("OLLAMA_MODELS");
+  const std::string own_value = own ? own : "", other_value = other ? other : "";
+  unsetenv("HEARTH_OLLAMA_MODELS");
+  setenv("OLLAMA_MODELS", "/srv/ollama", 1);
+  EXPECT_EQ(env_setting("HEARTH_OLLAMA_MODELS"), std::optional<std::string>("/srv/ollama"));
+  setenv("HEARTH_OLLAMA_MODELS", "off", 1);
+  EXPECT_EQ(env_setting("HEARTH_OLLAMA_MODELS"), std::optional<std::string>("off"));
+  unsetenv("OLLAMA_MODELS");
+  unsetenv("HEARTH_OLLAMA_MODELS");
+  if (own != nullptr) setenv("HEARTH_OLLAMA_MODELS", own_value.c_str(), 1);
+  if (other != nullptr) setenv("OLLAMA_MODELS", other_value.c_str(), 1);
 }
 
 }  // namespace

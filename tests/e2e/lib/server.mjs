@@ -133,12 +133,13 @@ export class HearthServer {
   }
 }
 
-// Starts `hearth serve -m MODEL --host 127.0.0.1 --port 0 ARGS...` and waits until /health
-// answers 200. `env` adds environment variables; `apiKey` is passed as --api-key and used by
+// Starts `hearth serve -m MODEL --host 127.0.0.1 --port 0 ARGS...` (without -m when `model` is
+// null: the store mode) and waits until /health answers 200. `env` adds environment variables; `apiKey` is passed as --api-key and used by
 // the helpers above. Resolves to a HearthServer.
 export async function startServer({ model, args = [], env = {}, apiKey = null, readyTimeoutMs = 60000 }) {
   const bin = hearthBin();
-  const fullArgs = ['serve', '-m', model, '--host', '127.0.0.1', '--port', '0', ...args];
+  // model null: store mode (no -m), serving $HEARTH_MODELS.
+  const fullArgs = ['serve', ...(model ? ['-m', model] : []), '--host', '127.0.0.1', '--port', '0', ...args];
   if (apiKey) fullArgs.push('--api-key', apiKey);
   const childEnv = { ...process.env, ...env };
   // The tests decide about keys and origins; a developer's shell settings must not leak in.
@@ -192,8 +193,10 @@ export async function startServer({ model, args = [], env = {}, apiKey = null, r
     if (Date.now() > deadline) throw failed('did not become healthy in time');
     await sleep(20);
   }
-  const models = await server.getJson('/v1/models');
-  server.modelName = models.data[0].id;
+  if (model) {
+    const models = await server.getJson('/v1/models');
+    server.modelName = models.data[0].id;
+  }
   return server;
 }
 
