@@ -22,7 +22,12 @@ struct ServerOptions {
   std::vector<std::string> origins;      // CORS origins allowed besides the loopback defaults
   std::vector<std::string> allowed_hosts;  // Host names answered besides loopback and `host`
   size_t max_body_bytes = 32u << 20;     // larger request bodies get 413
-  int http_threads = 32;                 // connections served at once
+  int http_threads = 32;                 // requests served at once (worker threads)
+  size_t max_connections = 512;          // open connections in all; beyond: 503 and close
+  size_t max_connections_per_client = 128;  // open connections from one address; beyond: 503
+  int64_t head_timeout_ms = 10000;       // a request head must be complete this long after its first byte
+  int64_t body_grace_ms = 10000;         // a body may stall this long at its start ...
+  uint64_t body_min_bytes_per_second = 4096;  // ... and must then keep up this average rate
   size_t stream_buffer_bytes = 4u << 20; // replay bytes kept per resumable stream
   int64_t stream_keep_seconds = 300;     // finished resumable streams are kept this long
   size_t max_streams = 256;              // resumable streams held at once

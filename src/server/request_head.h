@@ -41,4 +41,24 @@ inline constexpr size_t kRequestLineMaxBytes = 8192;
 // beyond kRequestLineMaxBytes.
 RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes);
 
+// Finds where a chunked body ends (RFC 9112 7.1), so that the whole body can be received before
+// a worker reads it. Feed it the bytes after the head as they grow; it resumes where it stopped.
+class ChunkedBodyScanner {
+ public:
+  enum class State { kIncomplete, kComplete, kInvalid, kTooLarge };
+  explicit ChunkedBodyScanner(uint64_t max_body_bytes) : max_body_bytes_(max_body_bytes) {}
+  // `body`: every byte received after the head so far (a longer view of the same bytes each time).
+  State scan(std::string_view body);
+  // With kComplete: the body's length on the wire (through the last CRLF).
+  size_t end() const { return pos_; }
+  // Data bytes (chunk contents) seen so far.
+  uint64_t data_bytes() const { return data_bytes_; }
+
+ private:
+  uint64_t max_body_bytes_;
+  size_t pos_ = 0;            // start of the next chunk-size line (or trailer line)
+  bool in_trailers_ = false;  // the last chunk was seen
+  uint64_t data_bytes_ = 0;
+};
+
 }  // namespace hearth::server
