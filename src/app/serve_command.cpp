@@ -2,6 +2,7 @@
 // APIs. The address is bound first and printed ("hearth: listening on http://HOST:PORT"), so a
 // caller that started it with --port 0 learns the port; /health answers 503 until the model is
 // loaded, then 200. SIGINT/SIGTERM stop it cleanly.
+#include <malloc.h>
 #include <pthread.h>
 #include <sys/stat.h>
 
@@ -229,6 +230,11 @@ int run_serve(const CommandArgs& args) {
 
   // A client that disappears must never kill the server; SIGINT/SIGTERM are taken by sigwait.
   std::signal(SIGPIPE, SIG_IGN);
+  // Request bodies of megabytes (and their parsed copies) are allocated and freed per request.
+  // glibc raises its mmap threshold after each such free, so later ones come from the heap and
+  // their pages stay with the process (five 8 MB bodies left RSS 58 MiB higher). A fixed
+  // threshold maps every block of 1 MiB or more on its own and unmaps it when freed.
+  mallopt(M_MMAP_THRESHOLD, 1 << 20);
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);

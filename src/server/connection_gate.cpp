@@ -159,6 +159,12 @@ ConnectionGate::Verdict ConnectionGate::examine(Connection& c, bool got_data, Cl
       case ChunkedBodyScanner::State::kComplete:
         complete = true;
         body_size = p.chunks->end();
+        if (body_size > p.chunks->trailers_begin() + 2) {
+          // Trailer fields: cpp-httplib 0.11 cannot read them, and Hearth uses none.
+          const size_t trailers = body_size - 2 - p.chunks->trailers_begin();
+          c.stream.replace_unread(p.head_size + p.chunks->trailers_begin(), trailers, "");
+          body_size -= trailers;
+        }
         break;
       case ChunkedBodyScanner::State::kIncomplete:
         if (bytes.size() >= receive_limit(c)) {

@@ -156,6 +156,7 @@ ChunkedBodyScanner::State ChunkedBodyScanner::scan(std::string_view body) {
     if (size == 0) {
       in_trailers_ = true;
       pos_ = line_end + 2;
+      trailers_begin_ = pos_;
       continue;
     }
     if (data_bytes_ + size > max_body_bytes_) return State::kTooLarge;

@@ -51,6 +51,9 @@ class ChunkedBodyScanner {
   State scan(std::string_view body);
   // With kComplete: the body's length on the wire (through the last CRLF).
   size_t end() const { return pos_; }
+  // With kComplete: where the trailer fields start (after the last chunk's size line); cpp-httplib
+  // 0.11 reads no trailer fields, so the gate removes them.
+  size_t trailers_begin() const { return trailers_begin_; }
   // Data bytes (chunk contents) seen so far.
   uint64_t data_bytes() const { return data_bytes_; }
 
@@ -58,6 +61,7 @@ class ChunkedBodyScanner {
   uint64_t max_body_bytes_;
   size_t pos_ = 0;            // start of the next chunk-size line (or trailer line)
   bool in_trailers_ = false;  // the last chunk was seen
+  size_t trailers_begin_ = 0;
   uint64_t data_bytes_ = 0;
 };
 
