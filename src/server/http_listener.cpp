@@ -61,6 +61,9 @@ HttpListener::HttpListener() {
 HttpListener::~HttpListener() { stop_connections(); }
 
 void HttpListener::start_connections() {
+  // cpp-httplib listens with a backlog of 5: a burst of connections beyond it waits for SYN
+  // retransmits (1 s, 3 s, ...). Listening again on the bound socket only raises the backlog.
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, SOMAXCONN);
   limits_.gate.max_body_bytes = payload_max_length_;
   limits_.gate.idle_timeout = std::chrono::seconds(keep_alive_timeout_sec_);
   workers_ = std::make_unique<httplib::ThreadPool>(static_cast<size_t>(std::max(1, limits_.worker_threads)));
