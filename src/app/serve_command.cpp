@@ -81,8 +81,14 @@ std::vector<SettingSpec> serve_settings() {
                    "any host is answered when an API key is set", "HEARTH_ALLOWED_HOSTS"});
   specs.push_back({"max_body_bytes", 0, SettingType::kInt, "33554432", "largest request body accepted (413 beyond)", "HEARTH_MAX_BODY_BYTES",
                    SettingRange::at_least(1024)});
-  specs.push_back({"http_threads", 0, SettingType::kInt, "64", "HTTP connections served at once", "HEARTH_HTTP_THREADS",
+  specs.push_back({"http_threads", 0, SettingType::kInt, "64", "HTTP requests served at once (worker threads; waiting connections hold none)", "HEARTH_HTTP_THREADS",
                    SettingRange::between(4, 4096)});
+  specs.push_back({"max_connections", 0, SettingType::kInt, "512",
+                   "open HTTP connections in all; more are answered 503 and closed", "HEARTH_MAX_CONNECTIONS",
+                   SettingRange::between(1, 65536)});
+  specs.push_back({"max_connections_per_client", 0, SettingType::kInt, "128",
+                   "open HTTP connections from one client address; more are answered 503 and closed",
+                   "HEARTH_MAX_CONNECTIONS_PER_CLIENT", SettingRange::between(1, 65536)});
   specs.push_back({"stream_buffer_bytes", 0, SettingType::kInt, "4194304", "replay bytes kept per resumable stream (X-Conversation-Id)", "HEARTH_STREAM_BUFFER_BYTES",
                    SettingRange::at_least(1024)});
   specs.push_back({"stream_keep_seconds", 0, SettingType::kInt, "300", "how long a finished resumable stream stays replayable", "HEARTH_STREAM_KEEP_SECONDS",
@@ -215,6 +221,8 @@ int run_serve(const CommandArgs& args) {
   // The table's ranges (serve_settings) already hold every number below.
   o.max_body_bytes = static_cast<size_t>(s.get_int("max_body_bytes"));
   o.http_threads = static_cast<int>(s.get_int("http_threads"));
+  o.max_connections = static_cast<size_t>(s.get_int("max_connections"));
+  o.max_connections_per_client = static_cast<size_t>(s.get_int("max_connections_per_client"));
   o.stream_buffer_bytes = static_cast<size_t>(s.get_int("stream_buffer_bytes"));
   o.stream_keep_seconds = s.get_int("stream_keep_seconds");
   o.max_streams = static_cast<size_t>(s.get_int("max_streams"));
