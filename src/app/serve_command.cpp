@@ -97,9 +97,10 @@ std::vector<SettingSpec> serve_settings() {
                    SettingRange::at_least(1)});
   specs.push_back({"no_memory_check", 0, SettingType::kBool, "",
                    "load even when weights + KV cache + buffers exceed the available memory", "HEARTH_NO_MEMORY_CHECK"});
-  const std::string no_tls = "TLS is not built in; put a TLS-terminating proxy (caddy, nginx) in front of Hearth";
-  specs.push_back(unsupported_setting("ssl_key_file", {}, no_tls));
-  specs.push_back(unsupported_setting("ssl_cert_file", {}, no_tls));
+  specs.push_back({"ssl_key_file", 0, SettingType::kString, "", "serve HTTPS with this PEM private key (with --ssl-cert-file)",
+                   "HEARTH_SSL_KEY_FILE"});
+  specs.push_back({"ssl_cert_file", 0, SettingType::kString, "",
+                   "serve HTTPS with this PEM certificate or chain (with --ssl-key-file)", "HEARTH_SSL_CERT_FILE"});
   return specs;
 }
 
@@ -227,6 +228,11 @@ int run_serve(const CommandArgs& args) {
   o.stream_keep_seconds = s.get_int("stream_keep_seconds");
   o.max_streams = static_cast<size_t>(s.get_int("max_streams"));
   o.version = HEARTH_VERSION;
+  o.tls_cert_file = s.get_string("ssl_cert_file");
+  o.tls_key_file = s.get_string("ssl_key_file");
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return fail("--ssl-cert-file and --ssl-key-file go together: give both to serve HTTPS, or neither");
+  }
 
   engine::ServingOptions serving;
   serving.n_slots = n_slots;
@@ -253,7 +259,7 @@ int run_serve(const CommandArgs& args) {
   if (auto st = http.bind(); !st.ok()) return fail(st.error().message, 1);
   http.start();
   const std::string shown_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
-  std::printf("hearth: listening on http://%s:%d\n", shown_host.c_str(), http.port());
+  std::printf("hearth: listening on %s://%s:%d\n", o.tls_cert_file.empty() ? "http" : "https", shown_host.c_str(), http.port());
   std::fflush(stdout);
 
   auto ctx = engine::InferenceContext::load(path, *ctx_opts);

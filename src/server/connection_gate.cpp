@@ -215,7 +215,7 @@ void ConnectionGate::run() {
     bool any_fresh = false;
     for (size_t i = 0; i < waiting.size(); ++i) {
       fds.push_back(pollfd{waiting[i]->fd_, POLLIN, 0});
-      any_fresh = any_fresh || fresh[i];
+      any_fresh = any_fresh || fresh[i] || waiting[i]->stream.has_pending();
     }
     int r = ::poll(fds.data(), fds.size(), any_fresh ? 0 : (waiting.empty() ? -1 : kTickMs));
     if (r < 0 && errno != EINTR) break;
@@ -228,12 +228,21 @@ void ConnectionGate::run() {
     for (size_t i = 0; i < waiting.size(); ++i) {
       std::shared_ptr<Connection> c = std::move(waiting[i]);
       bool got_data = fresh[i];
-      if (fds[i + 1].revents != 0) {
+      bool readable = fds[i + 1].revents != 0 || c->stream.has_pending();
+      bool failed = false;
+      if (c->stream.tls() && !c->tls_ready && (readable || fresh[i])) {
+        // The handshake's own deadline is the idle timeout: no request byte has come yet.
+        const auto h = c->stream.handshake();
+        failed = h == ConnectionStream::Handshake::kFailed;
+        c->tls_ready = h == ConnectionStream::Handshake::kDone;
+        readable = c->tls_ready;
+      }
+      if (readable && (!c->stream.tls() || c->tls_ready)) {
         const auto received = c->stream.receive_available(receive_limit(*c));
         if (received == ConnectionStream::Receive::kClosed) c->peer_closed = true;
         got_data = got_data || received != ConnectionStream::Receive::kNothing;
       }
-      Verdict v = examine(*c, got_data, now);
+      Verdict v = failed ? Verdict::kClose : examine(*c, got_data, now);
       if (v == Verdict::kWait && c->peer_closed) v = Verdict::kClose;
       switch (v) {
         case Verdict::kWait:

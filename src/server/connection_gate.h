@@ -52,6 +52,7 @@ class Connection {
   uint64_t request_bytes = 0;
   bool body_left_unread = false;
   bool peer_closed = false;
+  bool tls_ready = false;  // the TLS handshake is done (TLS connections only)
 
  private:
   friend class ConnectionGate;

@@ -2,6 +2,9 @@
 #include "server/connection_stream.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -60,7 +63,7 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
     buf_.clear();
     pos_ = 0;
     buf_.resize(kReadChunk);
-    const ssize_t n = recv_some(buf_.data(), buf_.size(), 0);
+    const ssize_t n = recv_some(buf_.data(), buf_.size(), true);
     buf_.resize(n > 0 ? static_cast<size_t>(n) : 0);
     if (n <= 0) return n;
   }
@@ -74,11 +77,7 @@ ssize_t ConnectionStream::read(char* ptr, size_t size) {
 ssize_t ConnectionStream::write(const char* ptr, size_t size) {
   short rev = 0;
   if (poll_one(fd_, POLLOUT, write_timeout_ms_, &rev) <= 0 || !(rev & POLLOUT)) return -1;
-  ssize_t n;
-  do {
-    n = ::send(fd_, ptr, size, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  return n;
+  return send_some(ptr, size, true);
 }
 
 void ConnectionStream::get_remote_ip_and_port(std::string& ip, int& port) const {
@@ -113,7 +112,7 @@ ConnectionStream::Receive ConnectionStream::receive_available(size_t limit) {
     const size_t old = buf_.size();
     const size_t want = std::min(kReadChunk, limit - (old - pos_));
     buf_.resize(old + want);
-    const ssize_t n = recv_some(buf_.data() + old, want, MSG_DONTWAIT);
+    const ssize_t n = recv_some(buf_.data() + old, want, false);
     buf_.resize(old + (n > 0 ? static_cast<size_t>(n) : 0));
     if (n == 0) return Receive::kClosed;
     if (n < 0) {
@@ -131,8 +130,7 @@ void ConnectionStream::replace_unread(size_t offset, size_t count, std::string_v
 
 bool ConnectionStream::send_now(std::string_view bytes) {
   while (!bytes.empty()) {
-    const ssize_t n = ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && errno == EINTR) continue;
+    const ssize_t n = send_some(bytes.data(), bytes.size(), false);
     if (n <= 0) return false;
     bytes.remove_prefix(static_cast<size_t>(n));
   }
@@ -148,12 +146,78 @@ size_t ConnectionStream::release_read_bytes() {
   return capacity - buf_.capacity();
 }
 
-ssize_t ConnectionStream::recv_some(char* to, size_t size, int flags) {
-  ssize_t n;
-  do {
-    n = ::recv(fd_, to, size, flags);
-  } while (n < 0 && errno == EINTR);
-  return n;
+ConnectionStream::~ConnectionStream() {
+  if (ssl_ == nullptr) return;
+  SSL_shutdown(ssl_);  // one close_notify, not waiting for the peer's
+  SSL_free(ssl_);
+}
+
+void ConnectionStream::use_tls(SSL* ssl) {
+  ssl_ = ssl;
+  SSL_set_fd(ssl_, fd_);
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) | O_NONBLOCK);
+}
+
+ConnectionStream::Handshake ConnectionStream::handshake() {
+  ERR_clear_error();
+  const int r = SSL_accept(ssl_);
+  if (r == 1) return Handshake::kDone;
+  const int e = SSL_get_error(ssl_, r);
+  return e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE ? Handshake::kWaiting : Handshake::kFailed;
+}
+
+bool ConnectionStream::has_pending() const { return ssl_ != nullptr && SSL_pending(ssl_) > 0; }
+
+ssize_t ConnectionStream::recv_some(char* to, size_t size, bool wait) {
+  if (ssl_ == nullptr) {
+    ssize_t n;
+    do {
+      n = ::recv(fd_, to, size, wait ? 0 : MSG_DONTWAIT);
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+  for (;;) {
+    ERR_clear_error();
+    const int n = SSL_read(ssl_, to, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    if (n > 0) return n;
+    const int e = SSL_get_error(ssl_, n);
+    if (e == SSL_ERROR_ZERO_RETURN) return 0;
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      errno = ECONNRESET;
+      return -1;
+    }
+    short rev = 0;
+    if (!wait || poll_one(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, read_timeout_ms_, &rev) <= 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
+}
+
+ssize_t ConnectionStream::send_some(const char* from, size_t size, bool wait) {
+  if (ssl_ == nullptr) {
+    ssize_t n;
+    do {
+      n = ::send(fd_, from, size, MSG_NOSIGNAL | (wait ? 0 : MSG_DONTWAIT));
+    } while (n < 0 && errno == EINTR);
+    return n;
+  }
+  // OpenSSL writes one record at a time; a retry after WANT_WRITE repeats the same arguments.
+  for (;;) {
+    ERR_clear_error();
+    const int n = SSL_write(ssl_, from, static_cast<int>(std::min<size_t>(size, 1 << 30)));
+    if (n > 0) return n;
+    const int e = SSL_get_error(ssl_, n);
+    if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
+      errno = EPIPE;
+      return -1;
+    }
+    short rev = 0;
+    if (!wait || poll_one(fd_, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, write_timeout_ms_, &rev) <= 0) {
+      errno = EAGAIN;
+      return -1;
+    }
+  }
 }
 
 }  // namespace hearth::server

@@ -4,7 +4,8 @@
 // request from it, so a worker never waits on a slow client. Besides: writes use MSG_NOSIGNAL,
 // so a client that vanished never raises SIGPIPE; is_writable() notices a peer that closed its
 // socket (cpp-httplib 0.11 only notices when a write fails), so a streaming response can cancel
-// its generation at once.
+// its generation at once. With TLS (tls_context.h) the same stream reads and writes through an
+// OpenSSL session on a non-blocking socket; the gate runs the handshake.
 #pragma once
 
 #include <httplib.h>
@@ -13,12 +14,26 @@
 #include <string>
 #include <string_view>
 
+typedef struct ssl_st SSL;
+
 namespace hearth::server {
 
 class ConnectionStream final : public httplib::Stream {
  public:
   ConnectionStream(int fd, int read_timeout_ms, int write_timeout_ms)
       : fd_(fd), read_timeout_ms_(read_timeout_ms), write_timeout_ms_(write_timeout_ms) {}
+  ~ConnectionStream() override;  // ends the TLS session, if any (the socket is the owner's)
+  ConnectionStream(const ConnectionStream&) = delete;
+  ConnectionStream& operator=(const ConnectionStream&) = delete;
+
+  // Serves this connection over TLS: takes `ssl` (set to this socket), makes the socket
+  // non-blocking. The gate then calls handshake() until it is done.
+  void use_tls(SSL* ssl);
+  enum class Handshake { kDone, kWaiting, kFailed };
+  Handshake handshake();
+  bool tls() const { return ssl_ != nullptr; }
+  // Decrypted bytes held inside the TLS session (poll() does not see them).
+  bool has_pending() const;
 
   // cpp-httplib's side.
   bool is_readable() const override;
@@ -50,7 +65,10 @@ class ConnectionStream final : public httplib::Stream {
   size_t release_read_bytes();
 
  private:
-  ssize_t recv_some(char* to, size_t size, int flags);
+  // recv() or SSL_read(): > 0 bytes, 0 at end of stream, < 0 with errno (EAGAIN when nothing is
+  // there yet and `wait` is false).
+  ssize_t recv_some(char* to, size_t size, bool wait);
+  ssize_t send_some(const char* from, size_t size, bool wait);
 
   int fd_;
   int read_timeout_ms_;
@@ -58,6 +76,7 @@ class ConnectionStream final : public httplib::Stream {
   std::string buf_;  // bytes received; [pos_, size) not yet read
   size_t pos_ = 0;
   uint64_t consumed_ = 0;
+  SSL* ssl_ = nullptr;
 };
 
 // The textual address of a peer or local socket address.

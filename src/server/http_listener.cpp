@@ -124,8 +124,13 @@ bool HttpListener::process_and_close_socket(socket_t sock) {
     RequestHead head;
     head.status = 503;
     head.message = why;
-    refuse(*c, head);
+    if (!tls_) refuse(*c, head);
     return true;
+  }
+  if (tls_) {
+    SSL* ssl = tls_->new_session();
+    if (ssl == nullptr) return true;
+    c->stream.use_tls(ssl);
   }
   if (gate_ && svr_sock_ != INVALID_SOCKET) gate_->add(std::move(c));
   return true;

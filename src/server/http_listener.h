@@ -3,7 +3,9 @@
 // hold every worker. We keep its accept loop and its request parsing and routing, and replace
 // everything in between:
 // - admission: connections beyond a total cap, or beyond a cap per client address, are answered
-//   503 (JSON error body, Retry-After) and closed at once;
+//   503 (JSON error body, Retry-After) and closed at once (over HTTPS: closed, since no TLS
+//   session exists yet to answer in);
+// - TLS: with a TlsContext each connection gets an OpenSSL session; the gate runs its handshake;
 // - waiting: between requests a connection sits in the ConnectionGate (connection_gate.h), one
 //   poll thread for all of them, with deadlines for the head and a minimum body rate; the head
 //   is checked once (request_head.h) and a refused head answered and the connection closed, so
@@ -27,6 +29,7 @@
 
 #include "server/connection_gate.h"
 #include "server/request_head.h"
+#include "server/tls_context.h"
 
 namespace hearth::server {
 
@@ -43,6 +46,8 @@ class HttpListener : public httplib::Server {
   ~HttpListener() override;
 
   void set_connection_limits(const ConnectionLimits& limits) { limits_ = limits; }
+  // Serves HTTPS through this context (nullptr: plain HTTP).
+  void set_tls(std::shared_ptr<const TlsContext> tls) { tls_ = std::move(tls); }
 
   // Fills `res` (status and body) for a request refused before cpp-httplib saw it (a refused
   // head, a deadline, a connection cap); the listener writes it with Connection: close and
@@ -62,6 +67,7 @@ class HttpListener : public httplib::Server {
 
   ConnectionLimits limits_;
   HeadRejector head_rejector_;
+  std::shared_ptr<const TlsContext> tls_;
   std::unique_ptr<ConnectionGate> gate_;
   std::unique_ptr<httplib::ThreadPool> workers_;
   std::mutex counts_mu_;

@@ -245,6 +245,10 @@ HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::bind() {
   State& s = *state_;
+  if (!s.options.tls_cert_file.empty() || !s.options.tls_key_file.empty()) {
+    HEARTH_ASSIGN(auto tls, TlsContext::load(s.options.tls_cert_file, s.options.tls_key_file));
+    s.http.set_tls(std::move(tls));
+  }
   if (s.options.port == 0) {
     int port = s.http.bind_to_any_port(s.options.host);
     if (port <= 0) return make_error(ErrorKind::kIo, "cannot bind " + s.options.host + " on any port");

@@ -32,6 +32,8 @@ struct ServerOptions {
   int64_t stream_keep_seconds = 300;     // finished resumable streams are kept this long
   size_t max_streams = 256;              // resumable streams held at once
   std::string version = "0.0.0";         // reported by /api/version and /props
+  std::string tls_cert_file;             // both set: HTTPS with this PEM certificate (chain) ...
+  std::string tls_key_file;              // ... and this PEM private key
 };
 
 class HttpServer {
@@ -39,7 +41,8 @@ class HttpServer {
   explicit HttpServer(ServerOptions options);
   ~HttpServer();  // stops and joins
 
-  // Binds host:port (port 0 picks a free one). Errors: an address that cannot be bound.
+  // Loads the TLS files when set, then binds host:port (port 0 picks a free one). Errors: TLS
+  // files that cannot be used, an address that cannot be bound.
   Status bind();
   int port() const;
   // Serves on a background thread until stop().

@@ -139,7 +139,7 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
       {"--flash-attn=maybe", "option --flash-attn: 'maybe' is not supported (supported: on, off, auto)"},
       {"-fa maybe", "unexpected argument 'maybe'"},
       {"--chat-template vicuna", "--chat-template: unknown template name 'vicuna' (built-in: chatml, llama3, plain"},
-      {"--ssl-key-file k.pem", "option --ssl-key-file is not supported: TLS is not built in"},
+      {"--ssl-key-file k.pem", "--ssl-cert-file and --ssl-key-file go together"},
       {"--lora a.gguf", "option --lora is not supported: LoRA adapters are not supported"},
       {"--mmproj p.gguf", "option --mmproj is not supported: multimodal projectors"},
       {"-np 0", "option -np (--parallel): 0 is out of range (allowed: 1 to 256)"},
