@@ -129,7 +129,14 @@ ConnectionGate::Verdict ConnectionGate::examine(Connection& c, bool got_data, Cl
       c.stream.replace_unread(p.head_size - 2, 0, kNoBody);
       p.head_size += kNoBody.size();
     }
-    if (auto expect = find_header_line(c.stream.unread().substr(0, p.head_size), "Expect")) {
+    const std::string_view head_bytes = c.stream.unread().substr(0, p.head_size);
+    auto expect = find_header_line(head_bytes, "Expect");
+    std::string expect_line = expect ? std::string(head_bytes.substr(expect->first, expect->second)) : "";
+    for (auto& ch : expect_line) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (expect && expect_line.find("100-continue") == std::string::npos) {
+      expect.reset();  // another expectation: left for cpp-httplib
+    }
+    if (expect) {
       // The gate answers "100 Continue" itself (cpp-httplib would only after the body arrived).
       c.stream.replace_unread(expect->first, expect->second, "");
       p.head_size -= expect->second;
