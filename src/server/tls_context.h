@@ -2,7 +2,8 @@
 // OpenSSL context made once from the PEM files, and a session per accepted connection. The
 // connection stream (connection_stream.h) reads and writes through the session, and the gate
 // runs the handshake under the same deadlines as a request head, so the slow-client and
-// connection-cap protections hold for HTTPS too.
+// connection-cap protections hold for HTTPS too. OpenSSL writes with write(2), not send() with
+// MSG_NOSIGNAL: the process must ignore SIGPIPE (`hearth serve` does).
 #pragma once
 
 #include <memory>
