@@ -273,7 +273,8 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   const bool busy = any_busy();
   // Over the KV limit, completions wait in the queue (running ones go on) until it is raised
   // or running sequences end; cancellations and embeddings still wake the engine.
-  const bool kv_open = ctx_.kv().pool().admits_blocks(1);
+  // (A pool merely full of idle slots' cached blocks is not a hold: admission reuses a slot.)
+  const bool kv_open = ctx_.kv().pool().limit_admits_blocks(1);
   auto work = [&] {
     if (stop_ || busy || limit_changed_) return true;
     return std::any_of(queue_.begin(), queue_.end(),

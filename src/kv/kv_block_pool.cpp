@@ -264,6 +264,11 @@ size_t KvBlockPool::limit() const {
   return l == 0 || l > bytes_reserved() ? bytes_reserved() : l;
 }
 
+bool KvBlockPool::limit_admits_blocks(int32_t n) const {
+  if (limit() >= bytes_reserved()) return true;
+  return static_cast<size_t>(n_used_ + n) * block_bytes_ <= limit();
+}
+
 bool KvBlockPool::admits_blocks(int32_t n) const {
   if (n_used_ + n > n_blocks_) return false;
   return static_cast<size_t>(n_used_ + n) * block_bytes_ <= limit();

@@ -112,6 +112,10 @@ class KvBlockPool {
   size_t limit() const;
   // Whether n more blocks fit under the limit (and in the pool).
   bool admits_blocks(int32_t n) const;
+  // Whether n more blocks fit under a limit set by set_limit() (true when none is set): a full
+  // pool without a limit is the slots' business (an idle slot gives its blocks up when reused),
+  // not a reason to hold requests back.
+  bool limit_admits_blocks(int32_t n) const;
 
   KvPoolStats stats() const;  // any thread
 

@@ -63,6 +63,7 @@ class HttpListener : public httplib::Server {
   // gate; the connection closes after such a request), which may send up to `upload_max_bytes`.
   // Call after set_connection_limits().
   void set_body_limits(uint64_t max_bytes, std::string upload_prefix, uint64_t upload_max_bytes) {
+    if (upload_prefix.empty()) upload_max_bytes = 0;  // no upload path: one limit for all
     limits_.gate.max_body_bytes = max_bytes;
     limits_.gate.upload_prefix = std::move(upload_prefix);
     limits_.gate.upload_max_bytes = upload_max_bytes;

@@ -160,5 +160,29 @@ TEST_F(ServingEngineTest, AKvLimitHoldsNewRequestsBackAndLetsRunningOnesFinish) 
   EXPECT_EQ(later.final.timings.predicted_n, 4);
 }
 
+// Every block held by idle slots' cached sequences (each slot ran to its context's end) and no
+// limit set: a new request reuses a slot instead of waiting for a block forever.
+TEST_F(ServingEngineTest, APoolFullOfIdleSlotCachesStillAdmitsNewRequests) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 2 * 64, true);
+  ASSERT_NE(ctx, nullptr);
+  ServingOptions o;
+  o.n_slots = 2;
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  for (const char* text : {"Once upon a time", "Lily and Ben went to the park"}) {
+    GenerationRequest fill = greedy(encode(*ctx, text), 200);
+    fill.ignore_eos = true;
+    Collected c = collect(*engine->submit(std::move(fill)));
+    ASSERT_TRUE(c.complete) << text;
+  }
+  const kv::KvPoolStats full = engine->kv_pool_stats();
+  EXPECT_EQ(full.blocks_used, full.blocks_total);
+  Collected next = collect(*engine->submit(greedy(encode(*ctx, "Tom had a red ball"), 4)));
+  ASSERT_TRUE(next.complete);
+  EXPECT_EQ(next.final.kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ(next.final.timings.predicted_n, 4);
+}
+
 }  // namespace
 }  // namespace hearth::engine

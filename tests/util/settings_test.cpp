@@ -229,7 +229,7 @@ TEST(EnvSetting, EveryLibraryVariableIsListedAndReadLive) {
     EXPECT_EQ(std::string(e.name).rfind("HEARTH_", 0), 0u) << e.name;
     EXPECT_GT(std::string(e.help).size(), 10u) << e.name;
   }
-  EXPECT_EQ(names, (std::vector<std::string>{"HEARTH_CPU", "HEARTH_LOG_LEVEL", "HEARTH_WEIGHT_LAYOUT", "HEARTH_MODELS",
+  EXPECT_EQ(names, (std::vector<std::string>{"HEARTH_CPU", "HEARTH_LOG_LEVEL", "HEARTH_LOG_DIR", "HEARTH_WEIGHT_LAYOUT", "HEARTH_MODELS",
                                              "HEARTH_REGISTRY", "HEARTH_OLLAMA_MODELS"}));
   const char* saved = std::getenv("HEARTH_WEIGHT_LAYOUT");
   const std::string saved_value = saved ? saved : "";
