@@ -22,14 +22,20 @@ std::vector<SettingSpec> model_run_settings() {
       SettingSpec{"cache_type_v", 0, SettingType::kString, "", "KV cache type of V (as --kv-type; -ctk and -ctv must agree)", ""}
           .with_aliases({"-ctv"})
           .with_choices(kv_types),
-      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "0", "layers on a GPU: only 0 is accepted (" + no_gpu + ")", "",
-                  SettingRange::between(0, 0)}
+      // llama-server's values are accepted so its command lines work unchanged; with no GPU
+      // backend every one of them means the same: all layers on the CPU.
+      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "0",
+                  "layers to put on a GPU, as llama-server takes it (a count, auto or all); " + no_gpu +
+                      ", so any value means all layers on the CPU",
+                  "", SettingRange::at_least(-1)}
           .with_aliases({"-ngl", "--gpu-layers"})
-          .with_range_note(no_gpu),
+          .with_choices({"auto", "all"}),
       SettingSpec{"flash_attn", 0, SettingType::kString, "auto",
-                  "on, off or auto: accepted and ignored (Hearth's CPU attention has no separate flash kernel)", ""}
+                  "on, off or auto (alone: on): accepted and ignored (Hearth's CPU attention has no separate flash kernel)",
+                  ""}
           .with_aliases({"-fa"})
-          .with_choices({"on", "off", "auto"}),
+          .with_choices({"on", "off", "auto"})
+          .with_implicit_value("on"),
       unsupported_setting("lora", {"--lora-scaled"}, "LoRA adapters are not supported; merge the adapter into the GGUF"),
       unsupported_setting("mmproj", {"-mm", "--mmproj-url"}, "multimodal projectors (images) are not supported"),
       unsupported_setting("model_draft", {"-md"}, "speculative decoding with a draft model is not supported"),

@@ -216,11 +216,17 @@ void send_status_error(const RouteCall& call, const Error& error) {
 
 HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(std::move(options))) {
   State& s = *state_;
-  const int threads = std::max(4, s.options.http_threads);
-  s.http.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  ConnectionLimits limits;
+  limits.worker_threads = std::max(4, s.options.http_threads);
+  limits.max_connections = s.options.max_connections;
+  limits.max_per_client = s.options.max_connections_per_client;
+  limits.gate.head_timeout = std::chrono::milliseconds(s.options.head_timeout_ms);
+  limits.gate.body_grace = std::chrono::milliseconds(s.options.body_grace_ms);
+  limits.gate.body_min_bytes_per_second = s.options.body_min_bytes_per_second;
+  s.http.set_connection_limits(limits);
   s.http.set_body_limits(s.options.max_body_bytes, s.options.store ? "/api/blobs/" : "", s.options.max_blob_bytes);
   s.http.set_keep_alive_max_count(1000);
-  s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection holds a worker thread
+  s.http.set_keep_alive_timeout(5);  // an idle keep-alive connection is closed after this
   s.http.set_read_timeout(30, 0);
   s.http.set_write_timeout(30, 0);
   // cpp-httplib sets SO_REUSEPORT where it exists, which lets a second server bind a port that
@@ -270,6 +276,10 @@ HttpServer::~HttpServer() { stop(); }
 
 Status HttpServer::bind() {
   State& s = *state_;
+  if (!s.options.tls_cert_file.empty() || !s.options.tls_key_file.empty()) {
+    HEARTH_ASSIGN(auto tls, TlsContext::load(s.options.tls_cert_file, s.options.tls_key_file));
+    s.http.set_tls(std::move(tls));
+  }
   if (s.options.port == 0) {
     int port = s.http.bind_to_any_port(s.options.host);
     if (port <= 0) return make_error(ErrorKind::kIo, "cannot bind " + s.options.host + " on any port");
@@ -287,6 +297,7 @@ Status HttpServer::bind() {
 int HttpServer::port() const { return state_->port; }
 
 void HttpServer::start() {
+  state_->http.start_connections();
   thread_ = std::thread([this] { state_->http.listen_after_bind(); });
   // cpp-httplib's stop() does nothing until the listener runs; wait for it so a quick stop()
   // cannot leave the accept loop blocked forever.
@@ -297,6 +308,7 @@ void HttpServer::stop() {
   state_->stopping = true;
   if (state_->http.is_running() || thread_.joinable()) state_->http.stop();
   if (thread_.joinable()) thread_.join();
+  state_->http.stop_connections();
 }
 
 void HttpServer::set_backend(std::shared_ptr<protocol::InferenceBackend> backend) { state_->set_model(std::move(backend)); }

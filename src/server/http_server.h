@@ -25,7 +25,12 @@ struct ServerOptions {
   std::vector<std::string> origins;      // CORS origins allowed besides the loopback defaults
   std::vector<std::string> allowed_hosts;  // Host names answered besides loopback and `host`
   size_t max_body_bytes = 32u << 20;     // larger request bodies get 413
-  int http_threads = 32;                 // connections served at once
+  int http_threads = 32;                 // requests served at once (worker threads)
+  size_t max_connections = 512;          // open connections in all; beyond: 503 and close
+  size_t max_connections_per_client = 128;  // open connections from one address; beyond: 503
+  int64_t head_timeout_ms = 10000;       // a request head must be complete this long after its first byte
+  int64_t body_grace_ms = 10000;         // a body may stall this long at its start ...
+  uint64_t body_min_bytes_per_second = 4096;  // ... and must then keep up this average rate
   size_t stream_buffer_bytes = 4u << 20; // replay bytes kept per resumable stream
   int64_t stream_keep_seconds = 300;     // finished resumable streams are kept this long
   size_t max_streams = 256;              // resumable streams held at once
@@ -38,6 +43,8 @@ struct ServerOptions {
   // link). Off by default: a client could otherwise read any file the server can.
   bool allow_local_files = false;
   uint64_t max_blob_bytes = 1ull << 40;  // POST /api/blobs bodies (read in pieces, never held)
+  std::string tls_cert_file;             // both set: HTTPS with this PEM certificate (chain) ...
+  std::string tls_key_file;              // ... and this PEM private key
 };
 
 // Loads a stored model for serving and returns its backend, which answers to the model's name
@@ -50,7 +57,8 @@ class HttpServer {
   explicit HttpServer(ServerOptions options);
   ~HttpServer();  // stops and joins
 
-  // Binds host:port (port 0 picks a free one). Errors: an address that cannot be bound.
+  // Loads the TLS files when set, then binds host:port (port 0 picks a free one). Errors: TLS
+  // files that cannot be used, an address that cannot be bound.
   Status bind();
   int port() const;
   // Serves on a background thread until stop().

@@ -128,4 +128,46 @@ RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes, s
   return out;
 }
 
+ChunkedBodyScanner::State ChunkedBodyScanner::scan(std::string_view body) {
+  // A chunk-size line (with extensions) or a trailer line longer than this is refused.
+  constexpr size_t kLineMax = 4096;
+  for (;;) {
+    const size_t line_end = body.find("\r\n", pos_);
+    if (line_end == std::string_view::npos) {
+      return body.size() - pos_ > kLineMax ? State::kInvalid : State::kIncomplete;
+    }
+    if (line_end - pos_ > kLineMax) return State::kInvalid;
+    const std::string_view line = body.substr(pos_, line_end - pos_);
+    if (in_trailers_) {
+      pos_ = line_end + 2;
+      if (line.empty()) return State::kComplete;
+      if (line.find(':') == std::string_view::npos) return State::kInvalid;
+      continue;
+    }
+    const std::string_view size_text = trim_ows(line.substr(0, line.find(';')));
+    if (size_text.empty() || size_text.size() > 15) return State::kInvalid;
+    uint64_t size = 0;
+    for (char c : size_text) {
+      const int digit = std::isdigit(static_cast<unsigned char>(c)) ? c - '0'
+                        : (c >= 'a' && c <= 'f')                   ? c - 'a' + 10
+                        : (c >= 'A' && c <= 'F')                   ? c - 'A' + 10
+                                                                   : -1;
+      if (digit < 0) return State::kInvalid;
+      size = size * 16 + static_cast<uint64_t>(digit);
+    }
+    if (size == 0) {
+      in_trailers_ = true;
+      pos_ = line_end + 2;
+      trailers_begin_ = pos_;
+      continue;
+    }
+    if (data_bytes_ + size > max_body_bytes_) return State::kTooLarge;
+    const size_t data = line_end + 2;
+    if (body.size() < data + size + 2) return State::kIncomplete;
+    if (body.substr(data + size, 2) != "\r\n") return State::kInvalid;
+    data_bytes_ += size;
+    pos_ = data + size + 2;
+  }
+}
+
 }  // namespace hearth::server

@@ -44,4 +44,28 @@ inline constexpr size_t kRequestLineMaxBytes = 8192;
 RequestHead check_request_head(std::string_view head, uint64_t max_body_bytes, std::string_view upload_prefix = {},
                                uint64_t upload_max_bytes = 0);
 
+// Finds where a chunked body ends (RFC 9112 7.1), so that the whole body can be received before
+// a worker reads it. Feed it the bytes after the head as they grow; it resumes where it stopped.
+class ChunkedBodyScanner {
+ public:
+  enum class State { kIncomplete, kComplete, kInvalid, kTooLarge };
+  explicit ChunkedBodyScanner(uint64_t max_body_bytes) : max_body_bytes_(max_body_bytes) {}
+  // `body`: every byte received after the head so far (a longer view of the same bytes each time).
+  State scan(std::string_view body);
+  // With kComplete: the body's length on the wire (through the last CRLF).
+  size_t end() const { return pos_; }
+  // With kComplete: where the trailer fields start (after the last chunk's size line); cpp-httplib
+  // 0.11 reads no trailer fields, so the gate removes them.
+  size_t trailers_begin() const { return trailers_begin_; }
+  // Data bytes (chunk contents) seen so far.
+  uint64_t data_bytes() const { return data_bytes_; }
+
+ private:
+  uint64_t max_body_bytes_;
+  size_t pos_ = 0;            // start of the next chunk-size line (or trailer line)
+  bool in_trailers_ = false;  // the last chunk was seen
+  size_t trailers_begin_ = 0;
+  uint64_t data_bytes_ = 0;
+};
+
 }  // namespace hearth::server

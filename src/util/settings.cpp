@@ -192,6 +192,12 @@ SettingSpec SettingSpec::with_range_note(std::string note) const {
   return s;
 }
 
+SettingSpec SettingSpec::with_implicit_value(std::string value) const {
+  SettingSpec s = *this;
+  s.implicit_value = std::move(value);
+  return s;
+}
+
 SettingSpec unsupported_setting(std::string name, std::vector<std::string> aliases, std::string reason, SettingType type) {
   SettingSpec s;
   s.name = std::move(name);
@@ -243,6 +249,13 @@ const SettingSpec& Settings::spec(const std::string& name) const {
 }
 
 Status Settings::assign(const SettingSpec& s, const std::string& value, const std::string& source) {
+  const bool word = s.type != SettingType::kString && std::find(s.choices.begin(), s.choices.end(), value) != s.choices.end();
+  if (word) {
+    auto& slot = values_[s.name];
+    if (!s.repeatable) slot.clear();
+    slot.push_back(value);
+    return ok_status();
+  }
   bool ok = true;
   double number = 0;  // the value of a kInt or kFloat setting, for its range
   switch (s.type) {
@@ -366,6 +379,9 @@ Status Settings::parse(const std::vector<std::string>& args, const EnvLookup& en
       value = inline_value;
     } else if (s->type == SettingType::kBool) {
       value = "true";
+    } else if (!s->implicit_value.empty() &&
+               (i + 1 >= args.size() || std::find(s->choices.begin(), s->choices.end(), args[i + 1]) == s->choices.end())) {
+      value = s->implicit_value;
     } else {
       if (i + 1 >= args.size()) {
         return make_error(ErrorKind::kInvalidArgument, "option '" + a + "' needs a value (see --help)");

@@ -67,7 +67,12 @@ struct SettingSpec {
   bool repeatable = false;    // may be given several times (get_list)
   // Set through the with_* functions below rather than in the initializer.
   std::vector<std::string> aliases{};  // other spellings, whole words: "-np", "--n-parallel"
-  std::vector<std::string> choices{};  // kString: the only values accepted (empty: any text)
+  // kString: the only values accepted (empty: any text). kInt/kFloat: words accepted besides
+  // numbers in range (llama-server's "-ngl auto"); get_string() gives the word, get_int() 0.
+  std::vector<std::string> choices{};
+  // Non-empty: the flag may stand alone and then means this value ("-fa" is "-fa on"); the next
+  // word is its value only when it is one of `choices`.
+  std::string implicit_value{};
   std::string env_fallback{};          // read when `env` is unset: "OLLAMA_HOST"
   std::string range_note{};            // appended to an out-of-range error: why the range is so
   std::string unsupported{};           // non-empty: any use is refused with this reason
@@ -77,6 +82,7 @@ struct SettingSpec {
   SettingSpec with_choices(std::vector<std::string> values) const;
   SettingSpec with_env_fallback(std::string variable) const;
   SettingSpec with_range_note(std::string note) const;
+  SettingSpec with_implicit_value(std::string value) const;
 };
 
 // A flag of another runtime (llama-server) for a feature Hearth lacks: it is listed in --help

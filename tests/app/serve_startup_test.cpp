@@ -109,7 +109,7 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
   }
   ServerProcess server;
   ASSERT_TRUE(server.start({"-m", model, "-np", "2", "-c", "2048", "-t", "1", "-ub", "256", "-b", "512", "--jinja",
-                            "-ngl", "0", "-fa", "auto", "-ctk", "q8_0", "-ctv", "q8_0", "--chat-template", "chatml",
+                            "-ngl", "auto", "-fa", "-ctk", "q8_0", "-ctv", "q8_0", "--chat-template", "chatml",
                             "--api-key-file", key_file, "-a", "tiny"}))
       << server.error();
   httplib::Client cli("127.0.0.1", server.port());
@@ -133,12 +133,13 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
     std::string message;
   };
   const std::vector<Case> cases = {
-      {"-ngl 99", "option -ngl (--n-gpu-layers): 99 is out of range (allowed: 0 to 0); Hearth has no GPU backend yet"},
+      {"-ngl lots", "option -ngl (--n-gpu-layers): 'lots' is not a valid integer"},
       {"-ctk q4_0", "option -ctk (--cache-type-k): 'q4_0' is not supported (supported: f16, f32, q8_0)"},
       {"-ctk q8_0 -ctv f16", "-ctk q8_0 and -ctv f16 differ; Hearth keeps K and V in one type (--kv-type)"},
-      {"-fa maybe", "option -fa (--flash-attn): 'maybe' is not supported (supported: on, off, auto)"},
+      {"--flash-attn=maybe", "option --flash-attn: 'maybe' is not supported (supported: on, off, auto)"},
+      {"-fa maybe", "unexpected argument 'maybe'"},
       {"--chat-template vicuna", "--chat-template: unknown template name 'vicuna' (built-in: chatml, llama3, plain"},
-      {"--ssl-key-file k.pem", "option --ssl-key-file is not supported: TLS is not built in"},
+      {"--ssl-key-file k.pem", "--ssl-cert-file and --ssl-key-file go together"},
       {"--lora a.gguf", "option --lora is not supported: LoRA adapters are not supported"},
       {"--mmproj p.gguf", "option --mmproj is not supported: multimodal projectors"},
       {"-np 0", "option -np (--parallel): 0 is out of range (allowed: 1 to 256)"},
@@ -188,6 +189,26 @@ TEST(ServeStartup, OllamaVariablesAndTheDefaultContextPerRequest) {
   unsetenv("OLLAMA_HOST");
   EXPECT_EQ(read.status, 2);
   EXPECT_NE(read.err.find("https is not supported"), std::string::npos) << read.err;
+}
+
+// A context per request beyond the model's training context (2048 for stories260K) is served
+// but warned about. The port is held by the test, so the run stops right after the warning.
+TEST(ServeStartup, AContextBeyondTheTrainingContextIsWarnedAbout) {
+  const std::string model = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(model);
+  httplib::Server holder;
+  const int port = holder.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  const std::string args = "serve -m " + shell_quote(model) + " --port " + std::to_string(port);
+  auto beyond = run_hearth(args + " --request-ctx 4096");
+  EXPECT_EQ(beyond.status, 1) << beyond.err;
+  EXPECT_NE(beyond.err.find("context per request is beyond the model's training context"), std::string::npos) << beyond.err;
+  EXPECT_NE(beyond.err.find("n_ctx_train=2048"), std::string::npos) << beyond.err;
+  auto within = run_hearth(args + " --request-ctx 2048");
+  EXPECT_EQ(within.status, 1) << within.err;
+  EXPECT_EQ(within.err.find("training context"), std::string::npos) << within.err;
+  auto total = run_hearth(args + " -c 8192 -np 2");  // llama-server's meaning: 4096 per slot
+  EXPECT_NE(total.err.find("request_ctx=4096"), std::string::npos) << total.err;
 }
 
 }  // namespace

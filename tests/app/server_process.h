@@ -21,6 +21,7 @@ class ServerProcess {
   // or /health did not become 200 within `timeout_seconds`.
   bool start(const std::vector<std::string>& args, int timeout_seconds = 60);
   int port() const { return port_; }
+  pid_t pid() const { return pid_; }
   const std::string& error() const { return error_; }
   // Everything the server printed on stdout so far (after the address line).
   const std::string& first_line() const { return first_line_; }

@@ -1,7 +1,9 @@
 // libFuzzer target: the request heads that reach `hearth serve` from the network, before
 // cpp-httplib sees them. Any crash or sanitizer report is a bug, and so is an accepted head
 // whose framing contradicts itself (chunked and a Content-Length at once, a length over the
-// limit) or a refusal without a 4xx status and a reason.
+// limit) or a refusal without a 4xx status and a reason. The same bytes are also scanned as a
+// chunked body, first half then whole (the gate feeds it as bytes arrive): a body end beyond the
+// bytes, or data beyond the limit, is a bug.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -20,5 +22,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else if (h.status < 400 || h.status > 499 || h.message.empty()) {
     __builtin_trap();
   }
+  hearth::server::ChunkedBodyScanner chunks(kLimit);
+  using State = hearth::server::ChunkedBodyScanner::State;
+  State state = chunks.scan(head.substr(0, size / 2));
+  if (state == State::kIncomplete) state = chunks.scan(head);
+  if (state == State::kComplete && (chunks.end() > size || chunks.trailers_begin() + 2 > chunks.end())) __builtin_trap();
+  if (chunks.data_bytes() > kLimit) __builtin_trap();
   return 0;
 }

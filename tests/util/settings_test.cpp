@@ -163,6 +163,46 @@ TEST(SettingsRange, HelpAndMarkdownShowTheRange) {
   EXPECT_NE(s.markdown_table().find("| `--top-p` |  | 0.9 | 0 to 1 | top-p |"), std::string::npos) << s.markdown_table();
 }
 
+// llama-server's "-fa" alone (or "-fa on") and "-ngl auto" (or a count).
+TEST(Settings, ImplicitValuesAndWordsBesideNumbers) {
+  const std::vector<SettingSpec> specs = {
+      SettingSpec{"flash_attn", 0, SettingType::kString, "auto", "flash", ""}
+          .with_aliases({"-fa"})
+          .with_choices({"on", "off", "auto"})
+          .with_implicit_value("on"),
+      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "0", "layers", "", SettingRange::at_least(-1)}
+          .with_aliases({"-ngl"})
+          .with_choices({"auto", "all"}),
+      {"model", 'm', SettingType::kString, "", "model", ""},
+  };
+  Settings s(specs);
+  auto none = [](const std::string&) { return std::optional<std::string>(); };
+  ASSERT_TRUE(s.parse({"-fa", "-m", "x.gguf"}, none).ok());
+  EXPECT_EQ(s.get_string("flash_attn"), "on");
+  EXPECT_EQ(s.get_string("model"), "x.gguf");
+  ASSERT_TRUE(s.parse({"-m", "x.gguf", "--flash-attn"}, none).ok());
+  EXPECT_EQ(s.get_string("flash_attn"), "on");
+  ASSERT_TRUE(s.parse({"-fa", "off", "positional"}, none).ok());
+  EXPECT_EQ(s.get_string("flash_attn"), "off");
+  EXPECT_EQ(s.positionals(), std::vector<std::string>{"positional"});
+  ASSERT_TRUE(s.parse({"--flash-attn=auto"}, none).ok());
+  EXPECT_EQ(s.get_string("flash_attn"), "auto");
+  auto bad = s.parse({"--flash-attn=maybe"}, none);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("'maybe' is not supported (supported: on, off, auto)"), std::string::npos);
+
+  ASSERT_TRUE(s.parse({"-ngl", "auto"}, none).ok());
+  EXPECT_EQ(s.get_string("n_gpu_layers"), "auto");
+  ASSERT_TRUE(s.parse({"-ngl", "99"}, none).ok());
+  EXPECT_EQ(s.get_int("n_gpu_layers"), 99);
+  ASSERT_TRUE(s.parse({"-ngl", "all"}, none).ok());
+  bad = s.parse({"-ngl", "lots"}, none);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().message, "option -ngl (--n-gpu-layers): 'lots' is not a valid integer");
+  EXPECT_FALSE(s.parse({"-ngl", "-5"}, none).ok());
+  EXPECT_FALSE(s.parse({"-ngl"}, none).ok());  // no implicit value: a count is needed
+}
+
 TEST(SettingsRange, DescribeFormatsBounds) {
   EXPECT_EQ(SettingRange().describe(), "");
   EXPECT_TRUE(SettingRange().empty());
