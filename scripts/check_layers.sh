@@ -19,7 +19,7 @@ declare -A allowed=(
   [engine]="util protocol tensor gguf kernels kv model sampler tokenizer template"
   # The HTTP side holds no model: protocol types only, nothing engine-side.
   [api]="util protocol"
-  [store]="util gguf"
+  [store]="util tensor gguf"
   [registry]="util store"
   # The glue of pull and push: the store's files meet the registry's protocol here only.
   [transfer]="util store registry"

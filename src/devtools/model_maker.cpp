@@ -6,13 +6,20 @@
 #include <vector>
 
 #include "devtools/model_shapes.h"
-#include "devtools/quant_mix.h"
+#include "gguf/quant_mix.h"
 #include "devtools/synthetic_vocab.h"
 #include "gguf/gguf_writer.h"
 #include "tensor/quantize.h"
 #include "util/thread_pool.h"
 
 namespace hearth::devtools {
+using gguf::FileType;
+using gguf::TensorRole;
+using gguf::file_type_from_name;
+using gguf::file_type_gguf_id;
+using gguf::file_type_quantized;
+using gguf::tensor_type_for;
+
 namespace {
 
 // How a tensor's values are drawn: mean + std * (a triangular variate of unit variance), or

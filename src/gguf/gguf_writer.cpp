@@ -213,7 +213,13 @@ Status Writer::write(const std::string& path) const {
 Status Writer::write_streamed(const std::string& path, const TensorProducer& produce) const {
   HEARTH_TRY(check_alignment());
   HEARTH_ASSIGN(AtomicFileWriter out, AtomicFileWriter::create(path));
-  HEARTH_TRY(out.append(header()));
+  HEARTH_TRY(write_to([&](std::string_view bytes) { return out.append(bytes); }, produce));
+  return out.commit();
+}
+
+Status Writer::write_to(const ByteSink& sink, const TensorProducer& produce) const {
+  HEARTH_TRY(check_alignment());
+  HEARTH_TRY(sink(header()));
   std::string bytes;
   const std::string padding(alignment_, '\0');
   for (size_t i = 0; i < tensors_.size(); ++i) {
@@ -229,11 +235,11 @@ Status Writer::write_streamed(const std::string& path, const TensorProducer& pro
       }
       data = bytes;
     }
-    HEARTH_TRY(out.append(data));
+    HEARTH_TRY(sink(data));
     const uint64_t rem = t.size % alignment_;
-    if (rem != 0) HEARTH_TRY(out.append(std::string_view(padding.data(), alignment_ - rem)));
+    if (rem != 0) HEARTH_TRY(sink(std::string_view(padding.data(), alignment_ - rem)));
   }
-  return out.commit();
+  return ok_status();
 }
 
 }  // namespace hearth::gguf

@@ -42,6 +42,10 @@ class Writer {
   // held tensors from memory, deferred ones from `produce`, which must return exactly the
   // tensor's byte count.
   Status write_streamed(const std::string& path, const TensorProducer& produce) const;
+  // The same bytes handed to `sink` in order (for a caller that owns the file, such as the
+  // model store writing a blob it hashes as it goes). Same checks as write_streamed().
+  using ByteSink = std::function<Status(std::string_view bytes)>;
+  Status write_to(const ByteSink& sink, const TensorProducer& produce) const;
 
  private:
   struct PendingTensor {

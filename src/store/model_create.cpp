@@ -6,6 +6,8 @@
 
 #include "gguf/file_type_names.h"
 #include "gguf/gguf_file.h"
+#include "gguf/gguf_quantizer.h"
+#include "store/model_quantize.h"
 #include "store/model_parameters.h"
 #include "util/settings.h"
 #include "util/sha256.h"
@@ -126,9 +128,8 @@ CreateRequest create_request_from(const Modelfile& m) {
 
 Result<StoredModel> create_model(const ModelStore& store, const ModelName& name, const CreateRequest& req,
                                  const CreateOptions& options, const CreateProgress& progress) {
-  if (!req.quantize.empty()) {
-    return make_error(ErrorKind::kUnsupported, "quantize is not supported by this server yet; create from an already quantized GGUF");
-  }
+  // An unknown type is refused before anything is written.
+  if (!req.quantize.empty()) HEARTH_TRY(gguf::quantize_type_from_name(req.quantize));
   LayerBuilder build(store, progress);
   std::vector<Layer> layers;
   ModelConfig config;
@@ -176,6 +177,11 @@ Result<StoredModel> create_model(const ModelStore& store, const ModelName& name,
   }
   const auto model_it = std::find_if(layers.begin(), layers.end(), [](const Layer& l) { return l.media_type == media_type::kModel; });
   if (model_it == layers.end()) return make_error(ErrorKind::kInvalidArgument, "the base has no model layer");
+  if (!req.quantize.empty()) {
+    HEARTH_ASSIGN(QuantizedLayer q, quantize_model_layer(store, *model_it, req.quantize, progress));
+    *model_it = q.layer;
+    config.file_type = q.type;  // a model-based create keeps the rest of its base's config
+  }
   if (!from_model) {
     progress("parsing GGUF");
     HEARTH_ASSIGN(config, config_from_gguf(store, *model_it));

@@ -31,7 +31,7 @@ struct CreateRequest {
   std::optional<std::vector<ChatMessage>> messages;
   nlohmann::json parameters = nlohmann::json::object();  // typed (model_parameters.h)
   std::string requires_version;
-  std::string quantize;  // not supported yet: a non-empty value is refused
+  std::string quantize;  // "" or a type for quantize_model_layer (model_quantize.h): "Q4_K_M", ...
 };
 
 struct CreateOptions {

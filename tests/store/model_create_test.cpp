@@ -135,8 +135,8 @@ TEST(CreateModel, RefusalsLeaveNothingBehind) {
   EXPECT_FALSE(create_model(f.store, name, bad_param, CreateOptions{true, "/"}, f.progress).ok());
   CreateRequest q;
   q.from = f.gguf;
-  q.quantize = "q4_K_M";
-  EXPECT_EQ(create_model(f.store, name, q, CreateOptions{true, "/"}, f.progress).error().kind, ErrorKind::kUnsupported);
+  q.quantize = "q9_k";
+  EXPECT_EQ(create_model(f.store, name, q, CreateOptions{true, "/"}, f.progress).error().kind, ErrorKind::kInvalidArgument);
 
   EXPECT_FALSE(f.store.resolve(name).ok());
   EXPECT_STORE_CONSISTENT(f.store);

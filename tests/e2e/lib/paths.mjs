@@ -49,5 +49,6 @@ export function modelPath(relative) {
 export const MODELS = {
   stories: 'stories260K-llama-f32.gguf',      // real TinyStories weights, no chat template
   llama: 'random/llama-Q8_0.gguf',            // random weights with a chat template
+  llamaF16: 'random/llama-F16.gguf',          // the same model unquantized (create --quantize)
   bert: 'random/bert-F32.gguf',               // encoder for embeddings
 };

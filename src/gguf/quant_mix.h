@@ -1,8 +1,9 @@
 // Which type each tensor of a model gets for a given file type, following the rules
 // llama-quantize applies without an importance matrix (so that files made here have the same
 // tensor types as the files users download): norms and other 1-D tensors stay F32, the output
-// matrix (token_embd when tied) gets Q6_K, Q4_K_M raises some attn_v and ffn_down matrices to
-// Q6_K, and K-quants fall back to legacy types when a row length is not a multiple of 256.
+// matrix (token_embd when tied) gets Q6_K, the _M mixes raise some attn_v and ffn_down matrices
+// to Q6_K (and a fused attn_qkv one step), and K-quants fall back to legacy types when a row
+// length is not a multiple of 256. Shared by make-model (devtools) and the store's quantizer.
 #pragma once
 
 #include <cstdint>
@@ -11,11 +12,11 @@
 #include "tensor/dtype.h"
 #include "util/result.h"
 
-namespace hearth::devtools {
+namespace hearth::gguf {
 
-enum class FileType { kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ6_K };
+enum class FileType { kF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ6_K };
 
-Result<FileType> file_type_from_name(const std::string& name);  // "f16", "q8_0", "q4_0", "q4_k_m", "q6_k"
+Result<FileType> file_type_from_name(const std::string& name);  // "f16", "q8_0", "q4_0", "q4_k_m", "q5_k_m", "q6_k" (any case)
 const char* file_type_name(FileType t);                          // "Q4_K_M"
 uint32_t file_type_gguf_id(FileType t);                           // general.file_type (llama_ftype)
 bool file_type_quantized(FileType t);
@@ -32,5 +33,7 @@ struct TensorRole {
 
 // The storage type of one tensor.
 DType tensor_type_for(FileType ftype, const TensorRole& t);
+// The type tensor_type_for picks before the row-length fallback (to tell when one happened).
+DType preferred_tensor_type(FileType ftype, const TensorRole& t);
 
-}  // namespace hearth::devtools
+}  // namespace hearth::gguf
