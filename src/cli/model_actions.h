@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/console.h"
-#include "cli/modelfile.h"
+#include "cli/create_plan.h"
 #include "cli/ollama_client.h"
 
 namespace hearth::cli {

@@ -6,9 +6,10 @@
 
 #include "cli/commands.h"
 #include "cli/console.h"
+#include "cli/create_plan.h"
 #include "cli/model_actions.h"
-#include "cli/modelfile.h"
 #include "cli/show_format.h"
+#include "store/model_name.h"
 #include "util/file_io.h"
 
 namespace hearth::cli {
@@ -172,6 +173,8 @@ Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
   }
   if (s.positionals().size() != 1) return make_error(ErrorKind::kInvalidArgument, "usage: hearth create NAME [-f Modelfile] [-q TYPE]");
   c.name = s.positionals()[0];
+  // Refused here, before any upload, by the rules the server's store applies.
+  if (auto name = store::parse_model_name(c.name); !name.ok()) return name.error();
   c.modelfile = s.get_string("file");
   c.quantize = s.get_string("quantize");
   HEARTH_ASSIGN(c.server, server_target(s));
@@ -187,11 +190,11 @@ int create_command(const Args& args) {
   }
   auto text = read_file(c->modelfile);
   if (!text.ok()) return fail("create", "cannot read the Modelfile '" + c->modelfile + "': " + text.error().message, 2);
-  auto commands = parse_modelfile(*text);
-  if (!commands.ok()) return fail("create", c->modelfile + ": " + commands.error().message, 2);
+  auto modelfile = store::parse_modelfile(*text);
+  if (!modelfile.ok()) return fail("create", c->modelfile + ": " + modelfile.error().message, 2);
   const size_t slash = c->modelfile.find_last_of('/');
   const std::string base = slash == std::string::npos ? "." : c->modelfile.substr(0, slash);
-  auto plan = plan_create(*commands, base, c->name, c->quantize);
+  auto plan = plan_create(*modelfile, base, c->name, c->quantize);
   if (!plan.ok()) return fail("create", c->modelfile + ": " + plan.error().message, 2);
   auto client = std::make_unique<OllamaClient>(c->server.address, c->server.api_key);
   Console console = system_console();
@@ -206,12 +209,16 @@ int stop_command(const Args& args) {
   auto client = connect("stop", s);
   if (!client) return 2;
   const std::string& name = s.positionals()[0];
+  // The store's name rules (default host, namespace and tag; case) decide which model is meant.
+  auto wanted = store::parse_model_name(name);
+  if (!wanted.ok()) return fail("stop", wanted.error().message, 2);
   auto ps = client->call("GET", "/api/ps", nullptr);
   if (!ps.ok()) return fail("stop", ps.error().message, 1);
   bool running = false;
   for (const auto& m : ps->value("models", Json::array())) {
     const std::string n = m.value("name", "");
-    if (n == name || n == name + ":latest" || m.value("model", "") == name) running = true;
+    auto have = store::parse_model_name(n);
+    if (n == name || m.value("model", "") == name || (have.ok() && have->same_as(*wanted))) running = true;
   }
   if (!running) return fail("stop", "model '" + name + "' is not running (see `hearth ps`)", 1);
   Json body = {{"model", name}, {"keep_alive", 0}, {"stream", false}};

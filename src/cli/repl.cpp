@@ -1,15 +1,16 @@
 // The REPL of `hearth run` (see repl.h).
 #include "cli/repl.h"
 
+#include <cctype>
 #include <ostream>
 #include <sstream>
 #include <vector>
 
 #include "cli/human_format.h"
 #include "cli/model_actions.h"
-#include "cli/model_parameters.h"
 #include "cli/multiline_input.h"
 #include "cli/show_format.h"
+#include "store/model_parameters.h"
 
 namespace hearth::cli {
 namespace {
@@ -162,14 +163,20 @@ class Repl {
         return;
       }
       Json params = o_.parameters;
-      if (model_parameter_is_list(w[2])) params.erase(w[2]);
+      std::string name = w[2];  // parameter names are matched in lower case, as a PARAMETER line's are
+      for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const store::ParameterSpec* spec = store::find_parameter(name);
+      const bool is_list = spec != nullptr && spec->type == store::ParameterType::kStringList;
+      if (is_list) params.erase(name);
       std::string shown;
       for (size_t i = 3; i < w.size(); ++i) {
-        if (!model_parameter_is_list(w[2]) && i > 3) break;
-        if (auto st = add_model_parameter(params, w[2], w[i]); !st.ok()) {
-          c_.out << "Couldn't set parameter: " << st.error().message << "\n";
+        if (!is_list && i > 3) break;
+        auto value = store::parse_parameter_value(name, w[i]);
+        if (!value.ok()) {
+          c_.out << "Couldn't set parameter: " << value.error().message << "\n";
           return;
         }
+        store::add_parameter(params, name, *value);
         shown += (shown.empty() ? "" : ", ") + w[i];
       }
       o_.parameters = params;

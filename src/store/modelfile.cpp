@@ -136,9 +136,11 @@ Result<Modelfile> parse_modelfile(std::string_view text) {
       return ok_status();
     };
     if (cmd == "from") {
+      if (has_from) return Scanner::error(line, "a second FROM (line " + std::to_string(m.from_line) + " has one; a Modelfile names one base)");
       HEARTH_ASSIGN(m.from, sc.value("FROM"));
       HEARTH_TRY(need(m.from, "FROM"));
       has_from = true;
+      m.from_line = line;
     } else if (cmd == "parameter") {
       sc.skip_blank_on_line();
       const std::string name = sc.word();
@@ -159,6 +161,7 @@ Result<Modelfile> parse_modelfile(std::string_view text) {
       HEARTH_ASSIGN(std::string v, sc.value("ADAPTER"));
       HEARTH_TRY(need(v, "ADAPTER"));
       m.adapters.push_back(std::move(v));
+      m.adapter_lines.push_back(line);
     } else if (cmd == "message") {
       sc.skip_blank_on_line();
       const std::string role = lower(sc.word());

@@ -26,6 +26,10 @@ struct ChatMessage {
 struct Modelfile {
   std::string from;
   std::vector<std::string> adapters;
+  // Where FROM and each ADAPTER stand (1-based), for a client's errors about the files they
+  // name; 0 in a Modelfile not read from text. Not printed.
+  int from_line = 0;
+  std::vector<int> adapter_lines;
   nlohmann::json parameters = nlohmann::json::object();  // typed values; "stop" is a list
   std::optional<std::string> template_text;
   std::optional<std::string> system;

@@ -77,6 +77,12 @@ TEST(CreateArgs, NameFileAndQuantize) {
   EXPECT_EQ(parse_create_args({"mine"}, no_env())->modelfile, "Modelfile");
   EXPECT_FALSE(parse_create_args({}, no_env()).ok());
   EXPECT_FALSE(parse_create_args({"a", "b"}, no_env()).ok());
+  // The name is checked by the store's rules before anything is uploaded.
+  EXPECT_TRUE(parse_create_args({"me/mine:v1"}, no_env()).ok());
+  for (const char* bad : {"../etc/passwd", "a/../../b", "a b"}) {
+    auto r = parse_create_args({bad}, no_env());
+    EXPECT_FALSE(r.ok()) << bad;
+  }
 }
 
 }  // namespace

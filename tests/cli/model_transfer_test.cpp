@@ -99,9 +99,9 @@ TEST_F(TransferServer, CreateUploadsTheGgufOnceThenNamesItsDigest) {
   const std::string dir = test::make_temp_dir();
   const std::string gguf = std::string("GGUF") + std::string(3 << 20, 'x');  // bigger than one upload piece
   ASSERT_TRUE(write_file_atomic(dir + "/tiny.gguf", gguf).ok());
-  auto commands = parse_modelfile("FROM ./tiny.gguf\nPARAMETER temperature 0.5\nSYSTEM Be brief.\n");
-  ASSERT_TRUE(commands.ok());
-  auto plan = plan_create(*commands, dir, "mine:v1", "");
+  auto modelfile = store::parse_modelfile("FROM ./tiny.gguf\nPARAMETER temperature 0.5\nSYSTEM Be brief.\n");
+  ASSERT_TRUE(modelfile.ok());
+  auto plan = plan_create(*modelfile, dir, "mine:v1", "");
   ASSERT_TRUE(plan.ok()) << plan.error().message;
   OllamaClient client({"127.0.0.1", port_}, "");
   Status st = create_model(client, *plan, console_);
@@ -120,9 +120,9 @@ TEST_F(TransferServer, CreateUploadsTheGgufOnceThenNamesItsDigest) {
 
 TEST_F(TransferServer, AnErrorInTheStreamFailsTheCreate) {
   create_stream_ = "{\"status\":\"parsing GGUF\"}\n{\"error\":\"unsupported architecture 'mamba'\"}\n";
-  auto commands = parse_modelfile("FROM base\n");
-  ASSERT_TRUE(commands.ok());
-  auto plan = plan_create(*commands, ".", "mine", "");
+  auto modelfile = store::parse_modelfile("FROM base\n");
+  ASSERT_TRUE(modelfile.ok());
+  auto plan = plan_create(*modelfile, ".", "mine", "");
   ASSERT_TRUE(plan.ok());
   OllamaClient client({"127.0.0.1", port_}, "");
   Status st = create_model(client, *plan, console_);

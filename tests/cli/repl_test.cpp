@@ -75,7 +75,7 @@ TEST_F(Repl, SetShowMultilineClearAndBye) {
   const std::string out = out_.str();
   EXPECT_NE(out.find("Set parameter 'num_predict' to '3'\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Set parameter 'stop' to 'x, y'\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("Couldn't set parameter: parameter 'temperature' takes a number, not 'warm'"), std::string::npos) << out;
+  EXPECT_NE(out.find("Couldn't set parameter: parameter temperature: 'warm' is not a number"), std::string::npos) << out;
   EXPECT_NE(out.find("User defined parameters:\nnum_predict 3\nseed 7\nstop x\nstop y\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Set system message.\n"), std::string::npos);
   EXPECT_NE(out.find("Be\nbrief.\n"), std::string::npos);  // /show system shows the session's message

@@ -1,12 +1,12 @@
-// Fuzzes the CLI's text readers: the Modelfile parser and create planner (never crash; an
-// error names a line), `"""` assembly, and the streaming word wrap (no output line wider than
+// Fuzzes the CLI's text readers: the create planner over the store's Modelfile parser (never
+// crash; an error names a line), `"""` assembly, and the streaming word wrap (no output line wider than
 // the width; the same text in one piece or two gives the same output).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "cli/modelfile.h"
+#include "cli/create_plan.h"
 #include "cli/multiline_input.h"
 #include "cli/word_wrap.h"
 
@@ -14,11 +14,13 @@ using namespace hearth::cli;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  auto commands = parse_modelfile(text);
-  if (commands.ok()) {
-    (void)plan_create(*commands, "/nonexistent-fuzz-dir", "m", "");
-  } else if (commands.error().message.rfind("Modelfile line ", 0) != 0) {
-    std::abort();  // every parse error names its line
+  auto modelfile = hearth::store::parse_modelfile(text);
+  if (modelfile.ok()) {
+    auto plan = plan_create(*modelfile, "/nonexistent-fuzz-dir", "m", "");
+    if (!plan.ok() && plan.error().message.rfind("Modelfile line ", 0) != 0) std::abort();  // so does a plan error
+  } else if (modelfile.error().message.rfind("Modelfile line ", 0) != 0 &&
+             modelfile.error().message.rfind("Modelfile has no FROM", 0) != 0) {
+    std::abort();  // every parse error names its line (or says FROM is missing)
   }
 
   MultilineAssembler lines;

@@ -96,7 +96,31 @@ TEST(Modelfile, ErrorsNameTheLine) {
   expect_error("FROM x\nTEMPLATE \"\"\"a\nb\"\"\" junk\n", "line 3: TEMPLATE: unexpected text");
   expect_error("FROM x\nSYSTEM \"open\n", "line 2: SYSTEM: the quoted string is never closed");
   expect_error("FROM\n", "line 1: FROM needs a value");
+  expect_error("FROM x\nSYSTEM hi\nFROM y\n", "Modelfile line 3: a second FROM (line 1 has one");
   expect_error("# only a comment\nSYSTEM hi\n", "no FROM line");
+}
+
+TEST(Modelfile, FromAndAdaptersKeepTheirLines) {
+  auto m = parse_modelfile("# c\nFROM ./a.gguf\n\nADAPTER one.gguf\nSYSTEM \"\"\"x\ny\"\"\"\nADAPTER two.gguf\n");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->from_line, 2);
+  EXPECT_EQ(m->adapter_lines, (std::vector<int>{4, 7}));
+}
+
+// The text forms the CLI's `/set parameter` and a PARAMETER line share.
+TEST(ModelParameters, TextValuesAreTypedLikeOllamasOptions) {
+  nlohmann::json p = nlohmann::json::object();
+  for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
+           {"seed", "-3"}, {"top_p", "0.9"}, {"penalize_newline", "TRUE"}, {"stop", "a"}, {"stop", "b"}}) {
+    auto v = parse_parameter_value(name, text);
+    ASSERT_TRUE(v.ok()) << v.error().message;
+    add_parameter(p, name, *v);
+  }
+  EXPECT_EQ(p, (nlohmann::json{{"seed", -3}, {"top_p", 0.9}, {"penalize_newline", true}, {"stop", {"a", "b"}}}));
+  EXPECT_FALSE(parse_parameter_value("seed", "1.5").ok());
+  EXPECT_FALSE(parse_parameter_value("top_p", "nan").ok());
+  EXPECT_FALSE(parse_parameter_value("use_mmap", "yes").ok());
+  EXPECT_FALSE(parse_parameter_value("num_predict", "99999999999999999999").ok());
 }
 
 TEST(ModelParameters, JsonValuesAreChecked) {

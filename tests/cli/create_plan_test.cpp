@@ -1,8 +1,8 @@
-// Modelfile → /api/create request, as ollama's client builds it, and errors that name the line.
+// Modelfile → /api/create request, as ollama's client builds it, and errors that name the line
+// (the parser is the store's; its own cases are in tests/store/modelfile_test.cpp).
 #include <gtest/gtest.h>
 
-#include "cli/model_parameters.h"
-#include "cli/modelfile.h"
+#include "cli/create_plan.h"
 #include "common/test_paths.h"
 #include "util/file_io.h"
 
@@ -12,9 +12,9 @@ namespace {
 using Json = nlohmann::json;
 
 Result<CreatePlan> plan_of(const std::string& text, const std::string& dir = ".", const std::string& quantize = "") {
-  auto commands = parse_modelfile(text);
-  if (!commands.ok()) return commands.error();
-  return plan_create(*commands, dir, "mine", quantize);
+  auto modelfile = store::parse_modelfile(text);
+  if (!modelfile.ok()) return modelfile.error();
+  return plan_create(*modelfile, dir, "mine", quantize);
 }
 
 TEST(Modelfile, EveryCommandBecomesItsField) {
@@ -69,36 +69,25 @@ TEST(Modelfile, ErrorsNameTheLine) {
   };
   const Case cases[] = {
       {"FROM x\nPARAMETR temperature 1\n", "Modelfile line 2: unknown command 'PARAMETR'"},
-      {"FROM x\n\nPARAMETER temperature hot\n", "Modelfile line 3: parameter 'temperature' takes a number, not 'hot'"},
-      {"FROM x\nPARAMETER num_ctx 4k\n", "Modelfile line 2: parameter 'num_ctx' takes an integer, not '4k'"},
+      {"FROM x\n\nPARAMETER temperature hot\n", "Modelfile line 3: parameter temperature: 'hot' is not a number"},
+      {"FROM x\nPARAMETER num_ctx 4k\n", "Modelfile line 2: parameter num_ctx: '4k' is not an integer"},
+      {"FROM x\nPARAMETER top_p 2\n", "Modelfile line 2: parameter top_p: '2' is not between 0 and 1"},
       {"FROM x\nPARAMETER colour blue\n", "Modelfile line 2: unknown parameter 'colour'"},
-      {"FROM x\nMESSAGE robot hi\n", "Modelfile line 2: MESSAGE role must be system, user, assistant or tool, not 'robot'"},
-      {"FROM x\nSYSTEM \"\"\"never\nclosed\n", "Modelfile line 2: the \"\"\" opened here is never closed"},
-      {"FROM x\nSYSTEM \"open\n", "Modelfile line 2: unterminated quoted string"},
+      {"FROM x\nMESSAGE robot hi\n", "Modelfile line 2: message role 'robot' is not one of system, user, assistant"},
+      {"FROM x\nSYSTEM \"\"\"never\nclosed\n", "Modelfile line 2: SYSTEM: the \"\"\" string is never closed"},
+      {"FROM x\nSYSTEM \"open\n", "Modelfile line 2: SYSTEM: the quoted string is never closed"},
       {"FROM x\nFROM y\n", "Modelfile line 2: a second FROM"},
-      {"FROM ./missing.gguf\n", "Modelfile line 1: no such file './missing.gguf'"},
-      {"SYSTEM hi\n", "the Modelfile has no FROM line"},
-      {"FROM\n", "Modelfile line 1: no value after FROM"},
+      {"# c\n\nFROM ./missing.gguf\n", "Modelfile line 3: no such file './missing.gguf'"},
+      {"FROM x\nSYSTEM s\nADAPTER ./missing.gguf\n", "Modelfile line 3: no such file './missing.gguf'"},
+      {"FROM x\nADAPTER lora\n", "Modelfile line 2: ADAPTER names no file: 'lora'"},
+      {"SYSTEM hi\n", "Modelfile has no FROM line"},
+      {"FROM\n", "Modelfile line 1: FROM needs a value"},
   };
   for (const auto& c : cases) {
     auto plan = plan_of(c.text);
     ASSERT_FALSE(plan.ok()) << c.text;
     EXPECT_EQ(plan.error().message.rfind(c.message, 0), 0u) << plan.error().message;
   }
-}
-
-TEST(ModelParameters, TypedLikeOllamasOptions) {
-  Json p = Json::object();
-  EXPECT_TRUE(add_model_parameter(p, "seed", "-3").ok());
-  EXPECT_TRUE(add_model_parameter(p, "top_p", "0.9").ok());
-  EXPECT_TRUE(add_model_parameter(p, "penalize_newline", "TRUE").ok());
-  EXPECT_TRUE(add_model_parameter(p, "stop", "a").ok());
-  EXPECT_TRUE(add_model_parameter(p, "stop", "b").ok());
-  EXPECT_EQ(p, (Json{{"seed", -3}, {"top_p", 0.9}, {"penalize_newline", true}, {"stop", {"a", "b"}}}));
-  EXPECT_FALSE(add_model_parameter(p, "seed", "1.5").ok());
-  EXPECT_FALSE(add_model_parameter(p, "top_p", "nan").ok());
-  EXPECT_FALSE(add_model_parameter(p, "use_mmap", "yes").ok());
-  EXPECT_FALSE(add_model_parameter(p, "num_predict", "99999999999999999999").ok());
 }
 
 }  // namespace
