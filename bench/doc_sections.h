@@ -3,10 +3,19 @@
 // benchmark replaces only its own section; engine_bench keeps the others when it rewrites.
 #pragma once
 
+#include <ctime>
 #include <string>
 #include <string_view>
 
 namespace hearth::bench {
+
+// The date (and, with another format, time) of a run, in UTC, as the pages print it.
+inline std::string utc_date(const char* format = "%Y-%m-%d") {
+  char buf[40];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(buf, sizeof buf, format, std::gmtime(&now));
+  return buf;
+}
 
 inline std::string doc_section_begin(std::string_view name) { return "<!-- " + std::string(name) + ":begin -->"; }
 inline std::string doc_section_end(std::string_view name) { return "<!-- " + std::string(name) + ":end -->"; }

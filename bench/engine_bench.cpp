@@ -257,13 +257,6 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   return m;
 }
 
-std::string today() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 }  // namespace hearth::bench
 
@@ -281,7 +274,7 @@ int main(int argc, char** argv) {
   info.pp = o.pp;
   info.tg = o.tg;
   info.rounds = o.rounds;
-  info.date = today();
+  info.date = utc_date();
   info.command = o.command_line;
   std::fprintf(stderr, "measuring memory bandwidth (%d threads)...\n", o.threads);
   const Bandwidth bw = measure_bandwidth(o.threads);

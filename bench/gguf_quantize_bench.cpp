@@ -128,9 +128,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", error.c_str());
     return 1;
   }
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  const std::string date = utc_date("%Y-%m-%d %H:%M UTC");
   const double h = median(hearth_s);
   const double l = median(llama_s);
   nlohmann::json j{{"command", command}, {"date", date},        {"model", model},     {"model_bytes", in_bytes},

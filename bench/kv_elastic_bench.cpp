@@ -24,6 +24,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "doc_sections.h"
 #include "engine/inference_context.h"
 #include "engine/serving_engine.h"
 #include "util/log.h"
@@ -161,13 +162,6 @@ int32_t fit_in_budget(const kv::KvLayout& layout, size_t budget, int32_t shared_
   return n;
 }
 
-std::string today() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", std::gmtime(&t));
-  return buf;
-}
-
 }  // namespace
 }  // namespace hearth::bench
 
@@ -190,7 +184,7 @@ int main(int argc, char** argv) {
   hearth::set_log_level(hearth::LogLevel::kWarn);
   nlohmann::json j;
   j["model"] = model;
-  j["date"] = today();
+  j["date"] = utc_date();
   j["slots"] = kSlots;
   j["slot_ctx"] = kSlotCtx;
 
@@ -240,7 +234,7 @@ int main(int argc, char** argv) {
     std::ofstream d(doc_path + ".tmp");
     d << "# Elastic KV memory: measured figures\n\n"
       << "Written by `bench_kv_elastic_bench --write-doc` (bench/kv_elastic_bench.cpp), never by hand. Model: `"
-      << model << "`, " << kSlots << " slots of " << kSlotCtx << " tokens, 2 threads, " << today()
+      << model << "`, " << kSlots << " slots of " << kSlotCtx << " tokens, 2 threads, " << utc_date()
       << ". One run on a machine shared with other jobs: timings are from a loaded machine.\n\n"
       << "| figure | static (all KV committed up front) | elastic |\n|---|---|---|\n";
     char row[256];

@@ -219,9 +219,7 @@ int main(int argc, char** argv) {
   const double mib = static_cast<double>(size) / (1 << 20);
   const double curl_rate = mib / median(variants[0].seconds);
   nlohmann::ordered_json j;
-  char date[32];
-  std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  const std::string date = utc_date();
   j["command"] = command;
   j["date"] = date;
   j["blob_bytes"] = size;

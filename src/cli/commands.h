@@ -47,10 +47,11 @@ struct RunArgs {
 };
 Result<RunArgs> parse_run_args(const Args& args, const EnvLookup& env = process_env());
 
-// `hearth create`'s words: NAME, -f FILE (default ./Modelfile), -q TYPE.
+// `hearth create`'s words: NAME, -f FILE (default ./Modelfile) or --from FILE.gguf, -q TYPE.
 struct CreateArgs {
   std::string name;
   std::string modelfile = "Modelfile";
+  std::string from_file;  // --from: a GGUF registered in place by the server (absolute path)
   std::string quantize;
   ServerTarget server;
   std::string help_text;

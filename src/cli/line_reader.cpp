@@ -31,7 +31,8 @@ class EditLineReader : public LineReader {
     el_set(el_, EL_HIST, history, history_);
     // Ctrl-C is a key while editing (no SIGINT), bound to end the line as "interrupted".
     el_set(el_, EL_SETTY, "-d", "-isig", nullptr);
-    el_set(el_, EL_ADDFN, "hearth-interrupt", "abandon the line", &EditLineReader::on_interrupt);
+    // The wide form: the narrow one copies name and help into wide strings el_end never frees.
+    el_wset(el_, EL_ADDFN, L"hearth-interrupt", L"abandon the line", &EditLineReader::on_interrupt);
     el_set(el_, EL_BIND, "^C", "hearth-interrupt", nullptr);
     // Ctrl-W and Ctrl-U delete the word / the text before the cursor, as the /? shortcuts say.
     el_set(el_, EL_BIND, "^W", "ed-delete-prev-word", nullptr);

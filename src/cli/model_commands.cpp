@@ -2,6 +2,7 @@
 // server's routes, with ollama's output.
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -162,21 +163,36 @@ Result<CreateArgs> parse_create_args(const Args& args, const EnvLookup& env) {
   std::vector<SettingSpec> specs = {
       {"file", 'f', SettingType::kString, "Modelfile", "the Modelfile to read", ""},
       {"quantize", 'q', SettingType::kString, "", "quantize the model to this type (q8_0, q4_0, q4_K_M, ...)", ""},
+      {"from", 0, SettingType::kString, "",
+       "register this GGUF file in place (hard link or reflink, no copy, no upload); the server must run on this "
+       "machine with --allow-local-files",
+       ""},
   };
   for (auto& spec : server_target_settings()) specs.push_back(spec);
   Settings s(specs);
   HEARTH_TRY(s.parse(args, env));
   CreateArgs c;
   if (s.help_requested()) {
-    c.help_text = s.help_text("hearth create NAME [-f Modelfile] [-q TYPE]");
+    c.help_text = s.help_text("hearth create NAME [-f Modelfile | --from FILE.gguf] [-q TYPE]");
     return c;
   }
-  if (s.positionals().size() != 1) return make_error(ErrorKind::kInvalidArgument, "usage: hearth create NAME [-f Modelfile] [-q TYPE]");
+  if (s.positionals().size() != 1) {
+    return make_error(ErrorKind::kInvalidArgument, "usage: hearth create NAME [-f Modelfile | --from FILE.gguf] [-q TYPE]");
+  }
   c.name = s.positionals()[0];
   // Refused here, before any upload, by the rules the server's store applies.
   if (auto name = store::parse_model_name(c.name); !name.ok()) return name.error();
   c.modelfile = s.get_string("file");
   c.quantize = s.get_string("quantize");
+  if (const std::string from = s.get_string("from"); !from.empty()) {
+    if (s.is_set("file")) return make_error(ErrorKind::kInvalidArgument, "give -f Modelfile or --from FILE.gguf, not both");
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(from, ec);
+    if (ec || !std::filesystem::is_regular_file(absolute, ec)) {
+      return make_error(ErrorKind::kInvalidArgument, "--from: '" + from + "' is not a file");
+    }
+    c.from_file = absolute.lexically_normal().string();
+  }
   HEARTH_ASSIGN(c.server, server_target(s));
   return c;
 }
@@ -186,6 +202,17 @@ int create_command(const Args& args) {
   if (!c.ok()) return fail("create", c.error().message, 2);
   if (!c->help_text.empty()) {
     std::printf("%s", c->help_text.c_str());
+    return 0;
+  }
+  if (!c->from_file.empty()) {
+    // The server reads the file where it is; nothing is uploaded.
+    CreatePlan plan;
+    plan.request = {{"model", c->name}, {"from", c->from_file}};
+    if (!c->quantize.empty()) plan.request["quantize"] = c->quantize;
+    auto client = std::make_unique<OllamaClient>(c->server.address, c->server.api_key);
+    Console console = system_console();
+    Status st = create_model(*client, std::move(plan), console);
+    if (!st.ok()) return fail("create", st.error().message, 1);
     return 0;
   }
   auto text = read_file(c->modelfile);

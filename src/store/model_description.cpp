@@ -35,7 +35,9 @@ Modelfile ModelDescription::modelfile() const {
 
 std::string ModelDescription::parameters_text() const {
   std::string out;
-  for (const auto& [name, value] : parameters.items()) {
+  for (const auto& item : parameters.items()) {
+    const std::string& name = item.key();
+    const nlohmann::json& value = item.value();
     const auto add = [&](const nlohmann::json& v) {
       std::string padded = name;
       padded.resize(std::max<size_t>(padded.size() + 1, 30), ' ');

@@ -75,6 +75,12 @@ TEST(CreateArgs, NameFileAndQuantize) {
   EXPECT_EQ(c->modelfile, "dir/Modelfile");
   EXPECT_EQ(c->quantize, "q4_K_M");
   EXPECT_EQ(parse_create_args({"mine"}, no_env())->modelfile, "Modelfile");
+  // --from names a GGUF the server registers in place: made absolute here, checked to exist.
+  auto from = parse_create_args({"mine", "--from", "/proc/self/../self/status"}, no_env());
+  ASSERT_TRUE(from.ok()) << from.error().message;
+  EXPECT_EQ(from->from_file, "/proc/self/status");
+  EXPECT_FALSE(parse_create_args({"mine", "--from", "/nonexistent/x.gguf"}, no_env()).ok());
+  EXPECT_FALSE(parse_create_args({"mine", "--from", "/proc/self/status", "-f", "Modelfile"}, no_env()).ok());
   EXPECT_FALSE(parse_create_args({}, no_env()).ok());
   EXPECT_FALSE(parse_create_args({"a", "b"}, no_env()).ok());
   // The name is checked by the store's rules before anything is uploaded.

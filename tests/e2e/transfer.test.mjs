@@ -43,6 +43,26 @@ function storeProblems(root) {
   return problems;
 }
 
+// Runs the hearth CLI against `server` with no stdin (as a script would); resolves
+// {code, signal, stdout, stderr}.
+function hearthCli(server, ...args) {
+  return new Promise((resolve) => {
+    const proc = spawn(hearthBin(), args, {
+      env: { ...process.env, HEARTH_HOST: server.url.replace(/^http:\/\//, ''), HEARTH_LOG_LEVEL: 'error', NO_COLOR: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    proc.stdout.on('data', (d) => { stdout += d; });
+    proc.stderr.on('data', (d) => { stderr += d; });
+    const timer = setTimeout(() => proc.kill('SIGKILL'), 120000);
+    proc.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code: code ?? -1, signal, stdout, stderr });
+    });
+  });
+}
+
 function manifestFile(root, name) {
   const [repo, tag] = name.split(/:(?=[^:/]+$)/);
   return path.join(root, 'manifests', ...repo.split('/'), tag);
@@ -59,25 +79,7 @@ describe('pull and push against a real registry', { skip }, () => {
   let root;
   let work;
 
-  // Runs the hearth CLI against the test's server with no stdin (as a script would); resolves
-  // {code, stdout, stderr}.
-  function hearth(...args) {
-    return new Promise((resolve) => {
-      const proc = spawn(hearthBin(), args, {
-        env: { ...process.env, HEARTH_HOST: server.url.replace(/^http:\/\//, ''), HEARTH_LOG_LEVEL: 'error', NO_COLOR: '1' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      proc.stdout.on('data', (d) => { stdout += d; });
-      proc.stderr.on('data', (d) => { stderr += d; });
-      const timer = setTimeout(() => proc.kill('SIGKILL'), 120000);
-      proc.on('close', (code, signal) => {
-        clearTimeout(timer);
-        resolve({ code: code ?? -1, signal, stdout, stderr });
-      });
-    });
-  }
+  const hearth = (...args) => hearthCli(server, ...args);
 
   before(async () => {
     registry = await startDockerRegistry();
@@ -201,5 +203,49 @@ describe('pull and push against a real registry', { skip }, () => {
     const noName = await server.request('POST', '/api/pull', {});
     assert.equal(noName.status, 400);
     assert.match(noName.json.error, /'model' is required/);
+  });
+});
+
+describe('hearth create --from registers a GGUF in place', { skip: !stories && 'stories model missing' }, () => {
+  let root;
+  let open;
+  let local;
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-from-e2e-'));
+    const env = { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off' };
+    local = await startServer({ model: null, args: ['--parallel', '1', '--allow-local-files'], env });
+    open = await startServer({ model: null, args: ['--parallel', '1'], env });
+  });
+  after(async () => {
+    await local?.stop();
+    await open?.stop();
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('links the file instead of copying it, and the model answers', async () => {
+    const created = await hearthCli(local, 'create', 'inplace', '--from', stories);
+    assert.equal(created.code, 0, created.stderr);
+    const manifest = JSON.parse(fs.readFileSync(manifestFile(root, 'registry.ollama.ai/library/inplace:latest'), 'utf8'));
+    const weights = manifest.layers.find((l) => l.mediaType === 'application/vnd.ollama.image.model');
+    const blob = fs.statSync(path.join(root, 'blobs', weights.digest.replace(':', '-')));
+    const source = fs.statSync(stories);
+    if (blob.dev === source.dev) assert.equal(blob.ino, source.ino, 'same file system: a hard link, not a copy');
+    assert.equal(blob.size, source.size);
+    const ran = await hearthCli(local, 'run', 'inplace', 'Once upon a time');
+    assert.equal(ran.code, 0, ran.stderr);
+    assert.ok(ran.stdout.trim().length > 0);
+    assert.deepEqual(storeProblems(root), []);
+  });
+
+  it('is refused with a clear message by a server without --allow-local-files', async () => {
+    const refused = await hearthCli(open, 'create', 'other', '--from', stories);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /--allow-local-files/);
+    const both = await hearthCli(open, 'create', 'other', '--from', stories, '-f', 'Modelfile');
+    assert.equal(both.code, 2);
+    assert.match(both.stderr, /not both/);
+    const missing = await hearthCli(open, 'create', 'other', '--from', path.join(root, 'nothing.gguf'));
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /is not a file/);
   });
 });
