@@ -12,34 +12,12 @@ import path from 'node:path';
 import { Ollama } from 'ollama';
 import { MODELS, modelPath } from './lib/paths.mjs';
 import { startServer } from './lib/server.mjs';
+import { storeProblems } from './lib/store_layout.mjs';
 
 const stories = modelPath(MODELS.stories);
 
 function sha256(bytes) {
   return 'sha256:' + crypto.createHash('sha256').update(bytes).digest('hex');
-}
-
-// Every manifest's blobs exist with their sizes, and no temporary file is left anywhere.
-function assertStoreConsistent(root) {
-  const problems = [];
-  const walk = (dir) => (fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []).flatMap((e) =>
-    e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]);
-  for (const file of walk(path.join(root, 'manifests'))) {
-    if (file.includes('.tmp-')) {
-      problems.push(`temporary file ${file}`);
-      continue;
-    }
-    const manifest = JSON.parse(fs.readFileSync(file, 'utf8'));
-    for (const layer of [manifest.config, ...manifest.layers]) {
-      const blob = path.join(root, 'blobs', layer.digest.replace(':', '-'));
-      if (!fs.existsSync(blob)) problems.push(`${file}: blob ${layer.digest} missing`);
-      else if (fs.statSync(blob).size !== layer.size) problems.push(`${file}: blob ${layer.digest} has the wrong size`);
-    }
-  }
-  for (const file of walk(path.join(root, 'blobs'))) {
-    if (file.includes('.tmp-')) problems.push(`temporary file ${file}`);
-  }
-  assert.deepEqual(problems, []);
 }
 
 describe('ollama client: the model store', { skip: !stories && 'stories model missing' }, () => {
@@ -73,7 +51,7 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
     const up = await server.fetch(`/api/blobs/${digest}`, { method: 'POST', body: gguf });
     assert.equal(up.status, 201);
     assert.equal((await server.fetch(`/api/blobs/${digest}`, { method: 'HEAD' })).status, 200);
-    assertStoreConsistent(root);
+    assert.deepEqual(storeProblems(root), []);
   });
 
   it('creates a model with streamed progress, lists and shows it', async () => {
@@ -112,7 +90,7 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
     assert.equal(show.model_info['general.architecture'], 'llama');
     assert.deepEqual(show.messages, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'hello' }]);
     assert.ok(show.capabilities.includes('completion'));
-    assertStoreConsistent(root);
+    assert.deepEqual(storeProblems(root), []);
   });
 
   it('generates with the stored template, system prompt and parameters', async () => {
@@ -163,7 +141,7 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
     // The copy still has every blob, and generates.
     const r = await ollama.generate({ model: 'me/tiny:v2', prompt: 'One day', stream: false });
     assert.equal(r.eval_count, 10);
-    assertStoreConsistent(root);
+    assert.deepEqual(storeProblems(root), []);
   });
 
   it('refuses bad names, bad parameters and server paths with clear errors', async () => {
@@ -182,6 +160,6 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
     const failing = await ollama.create({ model: 'x', from: 'nobody', stream: true });
     await assert.rejects((async () => { for await (const part of failing) void part; })(), /not found/);
     assert.deepEqual((await ollama.list()).models.map((m) => m.name), ['me/tiny:v2']);
-    assertStoreConsistent(root);
+    assert.deepEqual(storeProblems(root), []);
   });
 });

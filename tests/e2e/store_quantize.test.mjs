@@ -10,6 +10,7 @@ import path from 'node:path';
 import { Ollama } from 'ollama';
 import { MODELS, modelPath } from './lib/paths.mjs';
 import { startServer } from './lib/server.mjs';
+import { storeProblems } from './lib/store_layout.mjs';
 
 const f16 = modelPath(MODELS.llamaF16);
 
@@ -55,10 +56,6 @@ describe('ollama client: create --quantize', { skip: !f16 && 'random llama F16 m
     await assert.rejects(ollama.create({ model: 'odd', files: { 'llama.gguf': digest }, quantize: 'q3_k_xl', stream: false }),
       /unsupported quantization type/);
     assert.equal((await ollama.list()).models.length, 1);
-    for (const dir of ['blobs', 'manifests']) {
-      const walk = (d) => fs.readdirSync(d, { withFileTypes: true }).flatMap((e) =>
-        e.isDirectory() ? walk(path.join(d, e.name)) : [e.name]);
-      assert.deepEqual(walk(path.join(root, dir)).filter((n) => n.includes('.tmp-')), []);
-    }
+    assert.deepEqual(storeProblems(root), []);
   });
 });

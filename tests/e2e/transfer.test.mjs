@@ -14,34 +14,12 @@ import { Ollama } from 'ollama';
 import { dockerRegistryExecutable, startDockerRegistry } from './lib/docker_registry.mjs';
 import { MODELS, hearthBin, inCI, modelPath } from './lib/paths.mjs';
 import { startServer } from './lib/server.mjs';
+import { manifestFile, storeProblems } from './lib/store_layout.mjs';
 
 const stories = modelPath(MODELS.stories);
 const haveRegistry = fs.existsSync(dockerRegistryExecutable());
 if (!haveRegistry && inCI()) throw new Error('docker-registry missing (scripts/setup.sh installs it)');
 const skip = (!stories && 'stories model missing') || (!haveRegistry && 'docker-registry missing');
-
-// Every manifest's blobs exist with their sizes, and no temporary file is left.
-function storeProblems(root) {
-  const problems = [];
-  const walk = (dir) => (fs.existsSync(dir) ? fs.readdirSync(dir, { withFileTypes: true }) : []).flatMap((e) =>
-    e.isDirectory() ? walk(path.join(dir, e.name)) : [path.join(dir, e.name)]);
-  for (const file of walk(path.join(root, 'manifests'))) {
-    if (file.includes('.tmp-')) {
-      problems.push(`temporary file ${file}`);
-      continue;
-    }
-    const manifest = JSON.parse(fs.readFileSync(file, 'utf8'));
-    for (const layer of [manifest.config, ...manifest.layers]) {
-      const blob = path.join(root, 'blobs', layer.digest.replace(':', '-'));
-      if (!fs.existsSync(blob)) problems.push(`${file}: blob ${layer.digest} missing`);
-      else if (fs.statSync(blob).size !== layer.size) problems.push(`${file}: blob ${layer.digest} has the wrong size`);
-    }
-  }
-  for (const file of walk(path.join(root, 'blobs'))) {
-    if (file.includes('.tmp-')) problems.push(`temporary file ${file}`);
-  }
-  return problems;
-}
 
 // Runs the hearth CLI against `server` with no stdin (as a script would); resolves
 // {code, signal, stdout, stderr}.
@@ -61,11 +39,6 @@ function hearthCli(server, ...args) {
       resolve({ code: code ?? -1, signal, stdout, stderr });
     });
   });
-}
-
-function manifestFile(root, name) {
-  const [repo, tag] = name.split(/:(?=[^:/]+$)/);
-  return path.join(root, 'manifests', ...repo.split('/'), tag);
 }
 
 function sha256File(file) {
