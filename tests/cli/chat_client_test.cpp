@@ -7,9 +7,7 @@
 #include "cli/line_reader.h"
 #include "cli/repl.h"
 #include "cli/ollama_client.h"
-#include "common/test_paths.h"
-#include "scripted_backend.h"
-#include "server/http_server.h"
+#include "scripted_server_test.h"
 
 namespace hearth::cli {
 namespace {
@@ -53,32 +51,13 @@ TEST(LineSplitter, KeepsPartialLines) {
   EXPECT_TRUE(s.pending().empty());
 }
 
-class ChatClient : public ::testing::Test {
+class ChatClient : public ScriptedServerTest {
  protected:
-  void SetUp() override {
-    const std::string path = test::models_dir() + "/stories260K-llama-f32.gguf";
-    HEARTH_REQUIRE_FILE(path);
-    backend_ = test::ScriptedBackend::create(path, " The end.");
-    ASSERT_NE(backend_, nullptr);
-    server::ServerOptions o;
-    o.port = 0;
-    o.version = "1.2.3";
-    server_ = std::make_unique<server::HttpServer>(o);
-    ASSERT_TRUE(server_->bind().ok());
-    server_->start();
-    server_->set_backend(backend_);
-  }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
   std::string reply_text() const {
     std::string text;
     for (int32_t id : backend_->tokenizer().encode(" The end.", false, false)) text += backend_->tokenizer().token_to_piece(id, false);
     return text;
   }
-
-  std::shared_ptr<test::ScriptedBackend> backend_;
-  std::unique_ptr<server::HttpServer> server_;
 };
 
 TEST_F(ChatClient, VersionModelsAndChat) {

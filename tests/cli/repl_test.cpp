@@ -7,30 +7,13 @@
 
 #include "cli/line_reader.h"
 #include "cli/repl.h"
-#include "common/test_paths.h"
-#include "scripted_backend.h"
-#include "server/http_server.h"
+#include "scripted_server_test.h"
 
 namespace hearth::cli {
 namespace {
 
-class Repl : public ::testing::Test {
+class Repl : public ScriptedServerTest {
  protected:
-  void SetUp() override {
-    const std::string path = test::models_dir() + "/stories260K-llama-f32.gguf";
-    HEARTH_REQUIRE_FILE(path);
-    backend_ = test::ScriptedBackend::create(path, " The end.");
-    ASSERT_NE(backend_, nullptr);
-    server::ServerOptions o;
-    o.port = 0;
-    server_ = std::make_unique<server::HttpServer>(o);
-    ASSERT_TRUE(server_->bind().ok());
-    server_->start();
-    server_->set_backend(backend_);
-  }
-  void TearDown() override {
-    if (server_) server_->stop();
-  }
   // Runs the REPL over `input`; returns its exit status.
   int run(const std::string& input) {
     OllamaClient client({"127.0.0.1", server_->port()}, "");
@@ -45,8 +28,6 @@ class Repl : public ::testing::Test {
     return i < records.size() ? backend_->tokenizer().decode(records[i]->request.prompt, true) : "";
   }
 
-  std::shared_ptr<test::ScriptedBackend> backend_;
-  std::unique_ptr<server::HttpServer> server_;
   std::ostringstream out_, err_, prompts_;
   SessionOptions options_;
 };
