@@ -20,7 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (m.ok()) {
     auto again = hearth::store::parse_modelfile(hearth::store::format_modelfile(*m, "x:latest"));
     if (!again.ok() || again->parameters != m->parameters || again->template_text != m->template_text ||
-        again->system != m->system || again->messages.size() != m->messages.size() || again->licenses != m->licenses) {
+        again->system != m->system || again->messages.size() != m->messages.size() || again->licenses != m->licenses ||
+        again->from != m->from || again->adapters != m->adapters || again->requires_version != m->requires_version) {
       std::abort();
     }
   }

@@ -108,6 +108,19 @@ TEST(Modelfile, FromAndAdaptersKeepTheirLines) {
 }
 
 // The text forms the CLI's `/set parameter` and a PARAMETER line share.
+TEST(Modelfile, FromAdapterAndRequiresWithSpacesOrLineBreaksPrintBackUnchanged) {
+  // Found by fuzz_store: a """ FROM spanning lines was printed bare and broke the lines after it.
+  auto m = parse_modelfile("FROM \"\"\"./my models/a.gguf\nsecond line\"\"\"\nADAPTER \"./lora one.gguf\"\n"
+                           "REQUIRES \" 0.9 \"\nLICENSE MIT\n");
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  auto again = parse_modelfile(format_modelfile(*m, "x:latest"));
+  ASSERT_TRUE(again.ok()) << again.error().to_string() << "\n" << format_modelfile(*m, "x:latest");
+  EXPECT_EQ(again->from, "./my models/a.gguf\nsecond line");
+  EXPECT_EQ(again->adapters, m->adapters);
+  EXPECT_EQ(again->requires_version, " 0.9 ");
+  EXPECT_EQ(again->licenses, m->licenses);
+}
+
 TEST(ModelParameters, TextValuesAreTypedLikeOllamasOptions) {
   nlohmann::json p = nlohmann::json::object();
   for (const auto& [name, text] : std::vector<std::pair<std::string, std::string>>{
