@@ -106,6 +106,11 @@ std::vector<SettingSpec> serve_settings() {
   specs.push_back({"kv_idle_cache", 0, SettingType::kString, std::to_string(engine::kDefaultIdleCacheBytes >> 20) + "MiB",
                    "cached prompt prefixes (KV) kept once the server has been idle for a second; the rest of the KV "
                    "memory goes back to the system (0: all of it)", "HEARTH_KV_IDLE_CACHE"});
+  specs.push_back(SettingSpec{"kv_unified", 0, SettingType::kBool, "",
+                              "slots share the KV cache instead of splitting it: each request may use the whole context, "
+                              "more run at once, and one the cache cannot hold any more waits and is recomputed",
+                              "HEARTH_KV_UNIFIED"}
+                      .with_aliases({"-kvu"}));
   specs.push_back({"allow_local_files", 0, SettingType::kBool, "",
                    "store mode: let /api/create name GGUF files by their path on this machine (registered in place by hard "
                    "link); off, clients upload files with POST /api/blobs",
@@ -128,7 +133,8 @@ int fail(const std::string& message, int status = 2) {
 // the slots), else the per-request context (--request-ctx, or the model's training context at
 // most kDefaultRequestCtxMax) times the slots. Warns when a request may go beyond the training
 // context. Reads only the model's header.
-Status plan_context(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o) {
+Status plan_context(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o,
+                    int32_t& per_request_ctx) {
   HEARTH_ASSIGN(const int32_t n_train, engine::read_train_context(path));
   int64_t per_request = 0;
   if (s.get_int("ctx_size") > 0) {
@@ -148,6 +154,7 @@ Status plan_context(const Settings& s, const std::string& path, int32_t n_slots,
     log_warn("context per request is beyond the model's training context; output may degrade past it",
              {{"model", path}, {"request_ctx", static_cast<long long>(per_request)}, {"n_ctx_train", n_train}});
   }
+  per_request_ctx = static_cast<int32_t>(per_request);
   return ok_status();
 }
 
@@ -198,14 +205,22 @@ Result<std::string> chat_template_from(const Settings& s) {
 }
 
 // The context plan and, unless --no-memory-check, the memory check for one model file.
-Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o) {
-  HEARTH_TRY(plan_context(s, path, n_slots, o));
+Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t n_slots, engine::ContextOptions& o,
+                             int32_t& per_request_ctx) {
+  HEARTH_TRY(plan_context(s, path, n_slots, o, per_request_ctx));
   if (s.get_bool("no_memory_check")) return ok_status();
   auto need = engine::estimate_memory(path, o, static_cast<int32_t>(s.get_int("batch_tokens")));
   if (!need.ok()) return make_error(need.error().kind, need.error().to_string());
   HEARTH_TRY(engine::check_memory_fits(*need, o.kv_type, memory_available_bytes()));
   log_info("memory estimate", {{"model", path}, {"need", need->describe(o.kv_type)}});
   return ok_status();
+}
+
+// --kv-unified: the slots share the pool. Each request may then use the whole --ctx-size when one
+// is given (llama-server's meaning), else its own context (--request-ctx or the model's).
+void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
+  serving.kv_unified = s.get_bool("kv_unified");
+  if (serving.kv_unified) serving.n_ctx_slot = s.get_int("ctx_size") > 0 ? 0 : per_request_ctx;
 }
 
 // Store mode's loader: a stored model's GGUF blob with the same context plan and memory check
@@ -218,12 +233,15 @@ server::StoreModelLoader store_loader(const Settings& s, const engine::ContextOp
       return make_error(ErrorKind::kUnsupported, "LoRA adapters (ADAPTER) are not supported by Hearth yet");
     }
     engine::ContextOptions o = base;
-    HEARTH_TRY(plan_and_check_memory(s, d.model_path, serving.n_slots, o));
+    int32_t per_request_ctx = 0;
+    HEARTH_TRY(plan_and_check_memory(s, d.model_path, serving.n_slots, o, per_request_ctx));
+    engine::ServingOptions model_serving = serving;
+    apply_kv_unified(s, per_request_ctx, model_serving);
     HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(d.model_path, o));
     protocol::ModelInfo card = build_model_info(*ctx, d.model_path, d.stored.name.display(), template_source);
     card.aliases.clear();  // a stored model answers to its stored name only
     const double load_ms = ctx->load_ms();
-    HEARTH_ASSIGN(auto backend, engine::LocalBackend::create(std::move(ctx), serving, std::move(card)));
+    HEARTH_ASSIGN(auto backend, engine::LocalBackend::create(std::move(ctx), model_serving, std::move(card)));
     std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", backend->model_info().name.c_str(),
                 backend->model_info().quantization.c_str(), serving.n_slots, backend->model_info().n_ctx_slot, load_ms);
     std::fflush(stdout);
@@ -248,9 +266,10 @@ int run_serve(const CommandArgs& args) {
   const std::string path = s.get_string("model");
   const bool store_mode = path.empty();
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
+  int32_t per_request_ctx = 0;
   if (!store_mode) {
     if (s.get_bool("allow_local_files")) return fail("--allow-local-files is for serving the model store (no -m)");
-    if (auto st = plan_and_check_memory(s, path, n_slots, *ctx_opts); !st.ok()) return fail(st.error().message, 1);
+    if (auto st = plan_and_check_memory(s, path, n_slots, *ctx_opts, per_request_ctx); !st.ok()) return fail(st.error().message, 1);
   } else if (!s.get_string("alias").empty()) {
     return fail("--alias needs -m FILE (stored models answer to their stored names)");
   }
@@ -291,6 +310,7 @@ int run_serve(const CommandArgs& args) {
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
   serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
+  if (!store_mode) apply_kv_unified(s, per_request_ctx, serving);
 
   auto template_source = chat_template_from(s);
   if (!template_source.ok()) return fail(template_source.error().message);

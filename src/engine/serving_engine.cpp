@@ -14,6 +14,7 @@
 #include "engine/prompt_fit.h"
 #include "engine/request_admission.h"
 #include "engine/serving_slot.h"
+#include "engine/unified_kv.h"
 #include "engine/slot_choice.h"
 #include "util/log.h"
 
@@ -66,6 +67,8 @@ class ServingEngine::Impl {
   void run();
   std::vector<Task> take_tasks(bool& stop);
   void take_admissible(std::vector<Task>& taken, std::vector<Task>& cancelled, bool kv_open);
+  // Unified KV: whether the pool can take this queued completion now (reserving its blocks).
+  bool unified_admits(const Task& task, int32_t& reserved);
   void finish_cancelled();
   void admit(std::vector<Task>& tasks);
   void run_embedding(Task& task);
@@ -89,6 +92,7 @@ class ServingEngine::Impl {
 
   // Engine thread only.
   std::vector<ServingSlot> slots_;
+  UnifiedKv unified_{ctx_, slots_};  // used when opts_.kv_unified
   uint64_t arrivals_ = 0;
   uint64_t use_stamps_ = 0;
   std::vector<model::BatchToken> batch_;
@@ -326,6 +330,8 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
     n_free += free_slot[i] ? 1 : 0;
   }
   bool took_embedding = false;
+  int32_t reserved = 0;          // unified KV: blocks promised to the completions taken so far
+  bool kv_blocked = false;       // ... and the first that did not fit holds back those behind it
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->stream->cancelled()) {
       cancelled.push_back(std::move(*it));
@@ -340,14 +346,16 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
     if (it->embedding) {
       take = !took_embedding;
       took_embedding = took_embedding || take;
-    } else if (!kv_open) {
+    } else if (!kv_open || kv_blocked) {
       take = false;
-    } else if (it->completion->request.slot >= 0) {
-      const auto want = static_cast<size_t>(it->completion->request.slot);
-      take = free_slot[want];
-      if (take) free_slot[want] = false;  // reserved for this task
     } else {
-      take = true;
+      const int32_t want = it->completion->request.slot;
+      take = want < 0 || free_slot[static_cast<size_t>(want)];
+      if (take && opts_.kv_unified && !unified_admits(*it, reserved)) {
+        kv_blocked = true;  // first come, first served: a large request is not overtaken forever
+        take = false;
+      }
+      if (take && want >= 0) free_slot[static_cast<size_t>(want)] = false;  // reserved for this task
     }
     if (!take) {
       ++it;
@@ -357,6 +365,14 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
     taken.push_back(std::move(*it));
     it = queue_.erase(it);
   }
+}
+
+bool ServingEngine::Impl::unified_admits(const Task& task, int32_t& reserved) {
+  if (unified_.any_waiting()) return false;  // preempted requests resume first
+  const int32_t need = unified_.blocks_for_prompt(task.completion->request.prompt);
+  if (!unified_.make_room(reserved + need + unified_.headroom())) return false;
+  reserved += need;
+  return true;
 }
 
 void ServingEngine::Impl::finish_cancelled() {
@@ -463,11 +479,15 @@ void ServingEngine::Impl::run_embedding(Task& task) {
 // One batch: a decode token for every generating slot, prompt chunks in what is left of the
 // budget, one forward pass, then sampling for each slot whose output token was in it.
 void ServingEngine::Impl::step() {
+  if (opts_.kv_unified) unified_.resume_waiting();
   std::vector<SlotDemand> demands;
   for (const ServingSlot& s : slots_) {
-    if (s.busy()) demands.push_back({s.id(), s.has_pending_token(), s.prompt_pending(), s.arrival()});
+    if (s.busy() && !s.waiting_for_kv()) demands.push_back({s.id(), s.has_pending_token(), s.prompt_pending(), s.arrival()});
   }
-  const std::vector<SlotShare> plan = plan_step(demands, opts_.step_token_budget);
+  std::vector<SlotShare> plan = plan_step(demands, opts_.step_token_budget);
+  if (opts_.kv_unified) {
+    m_.kv_preemptions_total += static_cast<uint64_t>(unified_.fit_plan(plan, [this](ServingSlot& s) { publish_prefixes(s); }));
+  }
   if (plan.empty()) return;
 
   batch_.clear();
@@ -481,7 +501,7 @@ void ServingEngine::Impl::step() {
       batch_.push_back({s.pending_token(), s.seq(), pos, true});
       output_slots.push_back(s.id());
     } else {
-      const auto& prompt = s.prompt();
+      const auto& prompt = s.feed();
       const int32_t begin = static_cast<int32_t>(prompt.size()) - s.prompt_pending();
       for (int32_t i = 0; i < share.n_prompt; ++i) {
         const int32_t idx = begin + i;
@@ -673,10 +693,11 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(InferenceContext& c
   const int32_t bt = ctx.kv().block_tokens();
   // Cached prefix blocks nobody else holds are evicted on demand: they count as free.
   const int32_t blocks_free = ctx.kv().pool().n_free() + ctx.kv().stats().blocks_evictable;
-  const int32_t share_blocks = blocks_free / options.n_slots;
   int32_t n_ctx_slot = options.n_ctx_slot;
-  if (n_ctx_slot <= 0) n_ctx_slot = std::min(ctx.n_ctx() / options.n_slots, share_blocks * bt);
-  const int32_t need_blocks = options.n_slots * ((n_ctx_slot + bt - 1) / bt);
+  // Unified KV: one sequence may fill the whole pool; the others wait or are preempted.
+  const int32_t n_filling = options.kv_unified ? 1 : options.n_slots;
+  if (n_ctx_slot <= 0) n_ctx_slot = std::min(ctx.n_ctx() / n_filling, (blocks_free / n_filling) * bt);
+  const int32_t need_blocks = n_filling * ((n_ctx_slot + bt - 1) / bt);
   if (n_ctx_slot < 2 || need_blocks > blocks_free) {
     return make_error(ErrorKind::kOutOfRange,
                       std::to_string(options.n_slots) + " slots of " + std::to_string(n_ctx_slot) +
@@ -686,6 +707,7 @@ Result<std::unique_ptr<ServingEngine>> ServingEngine::create(InferenceContext& c
   }
   log_info("serving engine started", {{"slots", options.n_slots},
                                       {"n_ctx_slot", n_ctx_slot},
+                                      {"kv_unified", options.kv_unified},
                                       {"step_token_budget", options.step_token_budget},
                                       {"model", ctx.model().hparams().arch_name}});
   return std::unique_ptr<ServingEngine>(new ServingEngine(std::make_unique<Impl>(ctx, options, n_ctx_slot)));

@@ -82,6 +82,10 @@ struct ServingOptions {
   int32_t n_slots = 4;             // --parallel
   int32_t n_ctx_slot = 0;          // context per slot; 0: the context's n_ctx / n_slots (rounded
                                    //   down to whole KV blocks when the pool needs it)
+  // Slots share the KV pool instead of splitting it (--kv-unified): each may grow to n_ctx_slot
+  // (0: the whole context), requests are admitted by the blocks they need, and a request the
+  // pool cannot hold any more is preempted and recomputed later, never dropped (unified_kv.h).
+  bool kv_unified = false;
   int32_t step_token_budget = 512; // tokens in one batch (decode tokens + prefill chunks); at
                                    //   least n_slots, so every generating slot fits in every step
   int32_t max_queue = 512;         // waiting requests beyond this are refused (kOutOfRange)

@@ -38,13 +38,33 @@ void ServingSlot::drop_cache(int32_t n) {
 }
 
 int32_t ServingSlot::prompt_pending() const {
-  return static_cast<int32_t>(active_->prep.request.prompt.size()) - active_->n_prompt_done;
+  return static_cast<int32_t>(active_->feed.size()) - active_->n_prompt_done;
+}
+
+void ServingSlot::preempt() {
+  Active& a = *active_;
+  std::vector<int32_t> feed = cached_;
+  if (a.pending_token >= 0) feed.push_back(a.pending_token);
+  feed.insert(feed.end(), a.feed.begin() + a.n_prompt_done, a.feed.end());
+  a.feed = std::move(feed);
+  a.n_prompt_done = 0;
+  a.pending_token = -1;
+  a.waiting_for_kv = true;
+  ++a.preemptions;
+  cached_.clear();
+}
+
+void ServingSlot::resume(int32_t reuse) {
+  Active& a = *active_;
+  a.waiting_for_kv = false;
+  a.n_prompt_done = reuse;
+  cached_.assign(a.feed.begin(), a.feed.begin() + reuse);
 }
 
 void ServingSlot::on_decoded(int32_t n_prompt, bool decoded_pending) {
   Active& a = *active_;
-  const auto& prompt = a.prep.request.prompt;
-  for (int32_t i = 0; i < n_prompt; ++i) cached_.push_back(prompt[static_cast<size_t>(a.n_prompt_done + i)]);
+  const auto& feed = a.feed;
+  for (int32_t i = 0; i < n_prompt; ++i) cached_.push_back(feed[static_cast<size_t>(a.n_prompt_done + i)]);
   a.n_prompt_done += n_prompt;
   if (decoded_pending) {
     cached_.push_back(a.pending_token);

@@ -74,7 +74,10 @@ class ServingSlot {
   int64_t request_id() const { return active_->id; }
   uint64_t arrival() const { return active_->arrival; }
   const std::vector<int32_t>& prompt() const { return active_->prep.request.prompt; }
-  int32_t prompt_pending() const;
+  // The tokens the slot feeds into its sequence before sampling: the prompt, or after a
+  // preemption everything the sequence held plus what was still to come (see preempt()).
+  const std::vector<int32_t>& feed() const { return active_->feed; }
+  int32_t prompt_pending() const;  // feed tokens not yet in the sequence
   bool has_pending_token() const { return active_->pending_token >= 0; }
   int32_t pending_token() const { return active_->pending_token; }
   bool cancelled() const { return active_->stream->cancelled(); }
@@ -90,6 +93,15 @@ class ServingSlot {
   // goes to `finals`).
   SampleOutcome on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
                           EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
+  // Unified KV (slots share the pool): the engine took the sequence's blocks back because the
+  // pool ran short. The request keeps its sampler, streamer and output so far; its sequence is
+  // rebuilt by feeding the tokens it held (and the pending one) again once memory allows, so
+  // the next sampled token is the one it would have been. The caller truncated the sequence.
+  void preempt();
+  bool waiting_for_kv() const { return active_->waiting_for_kv; }
+  // Memory is back: the sequence holds the feed's first `reuse` tokens (an adopted prefix).
+  void resume(int32_t reuse);
+  int32_t preemptions() const { return active_->preemptions; }
   // Ends the request with kDone and `reason` (cancellation, shutdown), frees the slot.
   void finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
   // Ends the request with kError (a failed decode), frees the slot.
@@ -99,13 +111,16 @@ class ServingSlot {
 
  private:
   struct Active {
-    explicit Active(PreparedCompletion p) : prep(std::move(p)), streamer(prep.request.stop) {}
+    explicit Active(PreparedCompletion p) : prep(std::move(p)), streamer(prep.request.stop), feed(prep.request.prompt) {}
     int64_t id = -1;
     PreparedCompletion prep;
     std::shared_ptr<ResultStream> stream;
     TextStreamer streamer;
     uint64_t arrival = 0;
-    int32_t n_prompt_done = 0;     // prompt tokens in the sequence
+    std::vector<int32_t> feed;     // see feed()
+    int32_t n_prompt_done = 0;     // feed tokens in the sequence
+    bool waiting_for_kv = false;   // preempted, not yet resumed
+    int32_t preemptions = 0;
     int32_t pending_token = -1;    // sampled, not yet decoded
     int32_t n_generated = 0;
     int32_t eog_token = -1;        // the end-of-generation token that ended the request

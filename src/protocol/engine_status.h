@@ -35,6 +35,7 @@ struct EngineMetrics {
   uint64_t kv_evictions_total = 0;       // cached prefix blocks evicted
   uint64_t kv_shrink_events_total = 0;   // idle trims and limit changes that returned memory
   uint64_t kv_chunks_released_total = 0; // chunks given back to the OS
+  uint64_t kv_preemptions_total = 0;     // unified KV: requests paused (and later recomputed) for memory
   uint64_t kv_commits_on_demand_total = 0;  // chunks the engine thread committed itself
   LatencyHistogram ttft;                // seconds, submit -> first token
   LatencyHistogram inter_token;         // seconds between tokens of one stream

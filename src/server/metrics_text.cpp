@@ -87,6 +87,9 @@ std::string metrics_text(const protocol::EngineMetrics& m, const ServerCounters&
          static_cast<double>(m.kv_shrink_events_total));
   scalar(out, "hearth_kv_chunks_released_total", "counter", "KV memory chunks returned to the OS.",
          static_cast<double>(m.kv_chunks_released_total));
+  scalar(out, "hearth_kv_preemptions_total", "counter",
+         "Requests paused because the shared KV pool ran short (--kv-unified); they resume by recomputing.",
+         static_cast<double>(m.kv_preemptions_total));
   scalar(out, "hearth_kv_commits_on_demand_total", "counter",
          "KV memory chunks the engine committed itself because none was prefaulted ahead.",
          static_cast<double>(m.kv_commits_on_demand_total));
