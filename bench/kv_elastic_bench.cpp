@@ -4,13 +4,13 @@
 //     finished (elastic with an idle cache of 0);
 //   - time to first token of a request whose 2,000-token prefix another slot left cached,
 //     against the same request with prefix sharing off;
-//   - sequences that fit a fixed KV budget with a length mix (alone and behind a shared
-//     1,000-token system prompt) against n_ctx x n_parallel static slots;
+//   - sequences served at once in the same KV pool for three length mixes: static slots
+//     splitting the pool against unified KV (slots sharing it, admission by blocks, preemption);
 //   - decode speed, one stream, elastic against static (median of rounds, interleaved).
-// Prints the figures, writes JSON (--json) and regenerates docs/performance-kv.md
+// Prints the figures, writes JSON (--json) and regenerates its section of docs/performance.md
 // (--write-doc).
 //
-//   bench_kv_elastic_bench [MODEL.gguf] --json kv.json --write-doc docs/performance-kv.md
+//   bench_kv_elastic_bench [MODEL.gguf] --json kv.json --write-doc docs/performance.md
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +18,8 @@
 #include <ctime>
 #include <fstream>
 #include <memory>
+#include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -134,32 +136,57 @@ double decode_tps(engine::InferenceContext& ctx, bool is_static) {
   return ev.timings.predicted_ms > 0 ? (ev.timings.predicted_n - 1) * 1000.0 / ev.timings.predicted_ms : 0;
 }
 
-// Sequences of a length mix that fit `budget` bytes of KV: each starts with the shared prefix
-// (adopted when sharing, its own copy otherwise) and appends its own tokens while the pool
-// admits them.
-int32_t fit_in_budget(const kv::KvLayout& layout, size_t budget, int32_t shared_prefix, bool sharing) {
-  kv::KvCacheOptions o;
-  o.pool.background_commit = false;
-  o.prefix_sharing = sharing;
-  auto cache = std::move(kv::KvCache::create(layout, 1 << 16, o)).value();
-  cache.pool().set_limit(budget);
-  const int32_t mix[] = {300, 800, 1500, 600, 3000, 400, 1200, 200};  // own tokens per conversation
-  std::vector<int32_t> system(static_cast<size_t>(shared_prefix));
-  for (size_t i = 0; i < system.size(); ++i) system[i] = static_cast<int32_t>(i);
-  const int32_t bt = layout.block_tokens;
-  if (shared_prefix > 0) {
-    const int32_t s = cache.seq_create();
-    if (!cache.seq_append(s, shared_prefix).ok()) return 0;
-    cache.seq_publish(s, system);
+// A length mix: each conversation's own tokens (prompt after the shared system prompt, plus
+// kGenerated generated), cycled over the requests.
+struct LengthMix {
+  const char* name;
+  std::vector<int32_t> own;
+  int32_t system = 0;  // tokens of a system prompt every request starts with (0: none)
+  double mean() const {
+    double sum = 0;
+    for (int32_t n : own) sum += n;
+    return sum / static_cast<double>(own.size());
   }
-  int32_t n = 0;
-  for (;; ++n) {
-    const int32_t s = cache.seq_create();
-    const int32_t adopted = cache.seq_adopt_prefix(s, system, shared_prefix);
-    const int32_t own = mix[n % 8] + shared_prefix - adopted;
-    if (!cache.pool().admits_blocks((own + bt - 1) / bt + 1) || !cache.seq_append(s, own).ok()) break;
+};
+constexpr int32_t kGenerated = 32;
+
+struct Served {
+  int32_t at_once = 0;  // most sequences holding KV in one batch
+  uint64_t preemptions = 0;
+  int32_t failed = 0;
+  double seconds = 0;
+};
+
+// Requests of `mix` served by one engine whose KV pool is the static budget (kSlots x kSlotCtx
+// tokens): static = kSlots slots splitting it, unified = up to 256 slots sharing it. Counts the
+// sequences that held KV in one batch at once.
+Served served_at_once(const std::string& path, const LengthMix& mix, bool unified, int32_t n_requests) {
+  auto ctx = load(path, false, true);
+  engine::ServingOptions o;
+  o.n_slots = unified ? 256 : kSlots;
+  o.kv_unified = unified;
+  o.idle_cache_bytes = 0;
+  o.step_token_budget = 1024;
+  Served r;
+  std::mutex mu;
+  o.step_observer = [&](const engine::StepRecord& rec) {
+    std::lock_guard lock(mu);
+    r.at_once = std::max(r.at_once, static_cast<int32_t>(rec.shares.size()));
+  };
+  auto engine = std::move(engine::ServingEngine::create(*ctx, o)).value();
+  const std::vector<int32_t> system = tokens(mix.system, 4242, ctx->n_vocab());
+  std::vector<std::shared_ptr<engine::ResultStream>> streams;
+  const auto t0 = Clock::now();
+  for (int32_t i = 0; i < n_requests; ++i) {
+    std::vector<int32_t> prompt = system;
+    const int32_t own = mix.own[static_cast<size_t>(i) % mix.own.size()] - kGenerated;
+    for (int32_t t : tokens(own, 1000 + i, ctx->n_vocab())) prompt.push_back(t);
+    streams.push_back(engine->submit(request(std::move(prompt), kGenerated)));
   }
-  return n;
+  for (auto& st : streams) r.failed += finish(*st).kind == engine::EngineEvent::Kind::kDone ? 0 : 1;
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.preemptions = engine->metrics().kv_preemptions_total;
+  return r;
 }
 
 }  // namespace
@@ -202,20 +229,32 @@ int main(int argc, char** argv) {
   j["ttft_ms"] = {{"uncached", uncached}, {"cached_2000", cached}};
   std::printf("TTFT 2,000-token prefix: uncached %.1f ms, cached %.1f ms (%.1fx)\n", uncached, cached, uncached / cached);
 
-  auto ctx = load(model, false, true);
-  const hearth::kv::KvLayout layout = ctx->kv().pool().layout();
-  const size_t per_token = ctx->kv().pool().block_bytes() / static_cast<size_t>(layout.block_tokens);
-  const size_t budget = per_token * kSlotCtx * kSlots;  // what static n_ctx x n_parallel needs
-  const int32_t alone = fit_in_budget(layout, budget, 0, true);
-  const int32_t unshared = fit_in_budget(layout, budget, 1000, false);
-  const int32_t shared = fit_in_budget(layout, budget, 1000, true);
-  j["budget"] = {{"bytes", budget}, {"static_sequences", kSlots}, {"elastic_sequences", alone},
-                 {"elastic_system_prompt_unshared", unshared}, {"elastic_system_prompt_shared", shared}};
-  std::printf("sequences in %.1f MiB: static %d, elastic %d (%.1fx); with a 1,000-token system prompt: elastic %d, "
-              "shared %d (%.1fx)\n",
-              mib(budget), kSlots, alone, alone / static_cast<double>(kSlots), unshared, shared,
-              shared / static_cast<double>(kSlots));
+  // Length mixes (own tokens per conversation; docs/decisions.md says why these): long chats,
+  // everyday chat, and short turns behind one 2,000-token system prompt (agents, support bots).
+  const std::vector<LengthMix> mixes = {
+      {"long chats (mean 1,000 tokens, up to 3,000)", {300, 800, 1500, 600, 3000, 400, 1200, 200}, 0},
+      {"everyday chat (mean 725, up to 3,000)", {120, 250, 400, 650, 180, 900, 3000, 300}, 0},
+      {"2,000-token system prompt + short turns (mean 215, up to 500)", {60, 120, 200, 350, 90, 500, 250, 150}, 2000},
+  };
+  nlohmann::json mixes_json = nlohmann::json::array();
+  std::vector<std::pair<Served, Served>> served;
+  for (const LengthMix& mix : mixes) {
+    const double fit = (kSlots * kSlotCtx - mix.system) / mix.mean();
+    const auto n_requests = static_cast<int32_t>(fit * 1.5) + kSlots;  // more than fit: the pool is the limit
+    const Served st_r = served_at_once(model, mix, false, n_requests);
+    const Served un_r = served_at_once(model, mix, true, n_requests);
+    served.push_back({st_r, un_r});
+    mixes_json.push_back({{"mix", mix.name}, {"own_tokens", mix.own}, {"system_tokens", mix.system}, {"requests", n_requests},
+                          {"static", {{"at_once", st_r.at_once}, {"failed", st_r.failed}, {"seconds", st_r.seconds}}},
+                          {"unified", {{"at_once", un_r.at_once}, {"failed", un_r.failed}, {"seconds", un_r.seconds},
+                                       {"preemptions", un_r.preemptions}}}});
+    std::printf("%s: %d requests; at once static %d, unified %d (%.1fx), preemptions %llu, failed %d/%d, %.1f s / %.1f s\n",
+                mix.name, n_requests, st_r.at_once, un_r.at_once, un_r.at_once / static_cast<double>(st_r.at_once),
+                static_cast<unsigned long long>(un_r.preemptions), st_r.failed, un_r.failed, st_r.seconds, un_r.seconds);
+  }
+  j["sequences_at_once"] = mixes_json;
 
+  auto ctx = load(model, false, true);
   auto ctx_static = load(model, true, true);
   std::vector<double> tps_static, tps_elastic;
   for (int round = 0; round < 5; ++round) {  // the first engine alternates by round
@@ -231,13 +270,14 @@ int main(int argc, char** argv) {
 
   if (!json_path.empty()) std::ofstream(json_path) << j.dump(2) << "\n";
   if (!doc_path.empty()) {
-    std::ofstream d(doc_path + ".tmp");
-    d << "# Elastic KV memory: measured figures\n\n"
-      << "Written by `bench_kv_elastic_bench --write-doc` (bench/kv_elastic_bench.cpp), never by hand. Model: `"
-      << model << "`, " << kSlots << " slots of " << kSlotCtx << " tokens, 2 threads, " << utc_date()
-      << ". One run on a machine shared with other jobs: timings are from a loaded machine.\n\n"
-      << "| figure | static (all KV committed up front) | elastic |\n|---|---|---|\n";
-    char row[256];
+    std::ostringstream d;
+    d << "## Elastic KV memory\n\n"
+      << "Written by `bench_kv_elastic_bench --write-doc docs/performance.md` (bench/kv_elastic_bench.cpp). Model: `" << model
+      << "`, a KV pool of " << kSlots << " x " << kSlotCtx << " tokens, 2 threads, " << utc_date()
+      << ". Static: the same engine with every KV chunk committed up front and " << kSlots
+      << " slots splitting the pool (llama-server's and ollama's way). Timings come from a machine shared with other jobs.\n\n"
+      << "| figure | static | elastic |\n|---|---|---|\n";
+    char row[512];
     std::snprintf(row, sizeof row, "| RSS after load (MiB) | %.1f | %.1f |\n", mib(st.loaded), mib(el.loaded));
     d << row;
     std::snprintf(row, sizeof row, "| RSS at peak, 8 x 1,000-token requests (MiB) | %.1f | %.1f |\n", mib(st.peak), mib(el.peak));
@@ -245,18 +285,30 @@ int main(int argc, char** argv) {
     std::snprintf(row, sizeof row, "| RSS 1.2 s after the last request, idle cache 0 (MiB) | %.1f | %.1f (KV committed %.1f) |\n",
                   mib(st.idle), mib(el.idle), mib(el.committed_idle));
     d << row;
-    std::snprintf(row, sizeof row, "| sequences in %.1f MiB of KV, length mix | %d | %d |\n", mib(budget), kSlots, alone);
+    std::snprintf(row, sizeof row, "| decode tok/s, one stream of 1,024 tokens (median of 5) | %.1f | %.1f (%+.1f%%) |\n",
+                  tps_static[2], tps_elastic[2], 100.0 * (tps_elastic[2] / tps_static[2] - 1.0));
     d << row;
-    std::snprintf(row, sizeof row, "| ... each behind a 1,000-token system prompt, not shared / shared | %d | %d / %d |\n",
-                  kSlots, unshared, shared);
-    d << row;
-    std::snprintf(row, sizeof row, "| decode tok/s, one stream of 1,024 tokens (median of 5) | %.1f | %.1f |\n", tps_static[2],
-                  tps_elastic[2]);
-    d << row;
+    d << "\nSequences holding KV at once in the same pool (`--kv-unified`: slots share it, requests are admitted by the "
+         "blocks they need and preempted/recomputed when it runs short), each request generating "
+      << kGenerated << " tokens:\n\n| length mix | static | unified | ratio | preemptions | failed |\n|---|---|---|---|---|---|\n";
+    for (size_t i = 0; i < mixes.size(); ++i) {
+      const auto& [st_r, un_r] = served[i];
+      std::snprintf(row, sizeof row, "| %s | %d | %d | %.1fx | %llu | %d |\n", mixes[i].name, st_r.at_once, un_r.at_once,
+                    un_r.at_once / static_cast<double>(st_r.at_once), static_cast<unsigned long long>(un_r.preemptions),
+                    st_r.failed + un_r.failed);
+      d << row;
+    }
     std::snprintf(row, sizeof row, "\nTime to first token after a 2,000-token prefix: %.1f ms uncached (sharing off), %.1f ms "
                   "with the prefix cached by another slot (%.1fx).\n", uncached, cached, uncached / cached);
     d << row;
-    d.close();
+    std::string old_doc;
+    {
+      std::ifstream in(doc_path);
+      old_doc.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    std::ofstream out(doc_path + ".tmp");
+    out << replace_doc_section(old_doc, "kv_elastic_bench", d.str());
+    out.close();
     std::rename((doc_path + ".tmp").c_str(), doc_path.c_str());
   }
   return 0;

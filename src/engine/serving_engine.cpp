@@ -78,6 +78,7 @@ class ServingEngine::Impl {
   void shut_down(std::deque<Task>& left);
   bool any_busy() const;
   void trim_when_idle();
+  void enforce_kv_limit();
   void publish_prefixes(const ServingSlot& s);
 
  public:
@@ -247,7 +248,7 @@ bool ServingEngine::Impl::any_busy() const {
 void ServingEngine::Impl::run() {
   for (;;) {
     finish_cancelled();
-    ctx_.kv().enforce_limit();
+    enforce_kv_limit();
     publish_and_deliver();  // before waiting: the snapshot never lags behind an idle engine
     bool stop = false;
     std::vector<Task> tasks = take_tasks(stop);
@@ -612,6 +613,27 @@ void ServingEngine::Impl::trim_when_idle() {
   if (released > 0) {
     log_info("KV memory returned while idle", {{"chunks", released},
                                                {"committed_bytes", static_cast<long long>(kv.stats().pool.committed_bytes)}});
+  }
+}
+
+// Over a KV limit, cached blocks go first; then idle slots' own sequences (least recently used
+// first) - a busy engine never reaches the idle trim, and its idle slots must not hold memory
+// the limit asks back. Running sequences keep theirs.
+void ServingEngine::Impl::enforce_kv_limit() {
+  kv::KvCache& kv = ctx_.kv();
+  kv.enforce_limit();
+  for (;;) {
+    const kv::KvPoolStats p = kv.pool().stats();
+    if (p.committed_bytes <= p.limit_bytes) return;
+    ServingSlot* victim = nullptr;
+    for (ServingSlot& s : slots_) {
+      if (s.busy() || ctx_.seq_length(s.seq()) == 0) continue;
+      if (victim == nullptr || s.last_used() < victim->last_used()) victim = &s;
+    }
+    if (victim == nullptr) return;
+    (void)ctx_.seq_truncate(victim->seq(), 0);
+    victim->drop_cache(0);
+    kv.enforce_limit();
   }
 }
 

@@ -160,6 +160,44 @@ TEST_F(ServingEngineTest, AKvLimitHoldsNewRequestsBackAndLetsRunningOnesFinish) 
   EXPECT_EQ(later.final.timings.predicted_n, 4);
 }
 
+// A busy engine never goes idle, so the idle trim never runs: a lower KV limit still takes idle
+// slots' own sequences back at once (the running request keeps its blocks and finishes).
+TEST_F(ServingEngineTest, AKvLimitTakesIdleSlotsSequencesBackWhileBusy) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 4 * 256, true);
+  ASSERT_NE(ctx, nullptr);
+  ServingOptions o;
+  o.n_slots = 4;
+  o.idle_after = std::chrono::hours(1);  // no idle trim in this test
+  auto engine = start(*ctx, o);
+  ASSERT_NE(engine, nullptr);
+  for (int slot = 0; slot < 3; ++slot) {  // three idle slots keep ~200 tokens each
+    GenerationRequest fill = greedy(encode(*ctx, kQuestions[slot]), 190);
+    fill.slot = slot;
+    ASSERT_EQ(collect(*engine->submit(std::move(fill))).final.kind, EngineEvent::Kind::kDone);
+  }
+  const size_t before = engine->kv_pool_stats().committed_bytes;
+  GenerationRequest busy = greedy(encode(*ctx, kQuestions[3]), 200);
+  busy.slot = 3;
+  auto running = engine->submit(std::move(busy));
+  first_event(*running);
+  const size_t block = engine->kv_pool_stats().block_bytes;
+  engine->set_kv_limit(20 * block);
+  kv::KvPoolStats p;
+  for (int i = 0; i < 200; ++i) {  // up to 2 s
+    p = engine->kv_pool_stats();
+    if (p.committed_bytes < before) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_LT(p.committed_bytes, before);
+  for (const SlotInfo& s : engine->slots()) {
+    if (s.id != 3) EXPECT_EQ(s.cached_tokens, 0) << "slot " << s.id;
+  }
+  Collected done = collect(*running);
+  EXPECT_EQ(done.final.kind, EngineEvent::Kind::kDone);
+  EXPECT_EQ(done.final.timings.predicted_n, 200);
+}
+
 // Every block held by idle slots' cached sequences (each slot ran to its context's end) and no
 // limit set: a new request reuses a slot instead of waiting for a block forever.
 TEST_F(ServingEngineTest, APoolFullOfIdleSlotCachesStillAdmitsNewRequests) {
