@@ -93,7 +93,7 @@ class ServingEngine::Impl {
 
   // Engine thread only.
   std::vector<ServingSlot> slots_;
-  UnifiedKv unified_{ctx_, slots_};  // used when opts_.kv_unified
+  UnifiedKv unified_{ctx_, slots_, n_ctx_slot_};  // used when opts_.kv_unified
   uint64_t arrivals_ = 0;
   uint64_t use_stamps_ = 0;
   std::vector<model::BatchToken> batch_;
@@ -370,8 +370,8 @@ void ServingEngine::Impl::take_admissible(std::vector<Task>& taken, std::vector<
 
 bool ServingEngine::Impl::unified_admits(const Task& task, int32_t& reserved) {
   if (unified_.any_waiting()) return false;  // preempted requests resume first
-  const int32_t need = unified_.blocks_for_prompt(task.completion->request.prompt);
-  if (!unified_.make_room(reserved + need + unified_.headroom())) return false;
+  const int32_t need = unified_.blocks_for_request(task.completion->request);
+  if (!unified_.make_room(reserved + need + unified_.outstanding())) return false;
   reserved += need;
   return true;
 }

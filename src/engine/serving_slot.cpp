@@ -61,6 +61,12 @@ void ServingSlot::resume(int32_t reuse) {
   cached_.assign(a.feed.begin(), a.feed.begin() + reuse);
 }
 
+int32_t ServingSlot::expected_tokens(int32_t growth, int32_t n_ctx_slot) const {
+  const GenerationRequest& req = active_->prep.request;
+  const int64_t more = req.n_predict >= 0 ? req.n_predict : static_cast<int64_t>(active_->n_generated) + growth;
+  return static_cast<int32_t>(std::min<int64_t>(static_cast<int64_t>(req.prompt.size()) + more, sequence_context(req, n_ctx_slot)));
+}
+
 void ServingSlot::on_decoded(int32_t n_prompt, bool decoded_pending) {
   Active& a = *active_;
   const auto& feed = a.feed;

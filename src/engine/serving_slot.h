@@ -102,6 +102,9 @@ class ServingSlot {
   // Memory is back: the sequence holds the feed's first `reuse` tokens (an adopted prefix).
   void resume(int32_t reuse);
   int32_t preemptions() const { return active_->preemptions; }
+  // Tokens the request's sequence is expected to reach: its prompt plus n_predict, or, with no
+  // n_predict, what it generated so far plus `growth`; at most its sequence context.
+  int32_t expected_tokens(int32_t growth, int32_t n_ctx_slot) const;
   // Ends the request with kDone and `reason` (cancellation, shutdown), frees the slot.
   void finish(StopReason reason, EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
   // Ends the request with kError (a failed decode), frees the slot.

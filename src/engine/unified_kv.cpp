@@ -19,15 +19,28 @@ int32_t UnifiedKv::blocks_to_grow(int32_t seq, int32_t n_tokens) const {
   return std::max(0, extra);
 }
 
-int32_t UnifiedKv::blocks_for_prompt(std::span<const int32_t> prompt) const {
+int32_t UnifiedKv::blocks_for_request(const GenerationRequest& request) const {
   const kv::KvCache& kv = ctx_.kv();
   const int32_t bt = kv.block_tokens();
-  const auto n = static_cast<int32_t>(prompt.size());
-  const int32_t cached = std::min(kv.cached_prefix(prompt), std::max(0, n - 1)) / bt;
-  return (n + 1 + bt - 1) / bt - cached;
+  const auto n = static_cast<int32_t>(request.prompt.size());
+  const int32_t cached = std::min(kv.cached_prefix(request.prompt), std::max(0, n - 1)) / bt;
+  const int64_t more = request.n_predict >= 0 ? request.n_predict : kUnboundedGrowth;
+  const auto expected = static_cast<int32_t>(std::min<int64_t>(n + std::max<int64_t>(more, 1), sequence_context(request, n_ctx_slot_)));
+  return std::max(1, (expected + bt - 1) / bt - cached);
 }
 
-int32_t UnifiedKv::headroom() const {
+int32_t UnifiedKv::outstanding() const {
+  const int32_t bt = ctx_.kv().block_tokens();
+  int32_t n = 0;
+  for (const ServingSlot& s : slots_) {
+    if (!s.busy() || s.waiting_for_kv()) continue;
+    const int32_t want = (s.expected_tokens(kUnboundedGrowth, n_ctx_slot_) + bt - 1) / bt;
+    n += std::max(0, want - static_cast<int32_t>(ctx_.kv().block_table(s.seq()).size()));
+  }
+  return n;
+}
+
+int32_t UnifiedKv::running() const {
   int32_t n = 0;
   for (const ServingSlot& s : slots_) n += s.busy() && !s.waiting_for_kv() ? 1 : 0;
   return n;
@@ -75,7 +88,9 @@ int32_t UnifiedKv::resume_waiting() {
     const std::vector<int32_t>& feed = s->feed();
     const auto n = static_cast<int32_t>(feed.size());
     const int32_t adopted = ctx_.kv().seq_adopt_prefix(s->seq(), feed, n - 1);
-    if (!make_room(blocks_to_grow(s->seq(), n - adopted) + headroom())) {
+    const int32_t bt = ctx_.kv().block_tokens();
+    const int32_t want = (std::max(n, s->expected_tokens(kUnboundedGrowth, n_ctx_slot_)) + bt - 1) / bt;
+    if (!make_room(want - static_cast<int32_t>(ctx_.kv().block_table(s->seq()).size()) + outstanding())) {
       (void)ctx_.seq_truncate(s->seq(), 0);
       break;
     }
@@ -95,7 +110,7 @@ int32_t UnifiedKv::fit_plan(std::vector<SlotShare>& plan, const std::function<vo
     }
     if (make_room(need)) return preempted;
     ServingSlot* victim = newest_running();
-    if (victim == nullptr || headroom() <= 1) return preempted;  // one request alone always fits: decode reports it if not
+    if (victim == nullptr || running() <= 1) return preempted;  // one request alone always fits: decode reports it if not
     if (victim->cache_prompt()) publish(*victim);
     log_info("request preempted: KV pool full", {{"slot", victim->id()},
                                                  {"task", static_cast<long long>(victim->request_id())},

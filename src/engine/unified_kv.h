@@ -2,8 +2,9 @@
 // n_slots fixed shares, so every slot may grow to the whole context and the number of
 // sequences that run at once is bounded by the tokens they really hold, not by the worst case.
 // The price is that the pool can run short while sequences grow. This class keeps that safe:
-//   - admission: a request starts only when the blocks its prompt needs (after the cached
-//     prefix it adopts) are free or reclaimable, with one block of headroom per running slot;
+//   - admission: a request starts only when the blocks it is expected to need (its prompt after
+//     the cached prefix it adopts, plus n_predict or, without one, kUnboundedGrowth tokens) are
+//     free or reclaimable beyond what the running requests are still expected to take;
 //   - before each step: the blocks the planned tokens need are made available by dropping
 //     idle slots' caches (least recently used first) and, if still short, by PREEMPTING the
 //     most recently admitted running request: its blocks go back (its full blocks stay named
@@ -24,15 +25,19 @@
 
 namespace hearth::engine {
 
+// Room a request without n_predict is expected to grow into beyond what it holds; one that goes
+// further may be preempted when the pool runs short.
+constexpr int32_t kUnboundedGrowth = 256;
+
 class UnifiedKv {
  public:
-  UnifiedKv(InferenceContext& ctx, std::vector<ServingSlot>& slots) : ctx_(ctx), slots_(slots) {}
+  UnifiedKv(InferenceContext& ctx, std::vector<ServingSlot>& slots, int32_t n_ctx_slot)
+      : ctx_(ctx), slots_(slots), n_ctx_slot_(n_ctx_slot) {}
 
-  // Blocks a new request with this prompt needs beyond the prefix it would adopt (plus one for
-  // its first generated token).
-  int32_t blocks_for_prompt(std::span<const int32_t> prompt) const;
-  // One block of headroom per running request: what their next decode step may take.
-  int32_t headroom() const;
+  // Blocks a new request is expected to need beyond the prefix it would adopt.
+  int32_t blocks_for_request(const GenerationRequest& request) const;
+  // Blocks the running requests are still expected to take (see ServingSlot::expected_tokens).
+  int32_t outstanding() const;
   bool any_waiting() const;
   // Drops idle slots' sequences, least recently used first, until `blocks` are free or
   // evictable (their full blocks stay in the prefix cache while they survive). False when even
@@ -51,10 +56,12 @@ class UnifiedKv {
   // New blocks a sequence needs to grow by n tokens (a shared partial last block is copied).
   int32_t blocks_to_grow(int32_t seq, int32_t n_tokens) const;
   int32_t available_now() const;  // free + evictable
+  int32_t running() const;        // busy slots not waiting for memory
   ServingSlot* newest_running();
 
   InferenceContext& ctx_;
   std::vector<ServingSlot>& slots_;
+  const int32_t n_ctx_slot_;
 };
 
 }  // namespace hearth::engine

@@ -69,69 +69,88 @@ TEST_F(ServingEngineTest, UnifiedKvRunsAsManyShortRequestsAsTheirTokensAllow) {
   EXPECT_EQ(engine->metrics().kv_preemptions_total, 0u);
 }
 
-// Four requests of ~110 tokens each in a 256-token pool: they cannot all stay; the newest are
-// preempted and recomputed, and every one still produces its greedy tokens from running alone.
-TEST_F(ServingEngineTest, UnifiedKvPreemptsAndRecomputesWithoutChangingAnyOutput) {
-  HEARTH_REQUIRE_FILE(stories());
-  auto ctx = open(stories(), 256);
-  ASSERT_NE(ctx, nullptr);
-  constexpr int32_t kPredict = 96;
-  std::vector<std::vector<int32_t>> prompts, want;
-  for (int i = 0; i < 4; ++i) {
-    prompts.push_back(story_prompt(*ctx, i));
-    auto alone = generate_from_tokens(*ctx, prompts.back(), greedy_alone(kPredict));
-    ASSERT_TRUE(alone.ok()) << alone.error().to_string();
-    want.push_back(alone->tokens);
+// Requests without n_predict that run to their num_ctx (400 tokens each) in a 1,024-token pool:
+// admission reserves room for kUnboundedGrowth more tokens each, so three start; as they grow
+// past that, the newest are preempted and recomputed. Every one still produces exactly the
+// tokens it produces on a slot of its own, and none is lost.
+std::vector<GenerationRequest> run_to_context(const std::vector<std::vector<int32_t>>& prompts) {
+  std::vector<GenerationRequest> out;
+  for (const auto& p : prompts) {
+    GenerationRequest r = greedy(p, -1);
+    r.n_ctx = 400;
+    out.push_back(std::move(r));
   }
-  ServingOptions o;
-  o.n_slots = 4;
-  o.kv_unified = true;
-  auto engine = start(*ctx, o);
-  ASSERT_NE(engine, nullptr);
-  std::vector<std::shared_ptr<ResultStream>> streams;
-  for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, kPredict)));
-  for (size_t i = 0; i < streams.size(); ++i) {
-    Collected c = collect(*streams[i]);
-    ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
-    EXPECT_EQ(c.tokens, want[i]) << "request " << i;
-    EXPECT_EQ(c.final.timings.predicted_n, kPredict);
-  }
-  EXPECT_GT(engine->metrics().kv_preemptions_total, 0u);
-  EXPECT_EQ(engine->metrics().requests_total, 4u);
+  return out;
 }
 
-// Prefix sharing and preemption together: requests behind one long system prompt adopt it,
-// and a preempted one adopts it again when it resumes.
-TEST_F(ServingEngineTest, UnifiedKvSharesASystemPromptAcrossPreemptions) {
+// The requests served one at a time on a split (not unified) engine of one slot, then by four
+// unified slots at once.
+class UnifiedKvTest : public ServingEngineTest {
+ protected:
+  std::vector<std::vector<int32_t>> alone(InferenceContext& ctx, const std::vector<GenerationRequest>& requests) {
+    ServingOptions o;
+    o.n_slots = 1;
+    auto engine = start(ctx, o);
+    std::vector<std::vector<int32_t>> out;
+    if (engine == nullptr) return out;
+    for (const GenerationRequest& r : requests) {
+      Collected c = collect(*engine->submit(r));
+      EXPECT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+      out.push_back(c.tokens);
+    }
+    return out;
+  }
+
+  void serve_all_unified(InferenceContext& ctx, const std::vector<GenerationRequest>& requests,
+                         const std::vector<std::vector<int32_t>>& want, int32_t* cached_n) {
+    ServingOptions o;
+    o.n_slots = 4;
+    o.kv_unified = true;
+    auto engine = start(ctx, o);
+    ASSERT_NE(engine, nullptr);
+    std::vector<std::shared_ptr<ResultStream>> streams;
+    for (const GenerationRequest& r : requests) streams.push_back(engine->submit(r));
+    for (size_t i = 0; i < streams.size(); ++i) {
+      Collected c = collect(*streams[i]);
+      ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+      EXPECT_EQ(c.final.stop_reason, StopReason::kContext);
+      EXPECT_EQ(c.tokens, want[i]) << "request " << i;
+      if (cached_n != nullptr) *cached_n += c.final.timings.cached_n;
+    }
+    EXPECT_GT(engine->metrics().kv_preemptions_total, 0u);
+    EXPECT_EQ(engine->metrics().requests_total, requests.size());
+  }
+};
+
+TEST_F(UnifiedKvTest, PreemptsAndRecomputesWithoutChangingAnyOutput) {
   HEARTH_REQUIRE_FILE(stories());
-  auto ctx = open(stories(), 256);
+  auto ctx = open(stories(), 1024);
+  ASSERT_NE(ctx, nullptr);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int i = 0; i < 4; ++i) prompts.push_back(story_prompt(*ctx, i));
+  const auto requests = run_to_context(prompts);
+  const auto want = alone(*ctx, requests);
+  ASSERT_EQ(want.size(), requests.size());
+  serve_all_unified(*ctx, requests, want, nullptr);
+}
+
+// Prefix sharing and preemption together: requests behind one system prompt adopt it, and a
+// preempted one adopts it again when it resumes.
+TEST_F(UnifiedKvTest, SharesASystemPromptAcrossPreemptions) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open(stories(), 1024);
   ASSERT_NE(ctx, nullptr);
   std::string system = "Lily and Ben were friends. They liked to play with the red ball in the big park. ";
   system += system;
-  constexpr int32_t kPredict = 64;
-  std::vector<std::vector<int32_t>> prompts, want;
+  std::vector<std::vector<int32_t>> prompts;
   for (int i = 0; i < 4; ++i) {
     prompts.push_back(ctx->tokenizer().encode(system + "Question " + std::to_string(i) + ": what happened?", true, false));
-    auto alone = generate_from_tokens(*ctx, prompts.back(), greedy_alone(kPredict));
-    ASSERT_TRUE(alone.ok()) << alone.error().to_string();
-    want.push_back(alone->tokens);
   }
-  ServingOptions o;
-  o.n_slots = 4;
-  o.kv_unified = true;
-  auto engine = start(*ctx, o);
-  ASSERT_NE(engine, nullptr);
-  // The first request evaluates the system prompt; the others adopt it.
-  ASSERT_EQ(collect(*engine->submit(greedy(prompts[0], 1))).final.kind, EngineEvent::Kind::kDone);
-  std::vector<std::shared_ptr<ResultStream>> streams;
-  for (const auto& p : prompts) streams.push_back(engine->submit(greedy(p, kPredict)));
+  const auto requests = run_to_context(prompts);
+  const auto want = alone(*ctx, requests);
+  ASSERT_EQ(want.size(), requests.size());
   int32_t cached = 0;
-  for (size_t i = 0; i < streams.size(); ++i) {
-    Collected c = collect(*streams[i]);
-    ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
-    EXPECT_EQ(c.tokens, want[i]) << "request " << i;
-    cached += c.final.timings.cached_n;
-  }
+  serve_all_unified(*ctx, requests, want, &cached);
   EXPECT_GT(cached, 0);
 }
 
