@@ -104,6 +104,31 @@ TEST(ServeCommand, ChatAndEmbeddingsWithRealModels) {
   EXPECT_EQ(embed_server.stop(), 0);
 }
 
+// --kv-unified: four slots share a 512-token cache, so each may use all of it (split, each would
+// get 128); /slots says so, a 300-token answer fits, and /metrics counts preemptions.
+TEST(ServeCommand, KvUnifiedGivesEverySlotTheWholeContext) {
+  const std::string model = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(model);
+  ServerProcess server;
+  ASSERT_TRUE(server.start({"-m", model, "--parallel", "4", "-c", "512", "--kv-unified"})) << server.error();
+  httplib::Client cli("127.0.0.1", server.port());
+  cli.set_read_timeout(120, 0);
+  auto slots = cli.Get("/slots");
+  ASSERT_TRUE(slots && slots->status == 200);
+  Json list = Json::parse(slots->body);
+  ASSERT_EQ(list.size(), 4u) << list.dump();
+  for (const Json& slot : list) EXPECT_EQ(slot["n_ctx"], 512) << slot.dump();
+  Json gen = post_json(server.port(), "/api/generate",
+                       {{"model", "stories260K-llama-f32"}, {"prompt", "Once upon a time"}, {"raw", true}, {"stream", false},
+                        {"options", {{"temperature", 0}, {"num_predict", 300}, {"ignore_eos", true}}}});
+  ASSERT_TRUE(gen.is_object()) << gen.dump();
+  EXPECT_EQ(gen["eval_count"], 300) << gen.dump();
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  EXPECT_NE(metrics->body.find("hearth_kv_preemptions_total 0"), std::string::npos);
+  EXPECT_EQ(server.stop(), 0);
+}
+
 TEST(ServeCommand, BadStartsSayWhy) {
   // Without -m, serve serves the model store (tests/e2e/store.test.mjs); flags that need a
   // file are refused there before anything is bound.
