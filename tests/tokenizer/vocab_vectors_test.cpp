@@ -126,6 +126,14 @@ TEST(NextModels, GptOssVectorsMatch) {
   HEARTH_REQUIRE_FILE(model);
   HEARTH_REQUIRE_FILE(vectors + ".inp");
   EXPECT_EQ(check_vectors(model, vectors), 46u);
+  // Harmony's end of generation: <|return|>, <|call|>, <|endoftext|>; not <|end|>, which only
+  // closes a message.
+  auto file = gguf::File::open(model);
+  ASSERT_TRUE(file.ok());
+  auto tok = Tokenizer::from_gguf(file.value());
+  ASSERT_TRUE(tok.ok());
+  for (int32_t id : {1007, 1017, 1004}) EXPECT_TRUE(tok->is_eog(id)) << id;
+  for (int32_t id : {1012, 1010, 1013, 42}) EXPECT_FALSE(tok->is_eog(id)) << id;
 }
 
 // The prompt tokens of the shared/next goldens (qwen3moe and gemma3 reuse the qwen3 and gemma2
