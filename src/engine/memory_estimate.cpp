@@ -27,6 +27,15 @@ Result<HeaderFacts> read_header(const std::string& path) {
   return f;
 }
 
+// A mixture-of-experts FFN keeps, per token, each chosen expert's output row and its gathered
+// input, gate and up rows, plus the router scores.
+uint64_t moe_floats_per_token(const model::ModelHparams& h) {
+  if (!h.is_moe()) return 0;
+  const auto k = static_cast<uint64_t>(h.moe.n_expert_used);
+  return k * (2u * static_cast<uint64_t>(h.n_embd) + 2u * static_cast<uint64_t>(h.moe.n_ff_expert)) +
+         static_cast<uint64_t>(h.moe.n_expert);
+}
+
 }  // namespace
 
 std::string MemoryEstimate::describe(DType kv_type) const {
@@ -57,7 +66,7 @@ Result<MemoryEstimate> estimate_memory(const std::string& path, const ContextOpt
   const auto n = static_cast<uint64_t>(std::max(step_tokens, 1));
   const uint64_t per_token = 6u * static_cast<uint64_t>(h.n_embd) + 3u * static_cast<uint64_t>(h.n_ff) +
                              static_cast<uint64_t>(h.n_head) * static_cast<uint64_t>(h.head_dim_k) * 2u +
-                             static_cast<uint64_t>(h.n_vocab);
+                             static_cast<uint64_t>(h.n_vocab) + moe_floats_per_token(h);
   const uint64_t threads = static_cast<uint64_t>(std::max(o.n_threads, 1));
   e.work_bytes = 4u * (n * per_token + threads * static_cast<uint64_t>(e.n_ctx)) + (64u << 20);
   return e;

@@ -28,6 +28,20 @@ const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t
   return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
 }
 
+// Softmax of n scores whose denominator also holds exp(sink): the sink takes probability mass
+// and has no value (sum in double, as the softmax kernel).
+void softmax_with_sink(float* x, int64_t n, float sink) {
+  float m = sink;
+  for (int64_t i = 0; i < n; ++i) m = std::max(m, x[i]);
+  double sum = std::exp(static_cast<double>(sink - m));
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
 }  // namespace
 
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
@@ -83,7 +97,11 @@ void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& 
       if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
       scores[j] = s;
     }
-    k.softmax(scores + lo, hi - lo + 1);
+    if (p.sinks != nullptr) {
+      softmax_with_sink(scores + lo, hi - lo + 1, p.sinks[h]);
+    } else {
+      k.softmax(scores + lo, hi - lo + 1);
+    }
     float* oh = out + static_cast<int64_t>(h) * dv;
     for (int32_t j = lo; j <= hi; ++j) {
       const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;

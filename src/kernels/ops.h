@@ -121,6 +121,9 @@ struct AttentionParams {
   float softcap = 0.0f;      // 0: off; else s = softcap * tanh(s / softcap)
   int32_t window = 0;        // 0: off; else the query at p sees keys p-window+1 .. p
   bool causal = true;        // causal: keys 0..q_pos; otherwise all n_kv keys
+  // Optional per-head sink logits (n_head floats, gpt-oss): each joins its head's softmax
+  // denominator as exp(sink) and carries no value, so the head's weights sum to less than 1.
+  const float* sinks = nullptr;
 };
 
 // Attention of one query token (all heads: n_head * head_dim_k floats at q) at position

@@ -24,7 +24,7 @@ void ForwardPass::attention_block(int32_t il, std::span<const BatchToken> batch,
     float* q = q_.data() + t * dims.q;
     float* k = k_.data() + t * dims.k;
     norm_qk_heads(L, q, k);
-    rope_qk(q, k, token.pos);
+    rope_qk(il, q, k, token.pos);
     store_kv(il, token, k, v_.data() + t * dims.v, kv, dims);
   }
   attend(il, batch, kv, dims);
@@ -70,11 +70,12 @@ void ForwardPass::norm_qk_heads(const LayerWeights& L, float* q, float* k) const
   }
 }
 
-void ForwardPass::rope_qk(float* q, float* k, int32_t pos) const {
+void ForwardPass::rope_qk(int32_t il, float* q, float* k, int32_t pos) const {
   const auto& h = model_.hparams();
   if (h.position_encoding != PositionEncoding::kRope) return;
-  kernels::rope(q, h.n_head, h.head_dim_k, pos, rope_);
-  kernels::rope(k, h.n_head_kv, h.head_dim_k, pos, rope_);
+  const kernels::RopeParams& rope = h.layer_is_sliding(il) ? rope_swa_ : rope_;
+  kernels::rope(q, h.n_head, h.head_dim_k, pos, rope);
+  kernels::rope(k, h.n_head_kv, h.head_dim_k, pos, rope);
 }
 
 void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
@@ -96,6 +97,7 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
   ap.softcap = h.attn_softcap;
   ap.window = h.layer_is_sliding(il) ? h.sliding_window : 0;
   ap.causal = h.causal;
+  ap.sinks = model_.weights().layers[static_cast<size_t>(il)].attn_sinks;
 
   if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
   const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());

@@ -5,6 +5,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace hearth::model {
@@ -118,12 +119,31 @@ void ForwardPass::pre_norm_layer(int32_t il, std::span<const BatchToken> batch, 
     kernels::add(x_.data() + t * d, a, d);
     norm_row(x_.data() + t * d, L.ffn_norm, nullptr, xn_.data() + t * d);
   });
-  ffn_block(il, n);
+  if (L.moe.present()) {
+    moe_block(il, batch);
+  } else {
+    ffn_block(il, n);
+  }
   for_each_token(pool_, n, [&](int64_t t) {
     float* f = tmp_.data() + t * d;
     if (L.post_ffw_norm != nullptr) norm_row(f, L.post_ffw_norm, nullptr, f);
     kernels::add(x_.data() + t * d, f, d);
   });
+}
+
+void ForwardPass::gated_activation(float* gate, const float* up, int64_t n) const {
+  const auto& h = model_.hparams();
+  if (h.ffn_activation != ActivationKind::kSwigluClamped) {
+    activate(h.ffn_activation, gate, n);
+    kernels::mul(gate, up, n);
+    return;
+  }
+  const float limit = h.swiglu_limit, alpha = h.swiglu_alpha;
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    gate[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
+  }
 }
 
 void ForwardPass::ffn_block(int32_t il, int64_t n) {
@@ -151,8 +171,7 @@ void ForwardPass::ffn_block(int32_t il, int64_t n) {
     pool_.parallel_for(pieces, [&](size_t begin, size_t end, int) {
       const int64_t lo = total * static_cast<int64_t>(begin) / static_cast<int64_t>(pieces);
       const int64_t hi = total * static_cast<int64_t>(end) / static_cast<int64_t>(pieces);
-      activate(act, gate_.data() + lo, hi - lo);
-      kernels::mul(gate_.data() + lo, up_.data() + lo, hi - lo);
+      gated_activation(gate_.data() + lo, up_.data() + lo, hi - lo);
     });
   } else {
     if (auto st = matmul(L.ffn_up, xn_.data(), n, gate_.data()); !st.ok()) status_ = st;

@@ -23,18 +23,36 @@ struct BatchToken {
   bool output = false;  // produce logits for this token
 };
 
+// Sees each token's expert choice in each mixture-of-experts layer and may replace it: tracing
+// records the routing, and a comparison with another engine imposes that engine's choices so
+// that a near-tie in the router (a discontinuity) does not hide how close the rest is.
+class RouterObserver {
+ public:
+  virtual ~RouterObserver() = default;
+  // scores: the router's n_expert selection scores for the token (after the gating function,
+  // before any bias-free renormalisation); chosen: the k experts picked, best first. The
+  // observer may overwrite chosen with other distinct expert ids; their weights then follow
+  // from the scores as for the original choice.
+  virtual void on_route(int32_t layer, const BatchToken& token, std::span<const float> scores,
+                        std::span<int32_t> chosen) = 0;
+};
+
 class ForwardPass {
  public:
   // n_ctx_per_seq: the most tokens one sequence may hold in this context (0: the model's
   // training context); it selects LongRoPE factors (see Model::rope_params).
   ForwardPass(const Model& model, ThreadPool& pool, int32_t n_ctx_per_seq = 0)
-      : model_(model), pool_(pool), rope_(model.rope_params(n_ctx_per_seq)) {}
+      : model_(model), pool_(pool), rope_(model.rope_params(n_ctx_per_seq)),
+        rope_swa_(model.hparams().swa_rope_differs ? model.hparams().rope_swa : rope_) {}
 
   // Decoders: logits of the output tokens, in batch order, n_vocab floats each.
   // Encoders: `hidden` gets every token's final hidden state (n_embd floats each).
   // On error nothing is appended to the cache.
   Status run(std::span<const BatchToken> batch, kv::KvCache& kv, std::vector<float>* logits,
              std::vector<float>* hidden = nullptr);
+
+  // Called for every routed token of every MoE layer (null: none). Not owned.
+  void set_router_observer(RouterObserver* observer) { router_observer_ = observer; }
 
  private:
   // Largest run of tokens of a causal model sent through the layers together (see run()).
@@ -68,8 +86,8 @@ class ForwardPass {
   void project_qkv(const LayerWeights& L, int64_t n, const AttentionDims& dims);
   // Per-head RMSNorm of one token's query and key heads (when the layer has QK norms).
   void norm_qk_heads(const LayerWeights& L, float* q, float* k) const;
-  // Rotates one token's query and key heads by its position.
-  void rope_qk(float* q, float* k, int32_t pos) const;
+  // Rotates one token's query and key heads by its position, with the layer's RoPE settings.
+  void rope_qk(int32_t il, float* q, float* k, int32_t pos) const;
   // Writes one token's key and value rows into the cache at its position.
   void store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
                 const AttentionDims& dims);
@@ -80,6 +98,17 @@ class ForwardPass {
 
   // x_ normed in xn_ -> tmp_: act(gate) * up, or act(up) without a gate, then down.
   void ffn_block(int32_t il, int64_t n);
+  // The mixture-of-experts FFN (moe_block.cpp), xn_ -> tmp_: route every token, run each
+  // expert once over the tokens that chose it, combine with the routing weights.
+  void moe_block(int32_t il, std::span<const BatchToken> batch);
+  // Router logits -> each token's k experts (best first) and weights in moe_route_/moe_weight_.
+  void route_tokens(int32_t il, std::span<const BatchToken> batch);
+  // One expert (gate/up/down views plus optional bias rows) over the n_rows rows of x;
+  // leaves n_rows rows of n_embd floats in moe_y_.
+  void run_expert(const kernels::WeightView& gate, const kernels::WeightView& up, const kernels::WeightView& down,
+                  const float* gate_b, const float* up_b, const float* down_b, const float* x, int64_t n_rows);
+  // gate = act(gate) * up over n floats (or the clamped SwiGLU of both).
+  void gated_activation(float* gate, const float* up, int64_t n) const;
   Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
   // y[t] += bias for each of n rows of width floats (nothing when bias is null).
   static void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width);
@@ -89,6 +118,12 @@ class ForwardPass {
   kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context
   kernels::MatmulScratch mm_scratch_;
   std::vector<float> x_, xn_, q_, k_, v_, qkv_, attn_, tmp_, gate_, up_, out_rows_;
+  kernels::RopeParams rope_swa_;  // the sliding-window layers' RoPE (equals rope_ unless it differs)
+  // MoE scratch: router outputs, each token's chosen experts and weights (k per token), the
+  // gathered rows of one expert, its intermediate and output rows, each (token, slot) output.
+  std::vector<float> moe_scores_, moe_weight_, moe_x_, moe_gate_, moe_up_, moe_y_, moe_slots_;
+  std::vector<int32_t> moe_route_, moe_rows_;
+  RouterObserver* router_observer_ = nullptr;
   // Per-thread attention scratch: softmax scores and the block pointers of one sequence's KV
   // span in the current layer (rebuilt when a thread moves to another sequence).
   struct AttentionScratch {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "gguf/gguf_file.h"
 #include "kernels/ops.h"
@@ -12,12 +13,33 @@
 
 namespace hearth::model {
 
-enum class Arch { kLlama, kQwen2, kQwen3, kGemma2, kPhi3, kBert };
+enum class Arch { kLlama, kQwen2, kQwen3, kGemma2, kPhi3, kBert, kQwen3Moe, kGemma3, kGptOss };
 
 enum class PoolingType { kNone = 0, kMean = 1, kCls = 2, kLast = 3 };
 
 // The activation of the FFN's gate (or of its up projection when it has no gate).
-enum class ActivationKind { kSilu, kGelu };
+// kSwigluClamped (gpt-oss): g = min(gate, limit), act = g * sigmoid(alpha * g) * (clamp(up,
+// -limit, limit) + 1), applied to gate and up together (see ForwardPass::gated_activation).
+enum class ActivationKind { kSilu, kGelu, kSwigluClamped };
+
+// How a mixture-of-experts router turns its logits into the chosen experts' weights.
+enum class ExpertGating {
+  kSoftmax,         // softmax over all experts, top-k of the probabilities (qwen3moe, deepseek2 v2)
+  kSigmoid,         // sigmoid per expert, top-k of those (deepseek2 v3, llama4)
+  kSoftmaxOfTopK,   // top-k of the logits, softmax over the chosen k only (gpt-oss)
+};
+
+// The mixture-of-experts FFN of a model (n_expert == 0: the FFN is dense). Shared experts
+// (deepseek2, llama4, qwen2moe) run on every token beside the routed ones.
+struct MoeHparams {
+  int32_t n_expert = 0;
+  int32_t n_expert_used = 0;     // k of the top-k
+  int32_t n_ff_expert = 0;       // rows of each expert's gate and up matrices
+  int32_t n_ff_shared = 0;       // rows of the shared expert's matrices (0: none)
+  ExpertGating gating = ExpertGating::kSoftmax;
+  bool norm_weights = false;     // divide the chosen weights by their sum (kSoftmax, kSigmoid)
+  float weights_scale = 1.0f;    // multiplies every chosen weight
+};
 
 // The normalisation every norm weight of the model applies (QK norms are always RMSNorm).
 enum class NormKind {
@@ -69,15 +91,26 @@ struct ModelHparams {
   float attn_softcap = 0.0f;        // gemma2
   float final_softcap = 0.0f;       // gemma2
   int32_t sliding_window = 0;       // 0: none
-  int32_t swa_period = 0;           // layer il is sliding when il % swa_period == 0 (gemma2: 2)
+  // Which layers use the sliding window (n_layer entries, empty when none): from the
+  // architecture's fixed pattern or <arch>.attention.sliding_window_pattern.
+  std::vector<bool> sliding_layers;
+  // RoPE of the sliding-window layers when it differs from `rope` (gemma3: base 10000, no
+  // scaling); swa_rope_differs false: every layer uses `rope`.
+  bool swa_rope_differs = false;
+  kernels::RopeParams rope_swa;
+  float swiglu_alpha = 1.702f;      // kSwigluClamped (gpt-oss's fixed values)
+  float swiglu_limit = 7.0f;        // kSwigluClamped
+  MoeHparams moe;
   float embed_scale = 1.0f;         // gemma: sqrt(n_embd)
   float attn_scale = 0.0f;          // 0: 1/sqrt(head_dim_k)
   bool causal = true;               // false: every token attends to its whole sequence
   PoolingType pooling = PoolingType::kNone;
 
   bool layer_is_sliding(int32_t il) const {
-    return sliding_window > 0 && swa_period > 0 && il % swa_period == 0;
+    return sliding_window > 0 && il >= 0 && static_cast<size_t>(il) < sliding_layers.size() &&
+           sliding_layers[static_cast<size_t>(il)];
   }
+  bool is_moe() const { return moe.n_expert > 0; }
 };
 
 // Supported values of general.architecture.

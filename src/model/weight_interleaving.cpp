@@ -2,6 +2,8 @@
 #include "model/weight_interleaving.h"
 
 #include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "kernels/interleaved_layout.h"
@@ -13,6 +15,11 @@ std::vector<kernels::WeightView*> all_matrices(ModelWeights& w) {
   std::vector<kernels::WeightView*> out;
   for (auto& L : w.layers) {
     for (auto* v : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) out.push_back(v);
+    // Each expert's slice of a 3-D expert tensor is a matrix like the others.
+    for (auto* experts : {&L.moe.gate, &L.moe.up, &L.moe.down}) {
+      for (auto& v : *experts) out.push_back(&v);
+    }
+    for (auto* v : {&L.moe.gate_shexp, &L.moe.up_shexp, &L.moe.down_shexp}) out.push_back(v);
   }
   // The token embedding is only read a row at a time unless the output shares it.
   out.push_back(&w.output);
@@ -30,13 +37,13 @@ constexpr size_t kReadBytes = 256 * 1024;
 
 Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& file, ThreadPool& pool) {
   // Distinct matrices to interleave, by their data in the file.
+  // (An MoE model has thousands of expert matrices, so lookups by data go through a hash map.)
   std::vector<kernels::WeightView*> todo;
+  std::unordered_set<const uint8_t*> seen;
   for (kernels::WeightView* v : all_matrices(w)) {
     if (v->data == nullptr || !kernels::wants_interleaved(*v)) continue;
     if (v == &w.token_embd && w.token_embd.data != w.output.data) continue;
-    if (std::any_of(todo.begin(), todo.end(), [&](const kernels::WeightView* t) { return t->data == v->data; })) {
-      continue;
-    }
+    if (!seen.insert(v->data).second) continue;
     todo.push_back(v);
   }
   size_t total = 0;
@@ -46,7 +53,7 @@ Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& f
   // interleaves them from there into place.
   std::vector<std::vector<uint8_t>> buffers(static_cast<size_t>(pool.size()));
   std::vector<Status> failures(static_cast<size_t>(pool.size()), ok_status());
-  std::vector<std::pair<const uint8_t*, kernels::WeightView>> moved;  // old data -> interleaved view
+  std::unordered_multimap<const uint8_t*, kernels::WeightView> moved;  // old data -> interleaved view
   size_t at = 0;
   for (kernels::WeightView* v : todo) {
     uint8_t* dst = memory.data() + at;
@@ -73,12 +80,17 @@ Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& f
     kernels::WeightView iv = *v;
     iv.data = dst;
     iv.interleaved = true;
-    moved.emplace_back(v->data, iv);
+    moved.emplace(v->data, iv);
   }
   // Point every view (also the second of a tied pair) at its interleaved copy.
   for (kernels::WeightView* v : all_matrices(w)) {
-    for (const auto& [old_data, iv] : moved) {
-      if (v->data == old_data && v->type == iv.type && v->rows == iv.rows && v->cols == iv.cols) *v = iv;
+    auto [first, last] = moved.equal_range(v->data);
+    for (auto it = first; it != last; ++it) {
+      const kernels::WeightView& iv = it->second;
+      if (v->type == iv.type && v->rows == iv.rows && v->cols == iv.cols) {
+        *v = iv;
+        break;
+      }
     }
   }
   return memory;

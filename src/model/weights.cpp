@@ -39,6 +39,36 @@ Result<kernels::WeightView> WeightBinder::matrix(const std::string& name, int64_
   return w;
 }
 
+Result<std::vector<kernels::WeightView>> WeightBinder::experts(const std::string& name, int64_t cols, int64_t rows,
+                                                              int64_t n_expert) {
+  const gguf::TensorInfo* t = file_.find_tensor(name);
+  if (t == nullptr) return make_error(ErrorKind::kNotFound, "model is missing expert tensor '" + name + "'");
+  std::vector<int64_t> shape = t->shape;
+  while (shape.size() < 3) shape.push_back(1);
+  if (shape.size() != 3 || shape[0] != cols || shape[1] != rows || shape[2] != n_expert) {
+    return make_error(ErrorKind::kCorrupt, "expert tensor '" + name + "' has shape " + shape_text(t->shape) +
+                                               ", expected [" + std::to_string(cols) + ", " + std::to_string(rows) +
+                                               ", " + std::to_string(n_expert) + "] (expert_count " +
+                                               std::to_string(n_expert) + ")");
+  }
+  if (!dtype_convertible(t->type)) {
+    return make_error(ErrorKind::kUnsupported,
+                      "tensor '" + name + "' has type " + std::string(dtype_name(t->type)) + ", which Hearth cannot compute with");
+  }
+  kernels::WeightView w;
+  w.type = t->type;
+  w.cols = cols;
+  w.rows = rows;
+  HEARTH_ASSIGN(w.row_bytes, dtype_row_bytes(t->type, static_cast<uint64_t>(cols)));
+  const size_t expert_bytes = w.row_bytes * static_cast<size_t>(rows);
+  if (expert_bytes * static_cast<size_t>(n_expert) > t->size_bytes) {
+    return make_error(ErrorKind::kCorrupt, "expert tensor '" + name + "' holds fewer bytes than its shape needs");
+  }
+  std::vector<kernels::WeightView> out(static_cast<size_t>(n_expert), w);
+  for (int64_t e = 0; e < n_expert; ++e) out[static_cast<size_t>(e)].data = t->data + static_cast<size_t>(e) * expert_bytes;
+  return out;
+}
+
 Result<kernels::WeightView> WeightBinder::optional_matrix(const std::string& name, int64_t cols, int64_t rows) {
   if (!has(name)) return kernels::WeightView{};
   return matrix(name, cols, rows);

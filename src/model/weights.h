@@ -15,6 +15,20 @@
 
 namespace hearth::model {
 
+// A mixture-of-experts FFN: the router and, per expert, views of its slice of the 3-D
+// ffn_{gate,up,down}_exps tensors (expert e is slice e along the last dimension, a matrix
+// like any other), with optional per-expert biases and an optional shared expert.
+struct MoeWeights {
+  kernels::WeightView gate_inp;  // router: n_expert rows of n_embd
+  const float* gate_inp_b = nullptr;
+  std::vector<kernels::WeightView> gate, up, down;  // n_expert each
+  const float* gate_b = nullptr;  // n_expert rows of n_ff_expert (gpt-oss)
+  const float* up_b = nullptr;
+  const float* down_b = nullptr;  // n_expert rows of n_embd
+  kernels::WeightView gate_shexp, up_shexp, down_shexp;  // shared expert (empty: none)
+  bool present() const { return !gate.empty() || !up.empty(); }
+};
+
 struct LayerWeights {
   const float* attn_norm = nullptr;
   const float* attn_norm_b = nullptr;
@@ -35,6 +49,8 @@ struct LayerWeights {
   const float* post_ffw_norm = nullptr;  // gemma2
   const float* out_norm = nullptr;       // bert post-LN after the FFN
   const float* out_norm_b = nullptr;
+  const float* attn_sinks = nullptr;     // gpt-oss: one sink logit per query head
+  MoeWeights moe;                        // empty unless hparams.moe.n_expert > 0
 };
 
 struct ModelWeights {
@@ -66,6 +82,10 @@ class WeightBinder {
   // A 1-D tensor of n elements as floats.
   Result<const float*> vector(const std::string& name, int64_t n);
   Result<const float*> optional_vector(const std::string& name, int64_t n);
+  // The n_expert matrices of a 3-D expert tensor (GGUF shape [cols, rows, n_expert]), one view
+  // per expert; an error names the tensor when it is missing or its expert count differs.
+  Result<std::vector<kernels::WeightView>> experts(const std::string& name, int64_t cols, int64_t rows,
+                                                   int64_t n_expert);
   // An optional vector of RoPE frequency divisors: every element must be finite and positive.
   Result<const float*> optional_rope_factors(const std::string& name, int64_t n);
   bool has(const std::string& name) const { return file_.find_tensor(name) != nullptr; }

@@ -18,6 +18,14 @@ constexpr const char* kLlama3 =
 constexpr const char* kQwen2 =
     "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| "
     "?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+// o200k (GPT-4o, gpt-oss): words split at case changes, with an optional trailing
+// contraction; digits in runs of up to three.
+constexpr const char* kGpt4o =
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"
+    "\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
 // DeepSeek LLM's letter class, written as code points (several are canonical singletons such
 // as U+212A KELVIN SIGN that text normalization would silently turn into other letters).
 constexpr const char* kDeepseekLlmLetters =
@@ -58,6 +66,7 @@ const std::vector<PreSpec>& pre_specs() {
       {{"llama-bpe", "llama3"}, {kLlama3}, true},
       {{"dbrx", "smaug-bpe"}, {kLlama3}, false},
       {{"qwen2", "stablelm2", "hunyuan"}, {kQwen2}, false},
+      {{"gpt-4o"}, {kGpt4o}, false},
       {{"deepseek-llm"},
        {"[\r\n]", kDeepseekLlmLetters, "\\s?[!-/:-~\\x{FF01}-\\x{FF0F}\\x{FF1A}-\\x{FF5E}\\x{2018}-\\x{201F}\\x{3000}-\\x{3002}]+", "\\s+$", kCjkRuns, "\\p{N}+"},
        false},

@@ -83,14 +83,22 @@ Result<Tokenizer> Tokenizer::from_vocabulary(Vocabulary vocab) {
     return vocab.tokens[static_cast<size_t>(a)].size() > vocab.tokens[static_cast<size_t>(b)].size();
   });
   static const char* const kEndOfTurnTexts[] = {"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>",
-                                                "<|endoftext|>", "<EOT>", "<|end_of_text|>"};
+                                                "<|endoftext|>", "<EOT>", "<|end_of_text|>", "<|return|>",
+                                                "<|call|>"};
   for (int32_t id : {vocab.eos_id, vocab.eot_id}) {
     if (id != kNoToken) t.eog_ids_.push_back(id);
   }
-  for (const char* text : kEndOfTurnTexts) {
+  // The harmony format (gpt-oss) ends a message with <|end|> and the model's turn with
+  // <|return|> or <|call|>: there <|end|> is not the end of generation.
+  const auto is_control = [&vocab](const char* text) {
     const int32_t id = vocab.find(text);
-    if (id != kNoToken && vocab.type_of(id) == TokenType::kControl) t.eog_ids_.push_back(id);
+    return id != kNoToken && vocab.type_of(id) == TokenType::kControl;
+  };
+  const bool harmony = is_control("<|return|>") && is_control("<|call|>");
+  for (const char* text : kEndOfTurnTexts) {
+    if (is_control(text)) t.eog_ids_.push_back(vocab.find(text));
   }
+  if (harmony) std::erase(t.eog_ids_, vocab.find("<|end|>"));
   t.vocab_ = std::make_shared<const Vocabulary>(std::move(vocab));
   return t;
 }

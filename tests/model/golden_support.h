@@ -47,4 +47,12 @@ struct GoldenRunner {
   std::vector<float> run(const std::vector<int32_t>& tokens, bool all_outputs);
 };
 
+int32_t argmax(const float* x, int32_t n);
+
+// Compares one logits golden (every prompt position, the full last-position vector and the
+// teacher-forced greedy continuation) with the runner's model within tol; sigma is the
+// model's logit std. Prints the errors under `label`.
+void check_logits_golden(GoldenRunner& r, const nlohmann::json& g, double sigma, const Tolerance& tol,
+                         const std::string& label);
+
 }  // namespace hearth::test

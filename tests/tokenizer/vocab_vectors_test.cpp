@@ -119,6 +119,44 @@ TEST_P(CompactVocabVectors, All46CasesMatch) {
 INSTANTIATE_TEST_SUITE_P(RandomModels, CompactVocabVectors,
                          ::testing::Values("llama", "qwen2", "qwen3", "gemma2", "phi3", "bert"));
 
+// The o200k vocabulary of gpt-oss (compacted), from shared/next.
+TEST(NextModels, GptOssVectorsMatch) {
+  const std::string model = test::shared_dir() + "/next/models/gpt-oss-F32.gguf";
+  const std::string vectors = test::shared_dir() + "/next/reference/tokenizer/gpt-oss-F32.gguf";
+  HEARTH_REQUIRE_FILE(model);
+  HEARTH_REQUIRE_FILE(vectors + ".inp");
+  EXPECT_EQ(check_vectors(model, vectors), 46u);
+  // Harmony's end of generation: <|return|>, <|call|>, <|endoftext|>; not <|end|>, which only
+  // closes a message.
+  auto file = gguf::File::open(model);
+  ASSERT_TRUE(file.ok());
+  auto tok = Tokenizer::from_gguf(file.value());
+  ASSERT_TRUE(tok.ok());
+  for (int32_t id : {1007, 1017, 1004}) EXPECT_TRUE(tok->is_eog(id)) << id;
+  for (int32_t id : {1012, 1010, 1013, 42}) EXPECT_FALSE(tok->is_eog(id)) << id;
+}
+
+// The prompt tokens of the shared/next goldens (qwen3moe and gemma3 reuse the qwen3 and gemma2
+// vocabularies; gpt-oss brings o200k).
+TEST(NextModels, GoldenPromptTokensMatch) {
+  for (const char* stem : {"qwen3moe-F32", "gemma3-F32", "gpt-oss-F32"}) {
+    const std::string model = test::shared_dir() + "/next/models/" + stem + ".gguf";
+    HEARTH_REQUIRE_FILE(model);
+    auto file = gguf::File::open(model);
+    ASSERT_TRUE(file.ok()) << file.error().to_string();
+    auto tok = Tokenizer::from_gguf(file.value());
+    ASSERT_TRUE(tok.ok()) << tok.error().to_string();
+    for (const char* slug : {"once-upon-a-time", "capital-of-france", "mixed-paragraph", "unicode"}) {
+      const std::string path = test::shared_dir() + "/next/reference/" + stem + "/" + slug + ".json";
+      HEARTH_REQUIRE_FILE(path);
+      const auto golden = nlohmann::json::parse(slurp(path));
+      EXPECT_EQ(tok->encode(golden.at("prompt").get<std::string>(), true, false),
+                golden.at("tokens").get<std::vector<int32_t>>())
+          << stem << " / " << slug;
+    }
+  }
+}
+
 // Every golden's prompt tokens, for every model directory under reference/.
 TEST(ReferenceGoldens, PromptTokensMatch) {
   const std::string ref = test::reference_dir();

@@ -58,6 +58,7 @@ void add_values(const KvSpan& kv, int32_t lo, int32_t n, size_t v_off, const flo
 
 bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                    int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
+  if (p.sinks != nullptr) return false;  // the portable path handles sinks
   const int dk = p.head_dim_k, dv = p.head_dim_v;
   if (kv.type != DType::kF16 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim ||
       p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head / p.n_head_kv > kMaxGroup) {

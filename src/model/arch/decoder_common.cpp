@@ -1,10 +1,11 @@
-// Tensors shared by the decoder architectures (llama, qwen2, qwen3, gemma2, phi3).
+// Tensors shared by the decoder architectures (llama, qwen2, qwen3, gemma2, phi3, and the
+// MoE and gemma3 decoders on top of them).
 #include "model/arch/arch_binders.h"
 
 namespace hearth::model {
 
 Status bind_decoder_common(const ModelHparams& h, WeightBinder& b, ModelWeights& w, bool separate_qkv,
-                           bool gated_ffn) {
+                           bool gated_ffn, const char* ffn_norm_name) {
   const int64_t d = h.n_embd;
   const int64_t q_dim = static_cast<int64_t>(h.n_head) * h.head_dim_k;
   const int64_t k_dim = static_cast<int64_t>(h.n_head_kv) * h.head_dim_k;
@@ -30,7 +31,11 @@ Status bind_decoder_common(const ModelHparams& h, WeightBinder& b, ModelWeights&
       HEARTH_ASSIGN(L.wqkv, b.matrix(layer_tensor(il, "attn_qkv.weight"), d, q_dim + k_dim + v_dim));
     }
     HEARTH_ASSIGN(L.wo, b.matrix(layer_tensor(il, "attn_output.weight"), o_dim, d));
-    HEARTH_ASSIGN(L.ffn_norm, b.vector(layer_tensor(il, "ffn_norm.weight"), d));
+    HEARTH_ASSIGN(L.ffn_norm, b.vector(layer_tensor(il, ffn_norm_name), d));
+    if (h.is_moe()) {
+      HEARTH_TRY(bind_moe_ffn(h, b, il, L.moe));
+      continue;
+    }
     if (gated_ffn) {
       HEARTH_ASSIGN(L.ffn_gate, b.matrix(layer_tensor(il, "ffn_gate.weight"), d, h.n_ff));
       HEARTH_ASSIGN(L.ffn_up, b.matrix(layer_tensor(il, "ffn_up.weight"), d, h.n_ff));

@@ -11,6 +11,9 @@ Status bind_weights(const ModelHparams& h, WeightBinder& binder, ModelWeights& o
     case Arch::kGemma2: return bind_gemma2(h, binder, out);
     case Arch::kPhi3: return bind_phi3(h, binder, out);
     case Arch::kBert: return bind_bert(h, binder, out);
+    case Arch::kQwen3Moe: return bind_qwen3moe(h, binder, out);
+    case Arch::kGemma3: return bind_gemma3(h, binder, out);
+    case Arch::kGptOss: return bind_gpt_oss(h, binder, out);
   }
   return make_error(ErrorKind::kUnsupported, "no weight binder for this architecture");
 }
