@@ -38,7 +38,8 @@ TEST(Gemm, MatchesScalarReference) {
                         {DType::kQ4_0, 64, true},        {DType::kQ4_K, 256 * 5, true},  {DType::kQ6_K, 256 * 5, true},
                         {DType::kQ6_K, 256, true},       {DType::kF16, 16 * 37, false},  {DType::kF16, 1000, false},
                         {DType::kF16, 2048 + 16 * 37, false},  // F16: two column runs, the second short
-                        {DType::kIQ4_NL, 32 * 37, true}, {DType::kMXFP4, 32 * 37, true}, {DType::kMXFP4, 64, true}};
+                        {DType::kIQ4_NL, 32 * 37, true}, {DType::kMXFP4, 32 * 37, true}, {DType::kMXFP4, 64, true},
+                        {DType::kIQ4_XS, 256 * 5, true}, {DType::kIQ4_XS, 256, true}};
   const int64_t rows = 37;
   ThreadPool pool(2);
   int checked = 0;

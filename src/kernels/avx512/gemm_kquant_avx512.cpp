@@ -1,4 +1,4 @@
-// AVX-512 VNNI whole-matrix kernels for Q4_K and Q6_K weights with Q8_K activations. Packing
+// AVX-512 VNNI whole-matrix kernels for Q4_K, Q6_K and IQ4_XS weights with Q8_K activations. Packing
 // turns each super-block of 16 rows into unsigned quants (Q4_K: 0..15, Q6_K: 0..63) laid out
 // for VPDPBUSD (lane r = row r) plus the rows' integer group scales, so each group's dot product
 // is multiplied by its scale in 32-bit integers, exactly as the reference sums them; the group
@@ -7,7 +7,10 @@
 // bit-identical to the scalar reference whatever the number of tokens.
 // Both types read either GGUF rows (transposed as they are read) or interleaved panels
 // (interleaved_layout.h); Q4_K has one direct decode path for both, Q6_K one per layout (its
-// GGUF-row path works a row at a time, its interleaved one 16 rows at a time).
+// GGUF-row path works a row at a time, its interleaved one 16 rows at a time). IQ4_XS packs its
+// levels + 128 as unsigned bytes and its signed sub-block scales; 128 times each group's
+// activation sum times its scale (VPDPWSSD) is taken off, which leaves the reference's integer
+// sum; it reads GGUF rows only and always packs.
 #include <immintrin.h>
 
 #include <utility>
@@ -639,9 +642,91 @@ void interleave_q6k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, in
   }
 }
 
+// ---- IQ4_XS ----
+// Packed super-block: 64 quant registers (register 8g + c: sub-block g, elements 4c..4c+3, as
+// level + 128), 8 registers of sub-block scales (int32, -32..31), 4 of scale pairs (int16
+// s[2p], s[2p+1]) for the offset correction, then d.
+struct IQ4XSLayout {
+  static constexpr int kScales = 64 * 64;
+  static constexpr int kPairs = kScales + 8 * 64;
+  static constexpr int kD = kPairs + 4 * 64;
+  static constexpr int kBytes = kD + 64;
+};
+
+struct IQ4_XSKernel {
+  static constexpr int kBlockCols = kQK_K;
+  static constexpr int kPackedBlockBytes = IQ4XSLayout::kBytes;
+  static constexpr int kRunBlocks = 2;
+  static constexpr int kTile = 8;
+
+  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = offset_level_table(kIQ4NLValues);
+    for (int b = 0; b < n_blocks; ++b) {
+      const size_t at = static_cast<size_t>(first_block + b) * sizeof(BlockIQ4_XS);
+      uint8_t* dst = out + b * kPackedBlockBytes;
+      for (int g = 0; g < 8; ++g) {  // qs bytes 16g..16g+15: elements 0..15 low nibbles, 16..31 high
+        __m512i bytes[4];
+        transpose_16x4_epi32(rows.row, at + 8 + 16 * g, bytes);
+        for (int c = 0; c < 4; ++c) {
+          _mm512_store_si512(dst + 64 * (8 * g + c), _mm512_shuffle_epi8(table, _mm512_and_si512(bytes[c], low4)));
+          _mm512_store_si512(dst + 64 * (8 * g + c + 4),
+                             _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes[c], 4), low4)));
+        }
+      }
+      const __m512i head = rows.gather_i32(at);        // d (low half), scales_h (high half)
+      const __m512i low = rows.gather_i32(at + 4);     // scales_l: nibble g = low 4 bits of scale g
+      const __m512i high = _mm512_srli_epi32(head, 16);
+      __m512i sc[8];
+      for (int g = 0; g < 8; ++g) {
+        const __m512i l = _mm512_and_si512(_mm512_srli_epi32(low, 4 * g), _mm512_set1_epi32(0xF));
+        const __m512i h = _mm512_and_si512(_mm512_srli_epi32(high, 2 * g), _mm512_set1_epi32(3));
+        sc[g] = _mm512_sub_epi32(_mm512_or_si512(l, _mm512_slli_epi32(h, 4)), _mm512_set1_epi32(32));
+        _mm512_store_si512(dst + IQ4XSLayout::kScales + 64 * g, sc[g]);
+      }
+      for (int p = 0; p < 4; ++p) {
+        const __m512i pair = _mm512_or_si512(_mm512_and_si512(sc[2 * p], _mm512_set1_epi32(0xFFFF)),
+                                             _mm512_slli_epi32(sc[2 * p + 1], 16));
+        _mm512_store_si512(dst + IQ4XSLayout::kPairs + 64 * p, pair);
+      }
+      _mm512_store_ps(dst + IQ4XSLayout::kD, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head)));
+    }
+  }
+
+  template <int T>
+  static void micro(const uint8_t* packed, int n_blocks, int64_t first_block, const uint8_t* act, size_t stride,
+                    int64_t cols, float* sums, bool first_run) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
+    for (int b = 0; b < n_blocks; ++b) {
+      const uint8_t* w = packed + b * kPackedBlockBytes;
+      const int8_t* qs[T];
+      const uint8_t* rec[T];
+      token_rows<T>(act, stride, cols, first_block + b, qs, rec);
+      __m512i sumi[T];
+      for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+      add_scaled_group_dots<T, 8, 8>(w, w + IQ4XSLayout::kScales, qs, sumi);
+      const __m512 dw = _mm512_load_ps(w + IQ4XSLayout::kD);
+      for (int t = 0; t < T; ++t) {
+        __m512i offset = _mm512_setzero_si512();  // sum over groups of scale * activation sum
+        for (int p = 0; p < 4; ++p) {
+          offset = _mm512_dpwssd_epi32(offset, _mm512_load_si512(w + IQ4XSLayout::kPairs + 64 * p),
+                                       _mm512_set1_epi32(load_i32(rec[t] + 48 + 4 * p)));
+        }
+        const __m512i isum = _mm512_sub_epi32(sumi[t], _mm512_slli_epi32(offset, 7));
+        float da;
+        std::memcpy(&da, rec[t], sizeof da);
+        acc[t] = _mm512_add_ps(acc[t], _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(isum)));
+      }
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
+};
+
 }  // namespace
 
 void fill_avx512_gemm_kquant_kernels(KernelTable& t) {
+  t.gemm[static_cast<int>(DType::kIQ4_XS)] = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<IQ4_XSKernel>};
   auto& q4k = t.gemm[static_cast<int>(DType::kQ4_K)];
   q4k = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q4_KKernel<Q4KRows>>};
   q4k.run_interleaved = gemm_drive<Q4_KKernel<Q4KInterleaved>>;

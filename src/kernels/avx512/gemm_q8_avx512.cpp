@@ -164,14 +164,6 @@ struct Q5_0Loader {
   }
 };
 
-// The 16 levels of a non-linear type plus 128 (unsigned), in every 128-bit lane, for
-// _mm512_shuffle_epi8.
-inline __m512i offset_level_table(const int8_t* levels) {
-  alignas(16) uint8_t biased[16];
-  for (int i = 0; i < 16; ++i) biased[i] = static_cast<uint8_t>(levels[i] + 128);
-  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
-}
-
 // IQ4_NL and MXFP4: nibbles as Q4_0 (codes at byte offset kCodesAt of a block), looked up.
 template <const int8_t* kLevels, size_t kBlockSize, size_t kCodesAt>
 struct LevelsLoader {
