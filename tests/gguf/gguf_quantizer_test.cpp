@@ -17,7 +17,13 @@
 namespace hearth::gguf {
 namespace {
 
-std::string random_model(const std::string& type) { return test::models_dir() + "/random/llama-" + type + ".gguf"; }
+// The shared llama file of a type: models/random, or shared/next/models for the newer formats.
+std::string random_model(const std::string& type) {
+  const std::string path = test::models_dir() + "/random/llama-" + type + ".gguf";
+  if (test::file_exists(path)) return path;
+  const std::string next = test::shared_dir() + "/next/models/llama-" + type + ".gguf";
+  return test::file_exists(next) ? next : path;
+}
 
 struct Case {
   const char* type;
@@ -84,11 +90,12 @@ TEST_P(QuantizeLikeLlamaCpp, F16SourceDequantizesCloseToTheSource) {
   }
 }
 
-// Bounds: a 4-bit block type keeps about 10% relative RMS error on Gaussian weights, Q6_K
+// Bounds: a 4-bit block type (IQ4 included) keeps about 10% relative RMS error on Gaussian weights, Q6_K
 // about 2.5%, Q8_0 about 0.5%; the mixes' Q6_K tensors only lower it.
 INSTANTIATE_TEST_SUITE_P(Types, QuantizeLikeLlamaCpp,
                          ::testing::Values(Case{"Q8_0", 0.008}, Case{"Q4_0", 0.13}, Case{"Q4_K_M", 0.11},
-                                           Case{"Q5_K_M", 0.055}, Case{"Q6_K", 0.03}),
+                                           Case{"Q5_K_M", 0.055}, Case{"Q6_K", 0.03}, Case{"IQ4_NL", 0.11},
+                                           Case{"IQ4_XS", 0.11}),
                          [](const auto& info) { return std::string(info.param.type); });
 
 TEST(Quantize, F16TargetKeepsF16WeightsExactly) {
@@ -122,7 +129,8 @@ TEST(Quantize, RefusesAnAlreadyQuantizedSourceAndUnknownTypes) {
   for (const char* bad : {"q3_k_xl", "", "Q4_K_M "}) {
     auto t = quantize_type_from_name(bad);
     ASSERT_FALSE(t.ok()) << bad;
-    EXPECT_NE(t.error().message.find("supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K"), std::string::npos);
+    EXPECT_NE(t.error().message.find("supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS"),
+              std::string::npos);
   }
   EXPECT_EQ(*quantize_type_from_name("q4_k_m"), FileType::kQ4_K_M);
   EXPECT_EQ(*quantize_type_from_name("Q5_K_M"), FileType::kQ5_K_M);
