@@ -173,3 +173,30 @@ TEST(Quantize, RowsThatDoNotFitTheBlockFallBackToACompatibleType) {
 
 }  // namespace
 }  // namespace hearth::gguf
+
+namespace hearth::gguf {
+namespace {
+
+// The IQ4 mixes' rules that the shared llama file (n_head / n_head_kv < 4, 2 layers) does not
+// exercise: attn_v and the first eighth of ffn_down go to Q5_K, IQ4_XS rows that are not a
+// multiple of 256 fall back to IQ4_NL, the output matrix takes Q6_K.
+TEST(QuantMix, IQ4MixRules) {
+  for (FileType ft : {FileType::kIQ4_NL, FileType::kIQ4_XS}) {
+    const DType base = ft == FileType::kIQ4_NL ? DType::kIQ4_NL : DType::kIQ4_XS;
+    TensorRole v{"blk.3.attn_v.weight", 4096, 1024, true, false, 3, 32, 4};
+    EXPECT_EQ(tensor_type_for(ft, v), DType::kQ5_K);
+    v.n_gqa = 2;
+    EXPECT_EQ(tensor_type_for(ft, v), base);
+    TensorRole down{"blk.3.ffn_down.weight", 4096, 4096, true, false, 3, 32, 1};
+    EXPECT_EQ(tensor_type_for(ft, down), DType::kQ5_K);  // layer 3 < 32 / 8
+    down.layer = 4;
+    EXPECT_EQ(tensor_type_for(ft, down), base);
+    TensorRole out{"output.weight", 4096, 32000, true, true, -1, 0, 1};
+    EXPECT_EQ(tensor_type_for(ft, out), DType::kQ6_K);
+    TensorRole odd{"blk.0.attn_q.weight", 96, 96, true, false, 0, 32, 1};
+    EXPECT_EQ(tensor_type_for(ft, odd), DType::kIQ4_NL);
+  }
+}
+
+}  // namespace
+}  // namespace hearth::gguf
