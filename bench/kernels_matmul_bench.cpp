@@ -121,7 +121,8 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("MemcpyBaseline", BM_MemcpyBaseline);
   const DType types[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0, DType::kQ4_0,
                          DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K, DType::kQ3_K,
-                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                         DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                         DType::kMXFP4};
   for (int64_t tokens : {int64_t{1}, int64_t{64}}) {
     for (DType t : types) {
       for (CpuVariant v : hearth::kernels::supported_cpu_variants()) {

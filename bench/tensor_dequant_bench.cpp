@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("MemcpyBaseline", BM_MemcpyBaseline)->UseRealTime();
   for (DType t : {DType::kF16, DType::kBF16, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1,
                   DType::kQ8_0, DType::kQ8_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K,
-                  DType::kQ6_K, DType::kQ8_K}) {
+                  DType::kQ6_K, DType::kQ8_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kMXFP4}) {
     benchmark::RegisterBenchmark(("Dequantize/" + std::string(hearth::dtype_name(t))).c_str(), BM_Dequantize, t)->UseRealTime();
   }
   RatioReporter reporter;

@@ -85,6 +85,7 @@ std::vector<TensorPlan> plan_tensors(const ModelShape& s, FileType ftype) {
     p.role.is_matrix = matrix;
     p.role.layer = layer;
     p.role.n_layer = s.n_layer;
+    p.role.n_gqa = s.n_head_kv > 0 ? s.n_head / s.n_head_kv : 0;
     // Both shapes tie the output to the token embedding, as the real models do.
     p.role.is_output = p.role.name == "token_embd.weight";
     p.mean = mean;

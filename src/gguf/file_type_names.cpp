@@ -56,7 +56,7 @@ std::string file_type_name(uint32_t id) {
       "MOSTLY_IQ2_XS",  "MOSTLY_Q2_K_S",  "MOSTLY_IQ3_XS",  "MOSTLY_IQ3_XXS", "MOSTLY_IQ1_S",
       "MOSTLY_IQ4_NL",  "MOSTLY_IQ3_S",   "MOSTLY_IQ3_M",   "MOSTLY_IQ2_S",   "MOSTLY_IQ2_M",
       "MOSTLY_IQ4_XS",  "MOSTLY_IQ1_M",   "MOSTLY_BF16",    "",               "",
-      "",               "MOSTLY_TQ1_0",   "MOSTLY_TQ2_0",
+      "",               "MOSTLY_TQ1_0",   "MOSTLY_TQ2_0",   "MOSTLY_MXFP4_MOE",
   };
   if (id < std::size(kNames) && kNames[id][0] != '\0') return kNames[id];
   return "unknown (" + std::to_string(id) + ")";

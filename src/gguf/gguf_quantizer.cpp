@@ -46,6 +46,11 @@ std::vector<Plan> plan(const File& source, FileType ftype, QuantizeSummary& summ
     }
   }
   const bool has_output = source.find_tensor("output.weight") != nullptr;
+  // Query heads per KV head, as llama.cpp reads them (0 where the counts are missing).
+  const std::string arch = source.get_or<std::string>("general.architecture", "");
+  const uint32_t n_head = source.get_or<uint32_t>(arch + ".attention.head_count", 0);
+  const uint32_t n_head_kv = source.get_or<uint32_t>(arch + ".attention.head_count_kv", n_head);
+  const int32_t n_gqa = n_head_kv > 0 ? static_cast<int32_t>(n_head / n_head_kv) : 0;
   std::map<std::string, int32_t> kind_seen;
   std::vector<Plan> plans;
   for (const auto& t : source.tensors()) {
@@ -59,6 +64,7 @@ std::vector<Plan> plan(const File& source, FileType ftype, QuantizeSummary& summ
       role.rows = t.rows();
       role.is_matrix = true;
       role.is_output = t.name == "output.weight" || (!has_output && t.name == "token_embd.weight");
+      role.n_gqa = n_gqa;
       for (const char* k : kCountedKinds) {
         if (ends_with(t.name, k)) {
           role.layer = kind_seen[k]++;
@@ -115,7 +121,7 @@ Result<FileType> quantize_type_from_name(const std::string& name) {
   auto t = file_type_from_name(name);
   if (!t.ok()) {
     return make_error(ErrorKind::kInvalidArgument, "unsupported quantization type '" + name.substr(0, 64) +
-                                                       "'; supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K");
+                                                       "'; supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS");
   }
   return *t;
 }

@@ -15,6 +15,7 @@ constexpr FileTypeRow kFileTypes[] = {
     {FileType::kF16, "f16", "F16", 1, DType::kF16},       {FileType::kQ8_0, "q8_0", "Q8_0", 7, DType::kQ8_0},
     {FileType::kQ4_0, "q4_0", "Q4_0", 2, DType::kQ4_0},   {FileType::kQ4_K_M, "q4_k_m", "Q4_K_M", 15, DType::kQ4_K},
     {FileType::kQ5_K_M, "q5_k_m", "Q5_K_M", 17, DType::kQ5_K}, {FileType::kQ6_K, "q6_k", "Q6_K", 18, DType::kQ6_K},
+    {FileType::kIQ4_NL, "iq4_nl", "IQ4_NL", 25, DType::kIQ4_NL}, {FileType::kIQ4_XS, "iq4_xs", "IQ4_XS", 30, DType::kIQ4_XS},
 };
 
 const FileTypeRow& row_of(FileType t) {
@@ -43,6 +44,7 @@ DType fallback_for(DType t, int64_t cols) {
     case DType::kQ4_K: f = DType::kQ5_0; break;
     case DType::kQ5_K: f = DType::kQ5_1; break;
     case DType::kQ6_K: f = DType::kQ8_0; break;
+    case DType::kIQ4_XS: f = DType::kIQ4_NL; break;
     default: break;
   }
   return cols % dtype_info(f).block_elems == 0 ? f : DType::kF16;
@@ -70,8 +72,12 @@ DType preferred_tensor_type(FileType ftype, const TensorRole& t) {
   DType type = row_of(ftype).base;
   if (!file_type_quantized(ftype)) return type;
   const bool m_mix = ftype == FileType::kQ4_K_M || ftype == FileType::kQ5_K_M;
+  const bool iq4_mix = ftype == FileType::kIQ4_NL || ftype == FileType::kIQ4_XS;
   if (t.is_output) {
     if (type != DType::kQ8_0) type = DType::kQ6_K;
+  } else if (iq4_mix) {
+    if (has_suffix(t.name, "attn_v.weight") && t.n_gqa >= 4) type = DType::kQ5_K;
+    if (has_suffix(t.name, "ffn_down.weight") && t.layer < t.n_layer / 8) type = DType::kQ5_K;
   } else if (m_mix) {
     if (has_suffix(t.name, "attn_v.weight") || has_suffix(t.name, "ffn_down.weight")) {
       if (use_more_bits(t.layer, t.n_layer)) type = DType::kQ6_K;

@@ -21,4 +21,20 @@ static inline void unpack_q4k_scales(const uint8_t* scales, uint8_t* sc, uint8_t
   }
 }
 
+// The 8 sub-block scales of an IQ4_XS block with their bias removed (-32..31), as
+// tensor/quant_blocks.h iq4xs_scale gives them.
+static inline void unpack_iq4xs_scales(const uint8_t* scales_l, uint16_t scales_h, int16_t* out) {
+  for (int j = 0; j < 8; ++j) {
+    out[j] = static_cast<int16_t>((((scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((scales_h >> (2 * j)) & 3) << 4)) - 32);
+  }
+}
+
+// 2^(e - 128), the float scale of an MXFP4 block (as tensor/quant_blocks.h mxfp4_half_scale).
+static inline float mxfp4_half_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e) - 1u) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 }  // namespace hearth::kernels::isa_local

@@ -40,14 +40,17 @@ DType activation_type(DType w) {
     case DType::kBF16: return DType::kBF16;
     case DType::kQ4_0:
     case DType::kQ5_0:
-    case DType::kQ8_0: return DType::kQ8_0;
+    case DType::kQ8_0:
+    case DType::kIQ4_NL:
+    case DType::kMXFP4: return DType::kQ8_0;
     case DType::kQ4_1:
     case DType::kQ5_1: return DType::kQ8_1;
     case DType::kQ2_K:
     case DType::kQ3_K:
     case DType::kQ4_K:
     case DType::kQ5_K:
-    case DType::kQ6_K: return DType::kQ8_K;
+    case DType::kQ6_K:
+    case DType::kIQ4_XS: return DType::kQ8_K;
     default: return DType::kF32;
   }
 }

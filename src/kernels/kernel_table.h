@@ -27,7 +27,7 @@ using VecDot4Fn = void (*)(int64_t n, const void* weight_row, const void* activa
 // Converts n floats into an activation row (F16, BF16, Q8_0, Q8_1 or Q8_K).
 using QuantizeActFn = void (*)(const float* x, void* dst, int64_t n);
 
-inline constexpr int kDTypeSlots = 32;  // DType ids are < 32
+inline constexpr int kDTypeSlots = 40;  // DType ids are < 40 (MXFP4 is 39)
 
 // One call of a whole-matrix kernel (see GemmKernel): output rows of panels [panel_begin,
 // panel_end) (16 rows each; rows past `rows` are not written) for every token.
@@ -114,12 +114,15 @@ const KernelTable& kernels_for(CpuVariant v);
 void fill_reference_kernels(KernelTable& t);
 void fill_avx2_kernels(KernelTable& t);
 void fill_avx2_more_kernels(KernelTable& t);  // called by fill_avx2_kernels
+void fill_avx2_nonlinear_kernels(KernelTable& t);  // called by fill_avx2_kernels: IQ4_NL, IQ4_XS, MXFP4
 void fill_avx512_kernels(KernelTable& t);
 // Called by fill_avx512_kernels: whole-matrix kernels for Q4_0/Q5_0/Q8_0, Q4_K/Q6_K and F16.
 void fill_avx512_gemm_q8_kernels(KernelTable& t);
 void fill_avx512_gemm_kquant_kernels(KernelTable& t);
 void fill_avx512_gemm_f16_kernels(KernelTable& t);
 void fill_avx512_attention_kernels(KernelTable& t);
+// Called by fill_avx512_kernels: dot products and whole-matrix kernels for IQ4_NL, IQ4_XS, MXFP4.
+void fill_avx512_nonlinear_kernels(KernelTable& t);
 
 // The pointwise-op entries, filled by fill_reference_kernels, fill_avx2_kernels and
 // fill_avx512_kernels respectively.

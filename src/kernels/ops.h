@@ -44,7 +44,8 @@ struct MatmulScratch {
 // floats (row stride cols); y is n_tokens rows of `rows` floats (row stride rows).
 // The activation rows are converted the way the ecosystem does for each weight type so that
 // results match it: F32 weights use F32; F16 -> activations rounded to F16; BF16 -> BF16;
-// Q4_0/Q5_0/Q8_0 -> Q8_0; Q4_1/Q5_1 -> Q8_1; Q2_K..Q6_K -> Q8_K; then integer dot products.
+// Q4_0/Q5_0/Q8_0/IQ4_NL/MXFP4 -> Q8_0; Q4_1/Q5_1 -> Q8_1; Q2_K..Q6_K/IQ4_XS -> Q8_K; then
+// integer dot products.
 // Work is split over the pool's threads by output rows.
 Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool,
               MatmulScratch& scratch);

@@ -1,4 +1,5 @@
-// Scalar reference dequantizers for every block type, and the DType-dispatching entry points
+// Scalar reference dequantizers for the linear block types (the non-linear ones are in
+// quantize_nonlinear.cpp), and the DType-dispatching entry points
 // (dequantize_row, quantize_row, dequantize_tensor) that check sizes and alignment so bad
 // input becomes an error value. Each dequantizer decodes the layout documented in
 // quant_blocks.h; SIMD kernels added later are tested against these.
@@ -207,6 +208,7 @@ bool dtype_convertible(DType type) {
     case DType::kQ8_0: case DType::kQ8_1:
     case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K: case DType::kQ5_K:
     case DType::kQ6_K: case DType::kQ8_K:
+    case DType::kIQ4_NL: case DType::kIQ4_XS: case DType::kMXFP4:
       return true;
     default:
       return false;
@@ -218,6 +220,7 @@ namespace {
 size_t block_alignment(DType type) {
   switch (type) {
     case DType::kF32: case DType::kQ8_K: return 4;
+    case DType::kMXFP4: return 1;
     default: return 2;
   }
 }
@@ -262,6 +265,9 @@ Status dequantize_row(DType type, const void* src, float* dst, int64_t n) {
     case DType::kQ5_K: dequantize_row_q5_k(static_cast<const BlockQ5_K*>(src), dst, n); break;
     case DType::kQ6_K: dequantize_row_q6_k(static_cast<const BlockQ6_K*>(src), dst, n); break;
     case DType::kQ8_K: dequantize_row_q8_k(static_cast<const BlockQ8_K*>(src), dst, n); break;
+    case DType::kIQ4_NL: dequantize_row_iq4_nl(static_cast<const BlockIQ4_NL*>(src), dst, n); break;
+    case DType::kIQ4_XS: dequantize_row_iq4_xs(static_cast<const BlockIQ4_XS*>(src), dst, n); break;
+    case DType::kMXFP4: dequantize_row_mxfp4(static_cast<const BlockMXFP4*>(src), dst, n); break;
     default: return make_error(ErrorKind::kInternal, "unhandled convertible type");
   }
   return ok_status();
@@ -285,6 +291,9 @@ Status quantize_row(DType type, const float* src, void* dst, int64_t n) {
     case DType::kQ5_K: quantize_row_q5_k(src, static_cast<BlockQ5_K*>(dst), n); break;
     case DType::kQ6_K: quantize_row_q6_k(src, static_cast<BlockQ6_K*>(dst), n); break;
     case DType::kQ8_K: quantize_row_q8_k(src, static_cast<BlockQ8_K*>(dst), n); break;
+    case DType::kIQ4_NL: quantize_row_iq4_nl(src, static_cast<BlockIQ4_NL*>(dst), n); break;
+    case DType::kIQ4_XS: quantize_row_iq4_xs(src, static_cast<BlockIQ4_XS*>(dst), n); break;
+    case DType::kMXFP4: quantize_row_mxfp4(src, static_cast<BlockMXFP4*>(dst), n); break;
     default: return make_error(ErrorKind::kInternal, "unhandled convertible type");
   }
   return ok_status();

@@ -18,6 +18,8 @@ constexpr DTypeInfo kTypes[] = {
     {DType::kI8, "I8", 1, 1, false},         {DType::kI16, "I16", 1, 2, false},
     {DType::kI32, "I32", 1, 4, false},       {DType::kI64, "I64", 1, 8, false},
     {DType::kF64, "F64", 1, 8, false},       {DType::kBF16, "BF16", 1, 2, false},
+    {DType::kIQ4_NL, "IQ4_NL", 32, 18, true}, {DType::kIQ4_XS, "IQ4_XS", 256, 136, true},
+    {DType::kMXFP4, "MXFP4", 32, 17, true},
 };
 
 }  // namespace

@@ -27,12 +27,15 @@ enum class DType : uint32_t {
   kQ5_K = 13,
   kQ6_K = 14,
   kQ8_K = 15,
+  kIQ4_NL = 20,
+  kIQ4_XS = 23,
   kI8 = 24,
   kI16 = 25,
   kI32 = 26,
   kI64 = 27,
   kF64 = 28,
   kBF16 = 30,
+  kMXFP4 = 39,
 };
 
 struct DTypeInfo {
@@ -44,7 +47,7 @@ struct DTypeInfo {
 };
 
 // Known types only (the ones Hearth can size); nullopt for ids it does not know, including
-// types the ecosystem has retired or that Hearth does not support yet (IQ*, TQ*).
+// types the ecosystem has retired or that Hearth does not support yet (most IQ*, TQ*).
 std::optional<DTypeInfo> dtype_info(uint32_t ggml_type_id);
 const DTypeInfo& dtype_info(DType type);
 std::string_view dtype_name(DType type);

@@ -123,6 +123,54 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// ---- non-linear 4-bit types: a 4-bit index selects one of 16 fixed levels ----
+
+// The 16 levels of IQ4_NL and IQ4_XS (int8, spaced more closely near zero).
+inline constexpr int8_t kIQ4NLValues[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                            1,    13,   25,  38,  53,  69,  89,  113};
+// The 16 levels of MXFP4: the E2M1 values {0, 0.5, 1, 1.5, 2, 3, 4, 6} and their negatives,
+// doubled so that they are integers (the block scale is halved to match).
+inline constexpr int8_t kMXFP4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+
+// x = d * kIQ4NLValues[q]. qs[j] holds element j (low nibble) and j+16 (high nibble), as Q4_0.
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 sub-blocks of 32: x = d * (ls[j] - 32) * kIQ4NLValues[q] with the 6-bit ls[j] of
+// sub-block j (see iq4xs_scale); sub-block j's quants are qs[16 j .. 16 j + 15], nibbles as
+// IQ4_NL.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;              // bits 2j..2j+1: the high 2 bits of ls[j]
+  uint8_t scales_l[kQK_K / 64];   // nibble j % 2 of byte j / 2: the low 4 bits of ls[j]
+  uint8_t qs[kQK_K / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// x = 2^(e - 128) * kMXFP4Values[q] (e: an E8M0 exponent; 2^(e - 127) for the undoubled
+// levels). Nibbles as IQ4_NL. 17 bytes: blocks are only byte-aligned.
+struct BlockMXFP4 {
+  uint8_t e;
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockMXFP4) == 17);
+
+// The 6-bit scale (0..63, stored with +32 bias) of sub-block j (0..7) of an IQ4_XS block.
+inline int iq4xs_scale(int j, const BlockIQ4_XS& b) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) | (((b.scales_h >> (2 * j)) & 3) << 4);
+}
+
+// 2^(e - 128) as a float, exactly (e = 0 and 1 give the subnormals 2^-128 and 2^-127).
+inline float mxfp4_half_scale(uint8_t e) {
+  const uint32_t bits = e < 2 ? (0x00200000u << e) : (static_cast<uint32_t>(e) - 1u) << 23;
+  float f;
+  __builtin_memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
 // Unpacks the 6-bit scale and min of group j (0..7) of a Q4_K/Q5_K block.
 inline void kquant_scale_min(int j, const uint8_t* scales, uint8_t* sc, uint8_t* m) {
   if (j < 4) {

@@ -1,11 +1,12 @@
 // Scalar reference (de)quantization for every tensor type Hearth reads: F32, F16, BF16, the
-// legacy block types Q4_0..Q8_1 and the K-quants Q2_K..Q8_K. The quantizers reproduce the
+// legacy block types Q4_0..Q8_1, the K-quants Q2_K..Q8_K and the non-linear IQ4_NL, IQ4_XS and
+// MXFP4. The quantizers reproduce the
 // ecosystem's reference quantizers (the ones llama-quantize uses without an importance
 // matrix), so quantizing an F32 tensor here yields the bytes other tools write. Later SIMD
 // kernels are tested against these functions.
 //
-// Block pointers must be aligned to the block struct (2 bytes; 4 for Q8_K), which GGUF's
-// 32-byte tensor alignment guarantees. Per-type functions take n = a multiple of the block
+// Block pointers must be aligned to the block struct (2 bytes; 4 for Q8_K; 1 for MXFP4),
+// which GGUF's 32-byte tensor alignment guarantees. Per-type functions take n = a multiple of the block
 // size and do not check; the DType-dispatching functions check and return errors.
 #pragma once
 
@@ -31,6 +32,9 @@ void dequantize_row_q4_k(const BlockQ4_K* src, float* dst, int64_t n);
 void dequantize_row_q5_k(const BlockQ5_K* src, float* dst, int64_t n);
 void dequantize_row_q6_k(const BlockQ6_K* src, float* dst, int64_t n);
 void dequantize_row_q8_k(const BlockQ8_K* src, float* dst, int64_t n);
+void dequantize_row_iq4_nl(const BlockIQ4_NL* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const BlockIQ4_XS* src, float* dst, int64_t n);
+void dequantize_row_mxfp4(const BlockMXFP4* src, float* dst, int64_t n);
 
 // ---- per-type reference quantizers ----
 void quantize_row_q4_0(const float* src, BlockQ4_0* dst, int64_t n);
@@ -45,9 +49,15 @@ void quantize_row_q4_k(const float* src, BlockQ4_K* dst, int64_t n);
 void quantize_row_q5_k(const float* src, BlockQ5_K* dst, int64_t n);
 void quantize_row_q6_k(const float* src, BlockQ6_K* dst, int64_t n);
 void quantize_row_q8_k(const float* src, BlockQ8_K* dst, int64_t n);
+// IQ4_NL / IQ4_XS: the ecosystem's search without an importance matrix (weights x^2, 7 scale
+// tries each side); MXFP4: exponent floor(log2(amax)) - 2, each value to its nearest level.
+void quantize_row_iq4_nl(const float* src, BlockIQ4_NL* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, BlockIQ4_XS* dst, int64_t n);
+void quantize_row_mxfp4(const float* src, BlockMXFP4* dst, int64_t n);
 
 // ---- dispatch by type ----
-// True for the types this module converts: F32, F16, BF16, Q4_0..Q8_1, Q2_K..Q8_K.
+// True for the types this module converts: F32, F16, BF16, Q4_0..Q8_1, Q2_K..Q8_K, IQ4_NL,
+// IQ4_XS and MXFP4.
 bool dtype_convertible(DType type);
 
 // Converts n elements of `type` at src into floats. Errors: unsupported type, n not a

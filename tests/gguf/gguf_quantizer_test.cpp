@@ -17,7 +17,13 @@
 namespace hearth::gguf {
 namespace {
 
-std::string random_model(const std::string& type) { return test::models_dir() + "/random/llama-" + type + ".gguf"; }
+// The shared llama file of a type: models/random, or shared/next/models for the newer formats.
+std::string random_model(const std::string& type) {
+  const std::string path = test::models_dir() + "/random/llama-" + type + ".gguf";
+  if (test::file_exists(path)) return path;
+  const std::string next = test::shared_dir() + "/next/models/llama-" + type + ".gguf";
+  return test::file_exists(next) ? next : path;
+}
 
 struct Case {
   const char* type;
@@ -55,7 +61,11 @@ TEST_P(QuantizeLikeLlamaCpp, F32SourceGivesLlamaQuantizeTypesAndBytes) {
   }
 }
 
-TEST_P(QuantizeLikeLlamaCpp, F16SourceDequantizesCloseToTheSource) {
+// From F16 for the types whose quantizers are cheap (the IQ4 searches cost ~10 s a file under
+// ASan; their bytes are checked from F32 above and their error bounds in the tensor tests).
+class QuantizeFromF16 : public QuantizeLikeLlamaCpp {};
+
+TEST_P(QuantizeFromF16, F16SourceDequantizesCloseToTheSource) {
   const Case c = GetParam();
   HEARTH_REQUIRE_FILE(random_model("F16"));
   const std::string dir = test::make_temp_dir();
@@ -84,9 +94,14 @@ TEST_P(QuantizeLikeLlamaCpp, F16SourceDequantizesCloseToTheSource) {
   }
 }
 
-// Bounds: a 4-bit block type keeps about 10% relative RMS error on Gaussian weights, Q6_K
+// Bounds: a 4-bit block type (IQ4 included) keeps about 10% relative RMS error on Gaussian weights, Q6_K
 // about 2.5%, Q8_0 about 0.5%; the mixes' Q6_K tensors only lower it.
 INSTANTIATE_TEST_SUITE_P(Types, QuantizeLikeLlamaCpp,
+                         ::testing::Values(Case{"Q8_0", 0.008}, Case{"Q4_0", 0.13}, Case{"Q4_K_M", 0.11},
+                                           Case{"Q5_K_M", 0.055}, Case{"Q6_K", 0.03}, Case{"IQ4_NL", 0.11},
+                                           Case{"IQ4_XS", 0.11}),
+                         [](const auto& info) { return std::string(info.param.type); });
+INSTANTIATE_TEST_SUITE_P(Types, QuantizeFromF16,
                          ::testing::Values(Case{"Q8_0", 0.008}, Case{"Q4_0", 0.13}, Case{"Q4_K_M", 0.11},
                                            Case{"Q5_K_M", 0.055}, Case{"Q6_K", 0.03}),
                          [](const auto& info) { return std::string(info.param.type); });
@@ -122,7 +137,8 @@ TEST(Quantize, RefusesAnAlreadyQuantizedSourceAndUnknownTypes) {
   for (const char* bad : {"q3_k_xl", "", "Q4_K_M "}) {
     auto t = quantize_type_from_name(bad);
     ASSERT_FALSE(t.ok()) << bad;
-    EXPECT_NE(t.error().message.find("supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K"), std::string::npos);
+    EXPECT_NE(t.error().message.find("supported types are F16, Q8_0, Q4_0, Q4_K_M, Q5_K_M, Q6_K, IQ4_NL, IQ4_XS"),
+              std::string::npos);
   }
   EXPECT_EQ(*quantize_type_from_name("q4_k_m"), FileType::kQ4_K_M);
   EXPECT_EQ(*quantize_type_from_name("Q5_K_M"), FileType::kQ5_K_M);
@@ -161,6 +177,33 @@ TEST(Quantize, RowsThatDoNotFitTheBlockFallBackToACompatibleType) {
   EXPECT_EQ(f->find_tensor("blk.0.attn_norm.weight")->type, DType::kF32);
   EXPECT_EQ(f->find_tensor("output.weight")->type, DType::kQ8_0);
   EXPECT_EQ(f->get_or<uint32_t>("general.file_type", 0), 15u);
+}
+
+}  // namespace
+}  // namespace hearth::gguf
+
+namespace hearth::gguf {
+namespace {
+
+// The IQ4 mixes' rules that the shared llama file (n_head / n_head_kv < 4, 2 layers) does not
+// exercise: attn_v and the first eighth of ffn_down go to Q5_K, IQ4_XS rows that are not a
+// multiple of 256 fall back to IQ4_NL, the output matrix takes Q6_K.
+TEST(QuantMix, IQ4MixRules) {
+  for (FileType ft : {FileType::kIQ4_NL, FileType::kIQ4_XS}) {
+    const DType base = ft == FileType::kIQ4_NL ? DType::kIQ4_NL : DType::kIQ4_XS;
+    TensorRole v{"blk.3.attn_v.weight", 4096, 1024, true, false, 3, 32, 4};
+    EXPECT_EQ(tensor_type_for(ft, v), DType::kQ5_K);
+    v.n_gqa = 2;
+    EXPECT_EQ(tensor_type_for(ft, v), base);
+    TensorRole down{"blk.3.ffn_down.weight", 4096, 4096, true, false, 3, 32, 1};
+    EXPECT_EQ(tensor_type_for(ft, down), DType::kQ5_K);  // layer 3 < 32 / 8
+    down.layer = 4;
+    EXPECT_EQ(tensor_type_for(ft, down), base);
+    TensorRole out{"output.weight", 4096, 32000, true, true, -1, 0, 1};
+    EXPECT_EQ(tensor_type_for(ft, out), DType::kQ6_K);
+    TensorRole odd{"blk.0.attn_q.weight", 96, 96, true, false, 0, 32, 1};
+    EXPECT_EQ(tensor_type_for(ft, odd), DType::kIQ4_NL);
+  }
 }
 
 }  // namespace

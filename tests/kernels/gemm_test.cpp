@@ -37,7 +37,9 @@ TEST(Gemm, MatchesScalarReference) {
   const Case cases[] = {{DType::kQ4_0, 32 * 37, true}, {DType::kQ5_0, 32 * 37, true}, {DType::kQ8_0, 32 * 37, true},
                         {DType::kQ4_0, 64, true},        {DType::kQ4_K, 256 * 5, true},  {DType::kQ6_K, 256 * 5, true},
                         {DType::kQ6_K, 256, true},       {DType::kF16, 16 * 37, false},  {DType::kF16, 1000, false},
-                        {DType::kF16, 2048 + 16 * 37, false}};  // F16: two column runs, the second short
+                        {DType::kF16, 2048 + 16 * 37, false},  // F16: two column runs, the second short
+                        {DType::kIQ4_NL, 32 * 37, true}, {DType::kMXFP4, 32 * 37, true}, {DType::kMXFP4, 64, true},
+                        {DType::kIQ4_XS, 256 * 5, true}, {DType::kIQ4_XS, 256, true}};
   const int64_t rows = 37;
   ThreadPool pool(2);
   int checked = 0;

@@ -56,7 +56,8 @@ void reference_matmul(const WeightView& w, const float* x, int64_t n_tokens, std
 
 const DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
                         DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
-                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                        DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                        DType::kMXFP4};
 
 TEST(Matmul, RandomMatricesEveryTypeEveryVariant) {
   const int64_t cols = 512, rows = 37;
@@ -177,16 +178,22 @@ TEST(Matmul, RealModelTensors) {
                          "llama-Q4_1.gguf", "llama-Q5_0.gguf", "llama-Q5_1.gguf", "llama-Q8_0.gguf",
                          "llama-Q2_K.gguf", "llama-Q3_K_M.gguf", "llama-Q4_K_M.gguf", "llama-Q5_K_M.gguf",
                          "llama-Q6_K.gguf"};
+  // The newer formats (shared/next/models); gpt-oss's MXFP4 tensors are 3-D expert stacks, of
+  // which the first expert's matrix is used.
+  const std::string next = ::hearth::test::shared_dir() + "/next/models";
+  std::vector<std::string> paths;
+  for (const char* name : files) paths.push_back(models + "/" + name);
+  for (const char* name : {"llama-IQ4_NL.gguf", "llama-IQ4_XS.gguf", "gpt-oss-MXFP4.gguf"}) paths.push_back(next + "/" + name);
   ThreadPool pool(2);
   int checked = 0;
   bool seen[kDTypeSlots] = {};
-  for (const char* name : files) {
-    const std::string path = models + "/" + name;
+  for (const std::string& path : paths) {
+    const std::string name = path.substr(path.rfind('/') + 1);
     HEARTH_REQUIRE_FILE(path);
     auto file = gguf::File::open(path);
     ASSERT_TRUE(file.ok()) << file.error().to_string();
     for (const gguf::TensorInfo& t : file->tensors()) {
-      if (t.shape.size() != 2 || kernels_for(CpuVariant::kScalar).vec_dot[static_cast<int>(t.type)] == nullptr) continue;
+      if (t.shape.size() < 2 || t.shape.size() > 3 || kernels_for(CpuVariant::kScalar).vec_dot[static_cast<int>(t.type)] == nullptr) continue;
       if (seen[static_cast<int>(t.type)]) continue;
       seen[static_cast<int>(t.type)] = true;
       const int64_t cols = t.shape[0];
@@ -207,7 +214,7 @@ TEST(Matmul, RealModelTensors) {
       ++checked;
     }
   }
-  EXPECT_GE(checked, 13);  // every weight type appears in at least one model
+  EXPECT_GE(checked, 16);  // every weight type appears in at least one model
 }
 
 }  // namespace

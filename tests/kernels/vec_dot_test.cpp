@@ -20,7 +20,8 @@ using test::random_floats;
 
 const DType kWeightTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ4_0, DType::kQ4_1,
                               DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
-                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                              DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS,
+                              DType::kMXFP4};
 
 struct DotCase {
   std::vector<uint8_t> weight;      // one row of the weight type
@@ -103,7 +104,7 @@ TEST(VecDot, SimdVariantsMatchScalarReference) {
         const float want = ref.vec_dot[slot](n, c.weight.data(), c.activation.data());
         const float got = t.vec_dot[slot](n, c.weight.data(), c.activation.data());
         const bool kquant = w == DType::kQ2_K || w == DType::kQ3_K || w == DType::kQ4_K || w == DType::kQ5_K ||
-                            w == DType::kQ6_K;
+                            w == DType::kQ6_K || w == DType::kIQ4_XS;
         if (kquant) {
           EXPECT_EQ(got, want);  // same integer sums, same float operations
         } else {
@@ -122,7 +123,7 @@ TEST(VecDot, ExtremeQuantsDoNotOverflow) {
   for (CpuVariant v : test::variants_under_test()) {
     const KernelTable& t = kernels_for(v);
     for (DType w : {DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ8_0, DType::kQ2_K, DType::kQ3_K,
-                    DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+                    DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS, DType::kMXFP4}) {
       SCOPED_TRACE(test::variant_label(v) + " " + std::string(dtype_name(w)));
       for (const auto* src : {&ones, &neg}) {
         std::vector<uint8_t> wq = bytes_of(w, n);

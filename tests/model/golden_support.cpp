@@ -47,6 +47,12 @@ std::vector<std::string> golden_stems() {
   return stems;
 }
 
+std::string next_reference_dir() { return shared_dir() + "/next/reference"; }
+
+std::string next_model_path_for_stem(const std::string& stem) { return shared_dir() + "/next/models/" + stem + ".gguf"; }
+
+std::vector<std::string> next_golden_stems() { return {"llama-IQ4_NL", "llama-IQ4_XS"}; }
+
 std::unique_ptr<GoldenRunner> GoldenRunner::open(const std::string& path, int32_t n_ctx) {
   auto r = std::make_unique<GoldenRunner>();
   auto m = model::Model::load(path);

@@ -32,6 +32,13 @@ std::string model_path_for_stem(const std::string& stem);
 // Every golden stem listed in summary.json.
 std::vector<std::string> golden_stems();
 
+// shared/next: goldens from a newer llama.cpp for newer formats and architectures, kept apart
+// from shared/reference; same layout (summary.json, tolerances.json, one folder per stem).
+std::string next_reference_dir();
+std::string next_model_path_for_stem(const std::string& stem);
+// The shared/next stems this engine is checked against (each added when its support lands).
+std::vector<std::string> next_golden_stems();
+
 // A model with a KV cache sized for `n_ctx` tokens and one sequence.
 struct GoldenRunner {
   std::unique_ptr<model::Model> model;

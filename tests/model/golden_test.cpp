@@ -2,7 +2,8 @@
 // logits at every prompt position and along the greedy continuation (teacher-forced with the
 // golden tokens) within the README's tolerances, top-1 agreement wherever the golden margin
 // clears the gate, and for bert the pooled embedding and per-token hidden states. Runs once
-// per CPU variant this machine supports.
+// per CPU variant this machine supports. The shared/next goldens this engine covers (newer
+// formats) run the same way against their own reference folder.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -19,6 +20,9 @@ namespace {
 struct GoldenCase {
   std::string stem;
   kernels::CpuVariant variant;
+  bool next = false;  // a shared/next golden
+  std::string reference() const { return next ? next_reference_dir() : reference_dir(); }
+  std::string model_path() const { return next ? next_model_path_for_stem(stem) : model_path_for_stem(stem); }
 };
 
 std::vector<GoldenCase> all_cases() {
@@ -26,13 +30,16 @@ std::vector<GoldenCase> all_cases() {
   for (const auto& stem : golden_stems()) {
     for (auto v : kernels::supported_cpu_variants()) cases.push_back({stem, v});
   }
+  for (const auto& stem : next_golden_stems()) {
+    for (auto v : kernels::supported_cpu_variants()) cases.push_back({stem, v, true});
+  }
   return cases;
 }
 
-std::vector<std::string> golden_files(const std::string& stem) {
+std::vector<std::string> golden_files(const std::string& reference, const std::string& stem) {
   std::vector<std::string> files;
   std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(reference_dir() + "/" + stem, ec)) {
+  for (const auto& e : std::filesystem::directory_iterator(reference + "/" + stem, ec)) {
     std::string name = e.path().filename().string();
     if (e.path().extension() == ".json" && name != "perplexity.json") files.push_back(e.path().string());
   }
@@ -84,13 +91,14 @@ void check_embedding_golden(GoldenRunner& r, const nlohmann::json& g, const nloh
 TEST_P(Golden, MatchesLlamaCpp) {
   const GoldenCase& c = GetParam();
   ASSERT_TRUE(kernels::set_cpu_variant_for_testing(c.variant).ok());
-  HEARTH_REQUIRE_FILE(reference_dir() + "/summary.json");
-  const std::string path = model_path_for_stem(c.stem);
+  const std::string reference = c.reference();
+  HEARTH_REQUIRE_FILE(reference + "/summary.json");
+  const std::string path = c.model_path();
   HEARTH_REQUIRE_FILE(path);
-  auto summary = load_json(reference_dir() + "/summary.json");
-  auto tolerances = load_json(reference_dir() + "/tolerances.json");
+  auto summary = load_json(reference + "/summary.json");
+  auto tolerances = load_json(reference + "/tolerances.json");
   ASSERT_TRUE(tolerances.is_object());
-  auto files = golden_files(c.stem);
+  auto files = golden_files(reference, c.stem);
   ASSERT_FALSE(files.empty());
   auto runner = GoldenRunner::open(path, 512);
   ASSERT_NE(runner, nullptr);
@@ -111,7 +119,8 @@ TEST_P(Golden, MatchesLlamaCpp) {
 }
 
 std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
-  std::string name = info.param.stem + "_" + std::string(kernels::cpu_variant_name(info.param.variant));
+  std::string name = (info.param.next ? "next_" : "") + info.param.stem + "_" +
+                     std::string(kernels::cpu_variant_name(info.param.variant));
   for (char& ch : name) {
     if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
   }

@@ -54,7 +54,8 @@ constexpr TypeBound kBounds[] = {
     {DType::kF16, 3e-4},  {DType::kBF16, 3e-3}, {DType::kQ8_0, 0.006}, {DType::kQ8_1, 0.006},
     {DType::kQ4_0, 0.13}, {DType::kQ4_1, 0.12}, {DType::kQ5_0, 0.065}, {DType::kQ5_1, 0.06},
     {DType::kQ2_K, 0.42}, {DType::kQ3_K, 0.23}, {DType::kQ4_K, 0.11},  {DType::kQ5_K, 0.055},
-    {DType::kQ6_K, 0.028}, {DType::kQ8_K, 0.009},
+    {DType::kQ6_K, 0.028}, {DType::kQ8_K, 0.009}, {DType::kIQ4_NL, 0.1}, {DType::kIQ4_XS, 0.1},
+    {DType::kMXFP4, 0.15},
 };
 
 TEST(QuantizeRoundTrip, RandomDataWithinBounds) {

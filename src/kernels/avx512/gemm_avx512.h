@@ -139,6 +139,14 @@ inline void transpose_16x4_epi32(const uint8_t* const row[16], size_t at, __m512
   out[3] = _mm512_unpackhi_epi64(t1, t3);
 }
 
+// The 16 levels of a non-linear 4-bit type (IQ4, MXFP4) plus 128, as unsigned bytes in every
+// 128-bit lane, for _mm512_shuffle_epi8 (VPDPBUSD wants unsigned weights).
+inline __m512i offset_level_table(const int8_t* levels) {
+  alignas(16) uint8_t biased[16];
+  for (int i = 0; i < 16; ++i) biased[i] = static_cast<uint8_t>(levels[i] + 128);
+  return _mm512_broadcast_i32x4(_mm_load_si128(reinterpret_cast<const __m128i*>(biased)));
+}
+
 inline __m256i load256u(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)); }
 
 // Most tokens whose activations and row sums one pass over a panel keeps at hand.

@@ -1,4 +1,4 @@
-// AVX-512 VNNI whole-matrix kernels for Q4_K and Q6_K weights with Q8_K activations. Packing
+// AVX-512 VNNI whole-matrix kernels for Q4_K, Q6_K and IQ4_XS weights with Q8_K activations. Packing
 // turns each super-block of 16 rows into unsigned quants (Q4_K: 0..15, Q6_K: 0..63) laid out
 // for VPDPBUSD (lane r = row r) plus the rows' integer group scales, so each group's dot product
 // is multiplied by its scale in 32-bit integers, exactly as the reference sums them; the group
@@ -7,7 +7,10 @@
 // bit-identical to the scalar reference whatever the number of tokens.
 // Both types read either GGUF rows (transposed as they are read) or interleaved panels
 // (interleaved_layout.h); Q4_K has one direct decode path for both, Q6_K one per layout (its
-// GGUF-row path works a row at a time, its interleaved one 16 rows at a time).
+// GGUF-row path works a row at a time, its interleaved one 16 rows at a time). IQ4_XS packs its
+// levels + 128 as unsigned bytes and its signed sub-block scales; 128 times each group's
+// activation sum times its scale (VPDPWSSD) is taken off, which leaves the reference's integer
+// sum; it reads GGUF rows only, multiplying them directly for 1-2 tokens.
 #include <immintrin.h>
 
 #include <utility>
@@ -639,9 +642,149 @@ void interleave_q6k_panel(const uint8_t* src, size_t row_bytes, int64_t cols, in
   }
 }
 
+// ---- IQ4_XS ----
+// Packed super-block: 64 quant registers (register 8g + c: sub-block g, elements 4c..4c+3, as
+// level + 128), 8 registers of sub-block scales (int32, -32..31), 4 of scale pairs (int16
+// s[2p], s[2p+1]) for the offset correction, then d.
+struct IQ4XSLayout {
+  static constexpr int kScales = 64 * 64;
+  static constexpr int kPairs = kScales + 8 * 64;
+  static constexpr int kD = kPairs + 4 * 64;
+  static constexpr int kBytes = kD + 64;
+};
+
+struct IQ4_XSKernel {
+  static constexpr int kBlockCols = kQK_K;
+  static constexpr int kPackedBlockBytes = IQ4XSLayout::kBytes;
+  static constexpr int kRunBlocks = 2;
+  static constexpr int kTile = 8;
+  static constexpr int kDirectTokens = 2;
+
+  // Super-block sb of each row: the 8 sub-block scales (int32, -32..31), the same as int16
+  // pairs (s[2p], s[2p+1]) for the offset correction, and d.
+  static void load_scales(const PanelRows& rows, int64_t sb, __m512i sc[8], __m512i pairs[4], __m512& d) {
+    const size_t at = static_cast<size_t>(sb) * sizeof(BlockIQ4_XS);
+    const __m512i head = rows.gather_i32(at);     // d (low half), scales_h (high half)
+    const __m512i low = rows.gather_i32(at + 4);  // scales_l: nibble g = low 4 bits of scale g
+    const __m512i high = _mm512_srli_epi32(head, 16);
+    for (int g = 0; g < 8; ++g) {
+      const __m512i l = _mm512_and_si512(_mm512_srli_epi32(low, 4 * g), _mm512_set1_epi32(0xF));
+      const __m512i h = _mm512_and_si512(_mm512_srli_epi32(high, 2 * g), _mm512_set1_epi32(3));
+      sc[g] = _mm512_sub_epi32(_mm512_or_si512(l, _mm512_slli_epi32(h, 4)), _mm512_set1_epi32(32));
+    }
+    for (int p = 0; p < 4; ++p) {
+      pairs[p] = _mm512_or_si512(_mm512_and_si512(sc[2 * p], _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(sc[2 * p + 1], 16));
+    }
+    d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(head));
+  }
+
+  // Sub-block g of super-block sb of each row as 8 registers of level + 128 (register c:
+  // elements 4c..4c+3).
+  static void quants(const PanelRows& rows, int64_t sb, int g, __m512i q[8]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = offset_level_table(kIQ4NLValues);
+    __m512i bytes[4];  // qs bytes 16g..16g+15: elements 0..15 low nibbles, 16..31 high
+    transpose_16x4_epi32(rows.row, static_cast<size_t>(sb) * sizeof(BlockIQ4_XS) + 8 + 16 * g, bytes);
+    for (int c = 0; c < 4; ++c) {
+      q[c] = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes[c], low4));
+      q[c + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes[c], 4), low4));
+    }
+  }
+
+  // The float step of one super-block for token t: acc += (d_w * d_a) * (sumi - 128 * offset).
+  static __m512 finish(__m512 acc, __m512i sumi, const __m512i pairs[4], __m512 dw, const uint8_t* rec) {
+    __m512i offset = _mm512_setzero_si512();  // sum over sub-blocks of scale * activation sum
+    for (int p = 0; p < 4; ++p) offset = _mm512_dpwssd_epi32(offset, pairs[p], _mm512_set1_epi32(load_i32(rec + 48 + 4 * p)));
+    const __m512i isum = _mm512_sub_epi32(sumi, _mm512_slli_epi32(offset, 7));
+    float da;
+    std::memcpy(&da, rec, sizeof da);
+    return _mm512_add_ps(acc, _mm512_mul_ps(_mm512_mul_ps(dw, _mm512_set1_ps(da)), _mm512_cvtepi32_ps(isum)));
+  }
+
+  static void pack(const PanelRows& rows, int64_t first_block, int n_blocks, uint8_t* out) {
+    for (int b = 0; b < n_blocks; ++b) {
+      uint8_t* dst = out + b * kPackedBlockBytes;
+      for (int g = 0; g < 8; ++g) {
+        __m512i q[8];
+        quants(rows, first_block + b, g, q);
+        for (int c = 0; c < 8; ++c) _mm512_store_si512(dst + 64 * (8 * g + c), q[c]);
+      }
+      __m512i sc[8], pairs[4];
+      __m512 d;
+      load_scales(rows, first_block + b, sc, pairs, d);
+      for (int g = 0; g < 8; ++g) _mm512_store_si512(dst + IQ4XSLayout::kScales + 64 * g, sc[g]);
+      for (int p = 0; p < 4; ++p) _mm512_store_si512(dst + IQ4XSLayout::kPairs + 64 * p, pairs[p]);
+      _mm512_store_ps(dst + IQ4XSLayout::kD, d);
+    }
+  }
+
+  // 1..2 tokens: each sub-block of the 16 rows is transposed and multiplied right away.
+  static void direct(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                     int n_tokens, float* sums, StreamAhead& ahead) {
+    if (n_tokens == 1) {
+      direct_tokens<1>(rows, n_blocks, act, stride, cols, sums, ahead);
+    } else {
+      direct_tokens<2>(rows, n_blocks, act, stride, cols, sums, ahead);
+    }
+  }
+
+  template <int T>
+  static void direct_tokens(const PanelRows& rows, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
+                            float* sums, StreamAhead& ahead) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
+    for (int64_t sb = 0; sb < n_blocks; ++sb) {
+      const int8_t* qs[T];
+      const uint8_t* rec[T];
+      token_rows<T>(act, stride, cols, sb, qs, rec);
+      __m512i sc[8], pairs[4];
+      __m512 dw;
+      load_scales(rows, sb, sc, pairs, dw);
+      __m512i sumi[T];
+      for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+      for (int g = 0; g < 8; ++g) {
+        if (g % 2 == 0) ahead.read(16 * sizeof(BlockIQ4_XS) / 4);
+        __m512i q[8];
+        quants(rows, sb, g, q);
+        for (int t = 0; t < T; ++t) {
+          __m512i dot = _mm512_setzero_si512();
+          for (int c = 0; c < 8; ++c) {
+            dot = _mm512_dpbusd_epi32(dot, q[c], _mm512_set1_epi32(load_i32(qs[t] + 32 * g + 4 * c)));
+          }
+          sumi[t] = _mm512_add_epi32(sumi[t], _mm512_mullo_epi32(dot, sc[g]));
+        }
+      }
+      for (int t = 0; t < T; ++t) acc[t] = finish(acc[t], sumi[t], pairs, dw, rec[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
+
+  template <int T>
+  static void micro(const uint8_t* packed, int n_blocks, int64_t first_block, const uint8_t* act, size_t stride,
+                    int64_t cols, float* sums, bool first_run) {
+    __m512 acc[T];
+    for (int t = 0; t < T; ++t) acc[t] = first_run ? _mm512_setzero_ps() : _mm512_load_ps(sums + 16 * t);
+    for (int b = 0; b < n_blocks; ++b) {
+      const uint8_t* w = packed + b * kPackedBlockBytes;
+      const int8_t* qs[T];
+      const uint8_t* rec[T];
+      token_rows<T>(act, stride, cols, first_block + b, qs, rec);
+      __m512i sumi[T];
+      for (int t = 0; t < T; ++t) sumi[t] = _mm512_setzero_si512();
+      add_scaled_group_dots<T, 8, 8>(w, w + IQ4XSLayout::kScales, qs, sumi);
+      const __m512 dw = _mm512_load_ps(w + IQ4XSLayout::kD);
+      __m512i pairs[4];
+      for (int p = 0; p < 4; ++p) pairs[p] = _mm512_load_si512(w + IQ4XSLayout::kPairs + 64 * p);
+      for (int t = 0; t < T; ++t) acc[t] = finish(acc[t], sumi[t], pairs, dw, rec[t]);
+    }
+    for (int t = 0; t < T; ++t) _mm512_store_ps(sums + 16 * t, acc[t]);
+  }
+};
+
 }  // namespace
 
 void fill_avx512_gemm_kquant_kernels(KernelTable& t) {
+  t.gemm[static_cast<int>(DType::kIQ4_XS)] = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<IQ4_XSKernel>};
   auto& q4k = t.gemm[static_cast<int>(DType::kQ4_K)];
   q4k = {q8k_act_row_bytes, prepare_act_q8k, gemm_drive<Q4_KKernel<Q4KRows>>};
   q4k.run_interleaved = gemm_drive<Q4_KKernel<Q4KInterleaved>>;

@@ -1,10 +1,11 @@
 // AVX-512 VNNI whole-matrix kernels for the weight types that pair with Q8_0 activations: Q4_0,
-// Q5_0 and Q8_0. Weights are packed 16 rows at a time into unsigned bytes (Q4_0: q, Q5_0: q,
-// Q8_0: q + 128), so one VPDPBUSD adds 4 products for each of 16 rows; the activation's block
-// sum times the weight's offset (8, 16 or 128) is subtracted once per block, which leaves
-// exactly the integer dot product of the reference. The float part is the reference's too:
-// per block, sum += (float)isum * (d_w * d_a), in block order, so results equal the scalar
-// reference bit for bit (and do not depend on how many tokens share a call).
+// Q5_0, Q8_0, IQ4_NL and MXFP4. Weights are packed 16 rows at a time into unsigned bytes (Q4_0:
+// q, Q5_0: q, Q8_0: q + 128, IQ4_NL and MXFP4: their level + 128), so one VPDPBUSD adds 4
+// products for each of 16 rows; the activation's block sum times the weight's offset (8, 16 or
+// 128) is subtracted once per block, which leaves exactly the integer dot product of the
+// reference. The float part is the reference's too: per block, sum += (float)isum * (d_w * d_a),
+// in block order, so results equal the scalar reference bit for bit (and do not depend on how
+// many tokens share a call).
 // Each kernel reads either GGUF rows, transposing every block of 16 rows as it goes, or
 // interleaved panels (interleaved_layout.h), where the transposed registers are stored ready;
 // Q4_0 and Q8_0 have both, Q5_0 only the first.
@@ -13,6 +14,7 @@
 #include <utility>
 
 #include "kernels/avx512/gemm_avx512.h"
+#include "kernels/isa_local.h"
 #include "kernels/kernel_table.h"
 #include "tensor/quant_blocks.h"
 
@@ -162,6 +164,32 @@ struct Q5_0Loader {
   }
 };
 
+// IQ4_NL and MXFP4: nibbles as Q4_0 (codes at byte offset kCodesAt of a block), looked up.
+template <const int8_t* kLevels, size_t kBlockSize, size_t kCodesAt>
+struct LevelsLoader {
+  static constexpr size_t kBlockBytes = kBlockSize;
+  static void load(const PanelRows& rows, size_t at, __m512i q[8]) {
+    const __m512i low4 = _mm512_set1_epi8(0x0F);
+    const __m512i table = offset_level_table(kLevels);
+    __m512i bytes[4];
+    transpose_16x4_epi32(rows.row, at + kCodesAt, bytes);
+    for (int j = 0; j < 4; ++j) {
+      q[j] = _mm512_shuffle_epi8(table, _mm512_and_si512(bytes[j], low4));
+      q[j + 4] = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(bytes[j], 4), low4));
+    }
+  }
+};
+using IQ4_NLLoader = LevelsLoader<kIQ4NLValues, sizeof(BlockIQ4_NL), 2>;
+
+// MXFP4's scale is the E8M0 byte in front of the codes, 2^(e - 128).
+struct MXFP4Loader : LevelsLoader<kMXFP4Values, sizeof(BlockMXFP4), 1> {
+  static __m512 scales(const PanelRows& rows, size_t at) {
+    alignas(64) float s[16];
+    for (int r = 0; r < 16; ++r) s[r] = isa_local::mxfp4_half_scale(rows.row[r][at]);
+    return _mm512_load_ps(s);
+  }
+};
+
 // Where a legacy kernel reads its blocks: quants(panel, b, q) fills q with block b of the
 // panel's 16 rows as the micro-kernel wants it, and scales(panel, b) gives the rows' scales.
 
@@ -174,7 +202,12 @@ struct RowBlocks {
     Loader::load(rows, static_cast<size_t>(b) * kBlockBytes, q);
   }
   static __m512 scales(const PanelRows& rows, int64_t b) {
-    return rows.gather_f16(static_cast<size_t>(b) * kBlockBytes);  // every legacy block starts with its scale
+    const size_t at = static_cast<size_t>(b) * kBlockBytes;
+    if constexpr (requires { Loader::scales(rows, at); }) {
+      return Loader::scales(rows, at);
+    } else {
+      return rows.gather_f16(at);  // the other blocks start with their F16 scale
+    }
   }
 };
 
@@ -295,6 +328,8 @@ struct LegacyKernel {
 using Q8_0Kernel = LegacyKernel<RowBlocks<Q8_0Loader>>;
 using Q4_0Kernel = LegacyKernel<RowBlocks<Q4_0Loader>>;
 using Q5_0Kernel = LegacyKernel<RowBlocks<Q5_0Loader>>;
+using IQ4_NLKernel = LegacyKernel<RowBlocks<IQ4_NLLoader>>;
+using MXFP4Kernel = LegacyKernel<RowBlocks<MXFP4Loader>>;
 using InterleavedQ8_0Kernel = LegacyKernel<InterleavedQ8_0>;
 using InterleavedQ4_0Kernel = LegacyKernel<InterleavedQ4_0>;
 
@@ -339,6 +374,8 @@ void fill_avx512_gemm_q8_kernels(KernelTable& t) {
   q8 = {q8_act_row_bytes, prepare_act_q8<128>, gemm_drive<Q8_0Kernel>};
   q8.run_interleaved = gemm_drive<InterleavedQ8_0Kernel>;
   q8.interleave_panel = interleave_legacy_panel<8>;
+  t.gemm[static_cast<int>(DType::kIQ4_NL)] = {q8_act_row_bytes, prepare_act_q8<128>, gemm_drive<IQ4_NLKernel>};
+  t.gemm[static_cast<int>(DType::kMXFP4)] = {q8_act_row_bytes, prepare_act_q8<128>, gemm_drive<MXFP4Kernel>};
 }
 
 }  // namespace hearth::kernels

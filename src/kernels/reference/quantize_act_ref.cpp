@@ -77,6 +77,9 @@ void fill_reference_kernels(KernelTable& t) {
   t.vec_dot[slot(DType::kQ4_K)] = r::vec_dot_q4_k;
   t.vec_dot[slot(DType::kQ5_K)] = r::vec_dot_q5_k;
   t.vec_dot[slot(DType::kQ6_K)] = r::vec_dot_q6_k;
+  t.vec_dot[slot(DType::kIQ4_NL)] = r::vec_dot_iq4_nl;
+  t.vec_dot[slot(DType::kIQ4_XS)] = r::vec_dot_iq4_xs;
+  t.vec_dot[slot(DType::kMXFP4)] = r::vec_dot_mxfp4;
   t.quantize_act[slot(DType::kF16)] = r::quantize_act_f16;
   t.quantize_act[slot(DType::kBF16)] = r::quantize_act_bf16;
   t.quantize_act[slot(DType::kQ8_0)] = r::quantize_act_q8_0;

@@ -26,6 +26,11 @@ float vec_dot_q4_k(int64_t n, const void* w, const void* a);
 float vec_dot_q5_k(int64_t n, const void* w, const void* a);
 float vec_dot_q6_k(int64_t n, const void* w, const void* a);
 
+// ---- non-linear 4-bit types: IQ4_NL . Q8_0, MXFP4 . Q8_0, IQ4_XS . Q8_K ----
+float vec_dot_iq4_nl(int64_t n, const void* w, const void* a);
+float vec_dot_mxfp4(int64_t n, const void* w, const void* a);
+float vec_dot_iq4_xs(int64_t n, const void* w, const void* a);
+
 // ---- activation converters (x86 ecosystem semantics: Q8_0/Q8_1 use id = 127/amax and
 // round half to even; Q8_K is the reference Q8_K quantizer) ----
 void quantize_act_f16(const float* x, void* dst, int64_t n);
