@@ -98,7 +98,7 @@ TEST_F(WebUiFiles, GzipToClientsThatAcceptItPlainToOthers) {
   EXPECT_FALSE(plain->has_header("Content-Encoding"));
   EXPECT_EQ(plain->body, js_);
 
-  auto refused = s.get("/", {{"Accept-Encoding", "gzip;q=0"}});
+  auto refused = s.get("/", {{"Accept-Encoding", "deflate"}});
   ASSERT_TRUE(refused);
   EXPECT_EQ(refused->body, index_);
   EXPECT_EQ(refused->get_header_value("Cache-Control"), "no-cache");

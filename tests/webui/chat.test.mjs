@@ -121,7 +121,7 @@ describe('web UI: chat', { skip }, () => {
     const stats = await answer.getByTestId('stats').textContent();
     assert.match(stats, /tok\/s/);
     assert.match(stats, /prompt \d+/);
-    assert.match(stats, /context \d+\/1024/);
+    assert.match(stats, /context \d+\/512 \(\d+%\)/, stats); // --ctx-size 1024 over 2 slots
     const [conv] = await storedConversations(page);
     const stored = Object.values(conv.messages).find((m) => m.role === 'assistant');
     assert.ok(stored.content.length > 0);
@@ -201,7 +201,7 @@ describe('web UI: chat', { skip }, () => {
     await throttle(page, 0);
     const req = await resumed;
     assert.ok(Number(new URL(req.url()).searchParams.get('from')) > 0, 'resumes from the saved offset, not from 0');
-    await page.getByRole('button', { name: 'One day' }).click();
+    await page.getByRole('button', { name: 'One day', exact: true }).click();
     await waitDone(answers(page).last());
     const msg = (await storedConversations(page)).flatMap((c) => Object.values(c.messages)).find((m) => m.role === 'assistant' && m.content.startsWith(before.content) && m.status === 'done' && !m.streamId && m.createdAt === before.createdAt);
     assert.ok(msg, 'the resumed answer continues the saved one');
@@ -212,7 +212,7 @@ describe('web UI: chat', { skip }, () => {
     await context.close();
     await open();
     await page.goto(server.url + '/');
-    await page.getByRole('button', { name: 'Once upon a time' }).click();
+    await page.getByRole('button', { name: 'Once upon a time', exact: true }).click();
     assert.equal(await users(page).count(), 2);
     assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), 'dark');
     await page.getByRole('button', { name: 'Settings' }).click();
@@ -222,8 +222,8 @@ describe('web UI: chat', { skip }, () => {
 
   it('search, rename and delete conversations', async () => {
     await page.getByRole('searchbox', { name: 'Search conversations' }).fill('one day');
-    await page.getByRole('button', { name: 'One day' }).waitFor();
-    assert.equal(await page.getByRole('button', { name: 'Once upon a time' }).count(), 0);
+    await page.getByRole('button', { name: 'One day', exact: true }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Once upon a time', exact: true }).count(), 0);
     await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
     await page.getByRole('button', { name: 'Rename One day' }).click();
     await page.getByRole('textbox', { name: 'New title' }).fill('Renamed chat');
@@ -263,7 +263,7 @@ describe('web UI: chat', { skip }, () => {
     const chooser2 = page.waitForEvent('filechooser');
     await page.getByRole('button', { name: 'Import' }).click();
     await (await chooser2).setFiles({ name: 'ok.json', mimeType: 'application/json', buffer: Buffer.from(JSON.stringify(doc)) });
-    await page.getByRole('button', { name: 'Imported' }).click();
+    await page.getByRole('button', { name: 'Imported', exact: true }).click();
     const md = answers(page).last().getByTestId('answer');
     await md.locator('h1').waitFor();
     assert.equal(await md.locator('script').count(), 0);

@@ -12,6 +12,7 @@ import {
   type Conversation,
   type Message,
 } from './conversation';
+import { SvelteSet } from 'svelte/reactivity';
 import { deleteConversation, loadConversations, saveConversation } from './db';
 import { newConversationId, stopAnswer, streamAnswer, type AnswerStats, type ToolCall } from './stream';
 import { settings } from './settings.svelte';
@@ -29,7 +30,7 @@ export const chat = $state({
 
 // Answers streaming now, by assistant message id.
 const running = new Map<string, { abort: AbortController; streamId: string }>();
-export const streamingIds: Set<string> = $state(new Set());
+export const streamingIds = new SvelteSet<string>();
 
 export function current(): Conversation | null {
   return chat.conversations.find((c) => c.id === chat.currentId) ?? null;
