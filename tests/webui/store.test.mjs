@@ -10,7 +10,7 @@ import path from 'node:path';
 import { MODELS, inCI, modelPath } from '../e2e/lib/paths.mjs';
 import { startServer } from '../e2e/lib/server.mjs';
 import { dockerRegistryExecutable, startDockerRegistry } from '../e2e/lib/docker_registry.mjs';
-import { axeViolations, chromiumPath, launch, screenshot } from './browser.mjs';
+import { axeViolations, chromiumPath, launch, screenshot, throttle } from './browser.mjs';
 
 const stories = modelPath(MODELS.stories);
 const haveRegistry = fs.existsSync(dockerRegistryExecutable());
@@ -97,20 +97,29 @@ describe('web UI: model store and API key', { skip }, () => {
   it('pulls a model with a progress bar, then deletes it', async () => {
     await page.getByRole('button', { name: 'Models' }).click();
     const dialog = page.getByRole('dialog', { name: 'Models' });
-    const statuses = new Set();
+    // Record every status the page shows (the progress lines are slowed down on the wire).
+    await page.evaluate(() => {
+      window.__pullSeen = [];
+      new MutationObserver(() => {
+        const st = document.querySelector('[data-testid=pull-status]');
+        const bar = document.querySelector('[data-testid=pull-progress] progress');
+        if (st) window.__pullSeen.push({ status: st.textContent, value: bar?.value, max: bar?.max });
+      }).observe(document.body, { subtree: true, childList: true, characterData: true, attributes: true });
+    });
+    const cdp = await throttle(page, 400);
     await dialog.getByLabel('Pull a model').fill(remote);
     await dialog.getByLabel('plain HTTP registry (insecure)').check();
     await dialog.getByRole('button', { name: 'Pull', exact: true }).click();
-    const status = dialog.getByTestId('pull-status');
-    await status.waitFor();
-    for (const deadline = Date.now() + WAIT; Date.now() < deadline; ) {
-      const s = (await status.textContent()) ?? '';
-      statuses.add(s.replace(/ \d+%$/, ''));
-      if (s === 'success') break;
-      await page.waitForTimeout(20);
-    }
-    assert.ok(statuses.has('success'), [...statuses].join(' | '));
-    assert.ok([...statuses].some((s) => s !== 'success'), 'progress was shown before success');
+    await page.waitForFunction(() => window.__pullSeen.some((s) => s.status.startsWith('success')), null, { timeout: WAIT });
+    await cdp.detach();
+    await throttle(page, 0);
+    const seen = await page.evaluate(() => window.__pullSeen);
+    const statuses = [...new Set(seen.map((s) => s.status.replace(/ \d+%$/, '')))];
+    assert.equal(statuses[0], 'starting', `statuses shown: ${statuses.join(' | ')}`);
+    // The bar ends full at the last layer's size, as the NDJSON progress reported it.
+    const last = seen.at(-1);
+    assert.equal(last.status, 'success 100%');
+    assert.ok(last.max > 1e6 && last.value === last.max, JSON.stringify(last));
     const pulledName = `${remote}`;
     const row = dialog.locator(`[data-testid=model-row][data-name="${pulledName}"]`);
     await row.waitFor();
