@@ -228,15 +228,16 @@ describe('web UI: chat', { skip }, () => {
     await page.getByRole('dialog', { name: 'Settings' }).getByRole('button', { name: 'Close' }).click();
   });
 
-  it('search, rename and delete conversations', async () => {
-    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('one day');
-    await page.getByRole('button', { name: 'One day', exact: true }).waitFor();
-    assert.equal(await page.getByRole('button', { name: 'Once upon a time', exact: true }).count(), 0);
-    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+  it('rename, search and delete conversations', async () => {
     await page.getByRole('button', { name: 'Rename One day' }).click();
     await page.getByRole('textbox', { name: 'New title' }).fill('Renamed chat');
     await page.getByRole('textbox', { name: 'New title' }).press('Enter');
     await page.getByRole('button', { name: 'Renamed chat', exact: true }).waitFor();
+    // A word no TinyStories answer holds, so the other conversation cannot match by its text.
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('renamed');
+    await page.getByRole('button', { name: 'Once upon a time', exact: true }).waitFor({ state: 'detached' });
+    await page.getByRole('searchbox', { name: 'Search conversations' }).fill('');
+    await page.getByRole('button', { name: 'Once upon a time', exact: true }).waitFor();
     page.once('dialog', (d) => d.accept());
     await page.getByRole('button', { name: 'Delete Renamed chat' }).click();
     await page.getByRole('button', { name: 'Renamed chat', exact: true }).waitFor({ state: 'detached' });
@@ -264,7 +265,11 @@ describe('web UI: chat', { skip }, () => {
         title: 'Imported', systemPrompt: '', createdAt: 1, updatedAt: 2, roots: ['u'], leaf: 'a',
         messages: {
           u: { id: 'u', parent: null, children: ['a'], role: 'user', content: 'show me', status: 'done' },
-          a: { id: 'a', parent: 'u', children: [], role: 'assistant', content: evil, status: 'done' },
+          a: {
+            id: 'a', parent: 'u', children: [], role: 'assistant', status: 'done',
+            content: '<think>The user wants a demo.</think>' + evil,
+            toolCalls: [{ name: 'get_weather', arguments: '{"city":"Oslo"}' }],
+          },
         },
       }],
     };
@@ -280,9 +285,33 @@ describe('web UI: chat', { skip }, () => {
     assert.equal(await md.locator('.code-block code.language-python .hljs-built_in').count(), 1);
     await md.getByRole('button', { name: 'Copy code' }).waitFor();
     assert.ok((await md.locator('.katex').count()) >= 1);
+    const thinking = answers(page).last().locator('details.thinking');
+    assert.equal(await thinking.getAttribute('open'), null, 'thinking is folded');
+    assert.match(await thinking.textContent(), /The user wants a demo/);
+    assert.doesNotMatch(await md.textContent(), /The user wants a demo/);
+    assert.match(await answers(page).last().getByTestId('tool-call').textContent(), /get_weather[\s\S]*Oslo/);
     await page.waitForTimeout(200);
     assert.equal(await page.evaluate(() => window.__pwned), undefined);
     await screenshot(page, 'markdown');
+  });
+
+  it('fits a phone-width window: the conversation list becomes a drawer', async () => {
+    await page.setViewportSize({ width: 390, height: 800 });
+    const list = page.getByRole('navigation', { name: 'Conversations' });
+    const menu = page.getByRole('button', { name: 'Conversations' });
+    await page.waitForFunction(() => document.querySelector('nav.sidebar').getBoundingClientRect().right <= 1); // off screen
+    assert.ok(await menu.isVisible());
+    await menu.click();
+    await page.waitForFunction(() => document.querySelector('nav.sidebar').getBoundingClientRect().x >= 0);
+    await screenshot(page, 'phone-drawer');
+    await list.getByRole('button', { name: 'Close list' }).click();
+    await page.waitForFunction(() => document.querySelector('nav.sidebar').getBoundingClientRect().right <= 1);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `no horizontal scrolling (page is ${width}px wide)`);
+    const v = await axeViolations(page);
+    assert.deepEqual(v, [], JSON.stringify(v));
+    await screenshot(page, 'phone');
+    await page.setViewportSize({ width: 1100, height: 800 });
   });
 
   it('says so in the page when the server is gone', async () => {

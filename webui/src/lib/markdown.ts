@@ -87,6 +87,8 @@ marked.use({
 });
 
 DOMPurify.addHook('afterSanitizeAttributes', (node) => {
+  // An image the model wrote without a description is read as decorative, not as its file name.
+  if (node.tagName === 'IMG' && !node.hasAttribute('alt')) node.setAttribute('alt', '');
   if (node.tagName === 'A' && node.getAttribute('href')) {
     node.setAttribute('target', '_blank');
     node.setAttribute('rel', 'noopener noreferrer nofollow');
