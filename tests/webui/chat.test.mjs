@@ -314,6 +314,20 @@ describe('web UI: chat', { skip }, () => {
     await page.setViewportSize({ width: 1100, height: 800 });
   });
 
+  it('sends an attached text file with the message', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click();
+    const chooser = page.waitForEvent('filechooser');
+    await page.getByRole('button', { name: 'Attach text files' }).click();
+    await (await chooser).setFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('Lily has a red ball.') });
+    await page.getByRole('button', { name: 'Remove notes.txt' }).waitFor();
+    const posted = page.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
+    await send(page, 'Read this');
+    const body = JSON.parse((await posted).postData());
+    assert.match(body.messages.at(-1).content, /^Read this\n\n--- notes\.txt ---\nLily has a red ball\.$/);
+    await waitDone(answers(page).last());
+    await users(page).last().getByText('Attached: notes.txt').waitFor();
+  });
+
   it('says so in the page when the server is gone', async () => {
     await server.stop();
     await send(page, 'Are you there?');
