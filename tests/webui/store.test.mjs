@@ -133,4 +133,18 @@ describe('web UI: model store and API key', { skip }, () => {
     assert.ok(!after.models.some((m) => m.name === pulledName));
     await screenshot(page, 'pulled-and-deleted');
   });
+
+  it('a model that is gone from the store is reported in the page (404)', async () => {
+    const removed = await server.request('DELETE', '/api/delete', { model: 'story' });
+    assert.equal(removed.status, 200, removed.text);
+    await page.getByRole('dialog', { name: 'Models' }).getByRole('button', { name: 'Close' }).click();
+    await page.getByRole('button', { name: 'New chat' }).click();
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.fill('Hello again');
+    await box.press('Enter');
+    const err = page.locator('[data-testid=message][data-role=assistant]').last().getByTestId('answer-error');
+    await err.waitFor({ timeout: WAIT });
+    assert.match(await err.textContent(), /Not found \(404\).*story/);
+    await screenshot(page, 'model-gone');
+  });
 });
