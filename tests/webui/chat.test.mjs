@@ -106,6 +106,14 @@ describe('web UI: chat', { skip }, () => {
     assert.deepEqual(await axeViolations(page), []);
     await screenshot(page, 'settings');
     await dialog.getByRole('button', { name: 'Close' }).click();
+    // Shift+Enter is a new line, not a send.
+    const box = page.getByRole('textbox', { name: 'Message' });
+    await box.fill('first line');
+    await box.press('Shift+Enter');
+    await box.pressSequentially('second');
+    assert.equal(await box.inputValue(), 'first line\nsecond');
+    assert.equal(await users(page).count(), 0);
+    await box.fill('');
   });
 
   it('streams an answer, shows its numbers, and the text is the stream the server sent', async () => {
