@@ -13,6 +13,7 @@ packages=(
   docker-registry curl openssl        # the registry the tests start (openssl: its token-auth test certificate); curl: the pull benchmark's baseline
   libedit-dev                         # line editing and history in the `hearth run` REPL
   tmux                                # the REPL's end-to-end test drives a terminal through it
+  chromium                            # the web UI's browser tests (tests/webui, playwright-core drives it)
 )
 
 missing=()

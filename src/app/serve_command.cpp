@@ -14,6 +14,7 @@
 #include <filesystem>
 
 #include "app/commands.h"
+#include "app/web_ui_assets.h"
 #include "app/model_info_builder.h"
 #include "app/sampling_flags.h"
 #include "app/serve_kv_budget.h"
@@ -295,6 +296,7 @@ int run_serve(const CommandArgs& args) {
   o.stream_keep_seconds = s.get_int("stream_keep_seconds");
   o.max_streams = static_cast<size_t>(s.get_int("max_streams"));
   o.version = HEARTH_VERSION;
+  o.web_ui = embedded_web_ui();
   if (store_mode) {
     o.store = std::make_shared<const store::ModelStore>(store::ModelStore::open_default());
     o.allow_local_files = s.get_bool("allow_local_files");

@@ -60,7 +60,8 @@ httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& 
     res.set_header("Allow", "GET, POST, DELETE, OPTIONS");
     return httplib::Server::HandlerResponse::Handled;
   }
-  if (!path_is_open(req.path) &&
+  const bool ui_file = req.method == "GET" && path_is_web_ui(req.path);
+  if (!path_is_open(req.path) && !ui_file &&
       !s.access.authorized(req.get_header_value("Authorization"), req.get_header_value("x-api-key"))) {
     res.set_header("WWW-Authenticate", "Bearer");
     return reject_before_route(res, dialect, http_unauthorized());
@@ -266,6 +267,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   register_anthropic_routes(s);
   register_extra_routes(s);
   register_stream_routes(s);
+  register_web_ui_routes(s);
   if (s.store_mode()) {
     register_store_routes(s);
     register_transfer_routes(s);

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "protocol/backend.h"
+#include "server/web_ui.h"
 #include "store/model_description.h"
 #include "store/model_store.h"
 #include "util/result.h"
@@ -45,6 +47,7 @@ struct ServerOptions {
   uint64_t max_blob_bytes = 1ull << 40;  // POST /api/blobs bodies (read in pieces, never held)
   std::string tls_cert_file;             // both set: HTTPS with this PEM certificate (chain) ...
   std::string tls_key_file;              // ... and this PEM private key
+  std::span<const WebAsset> web_ui;      // the browser UI's files served at /; empty: a page saying how to get it
 };
 
 // Loads a stored model for serving and returns its backend, which answers to the model's name

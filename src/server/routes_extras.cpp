@@ -1,4 +1,4 @@
-// Routes outside the three dialects: GET / ("Hearth is running"), /health (503 while the
+// Routes outside the three dialects (the web UI at / is web_ui.cpp's): /health (503 while the
 // model loads; 200 at once in store mode, where models load on demand), /metrics (Prometheus text), and llama-server's /props, /slots, /tokenize,
 // /detokenize and /apply-template.
 #include "api/openai.h"
@@ -94,6 +94,15 @@ void detokenize(const RouteCall& call) {
   send_json(call.res, Json{{"content", *text}});
 }
 
+// The sampling a request gets for the parameters it leaves out (the web UI shows them).
+Json sampling_defaults() {
+  const protocol::SamplingOptions d;
+  return Json{{"temperature", d.temperature},       {"top_k", d.top_k},
+              {"top_p", d.top_p},                   {"min_p", d.min_p},
+              {"repeat_penalty", d.repeat_penalty}, {"repeat_last_n", d.repeat_last_n},
+              {"presence_penalty", d.presence_penalty}, {"frequency_penalty", d.frequency_penalty}};
+}
+
 void apply_template(const RouteCall& call) {
   auto body = require_json(call);
   if (!body) return;
@@ -117,9 +126,6 @@ void apply_template(const RouteCall& call) {
 void register_extra_routes(State& s) {
   // Outside the three dialects; errors take OpenAI's shape, as llama-server's do.
   constexpr api::Dialect kDialect = api::Dialect::kOpenAI;
-  add_route(s, kDialect, "GET", "/", [](const RouteCall& call) {
-    call.res.set_content("Hearth is running", "text/plain");
-  });
   add_route(s, kDialect, "GET", "/health", [](const RouteCall& call) {
     if (call.state.model() || call.state.store_mode()) {
       send_json(call.res, Json{{"status", "ok"}});
@@ -133,10 +139,17 @@ void register_extra_routes(State& s) {
     call.res.set_content(metrics_text(model->metrics(), call.state.counters()), "text/plain; version=0.0.4; charset=utf-8");
   });
   add_route(s, kDialect, "GET", "/props", [](const RouteCall& call) {
+    const char* mode = call.state.store_mode() ? "store" : "single";
+    if (call.state.store_mode() && !call.state.model()) {
+      // Store mode before any model is loaded: what the web UI needs to offer the store.
+      send_json(call.res, Json{{"hearth_mode", mode}, {"build_info", "hearth " + call.state.options.version}});
+      return;
+    }
     auto model = require_model(call);
     if (!model) return;
     const protocol::ModelInfo& card = model->model_info();
-    send_json(call.res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}}},
+    send_json(call.res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}, {"params", sampling_defaults()}}},
+                             {"hearth_mode", mode},
                              {"total_slots", card.n_slots},
                              {"model_path", card.path},
                              {"model_alias", card.name},

@@ -101,6 +101,10 @@ void register_extra_routes(State& s);
 void register_stream_routes(State& s);
 void register_store_routes(State& s);
 void register_transfer_routes(State& s);
+void register_web_ui_routes(State& s);
+// GET paths of the web UI's files: served without the API key (they hold no data; the page
+// asks for the key), still behind the Host check.
+bool path_is_web_ui(const std::string& path);
 
 // A POST route whose body is read in pieces (blob uploads): no route sees `req.body`.
 using UploadHandler = std::function<void(const RouteCall& call, const httplib::ContentReader& reader)>;

@@ -136,7 +136,7 @@ TEST_F(Routes, OllamaModelNamesAndListings) {
   EXPECT_EQ(get("/api/version").json()["version"], "9.9.9");
   auto root = get("/");
   EXPECT_EQ(root.status, 200);
-  EXPECT_EQ(root.body, "Hearth is running");
+  EXPECT_NE(root.body.find("Hearth is running"), std::string::npos);  // no web UI in this server: web_ui_test.cpp
 }
 
 TEST_F(Routes, OpenAiChatStreamWithUsage) {
