@@ -19,14 +19,11 @@
 namespace hearth::test {
 namespace {
 
-std::string next_reference_dir() { return shared_dir() + "/next/reference"; }
-std::string next_model_path(const std::string& stem) { return shared_dir() + "/next/models/" + stem + ".gguf"; }
-
-// The goldens whose models Hearth computes on this branch. llama-IQ4_NL, llama-IQ4_XS and
-// gpt-oss-MXFP4 need the IQ4/MXFP4 kernels and join this list with them.
+// The newer architectures' goldens (the llama IQ4 ones run with the llama goldens in
+// golden_test.cpp: next_golden_stems()).
 const char* const kStems[] = {"qwen3moe-F32", "qwen3moe-Q8_0", "qwen3moe-Q4_K_M", "gemma3-F32",
                               "gemma3-Q8_0",  "gemma3-Q4_K_M", "gpt-oss-F32",     "gpt-oss-Q8_0",
-                              "gpt-oss-Q4_K_M"};
+                              "gpt-oss-Q4_K_M", "gpt-oss-MXFP4"};
 
 // The largest llama.cpp router gap at which Hearth may choose other experts: a gap this small
 // is within the difference of two correct float32 engines (the float64 cross-check in
@@ -95,7 +92,7 @@ TEST_P(GoldenNext, MatchesLlamaCpp) {
   const NextCase& c = GetParam();
   ASSERT_TRUE(kernels::set_cpu_variant_for_testing(c.variant).ok());
   HEARTH_REQUIRE_FILE(next_reference_dir() + "/summary.json");
-  const std::string path = next_model_path(c.stem);
+  const std::string path = next_model_path_for_stem(c.stem);
   HEARTH_REQUIRE_FILE(path);
   auto summary = load_json(next_reference_dir() + "/summary.json");
   auto tolerances = load_json(next_reference_dir() + "/tolerances.json");
