@@ -13,6 +13,8 @@ packages=(
   docker-registry curl openssl        # the registry the tests start (openssl: its token-auth test certificate); curl: the pull benchmark's baseline
   libedit-dev                         # line editing and history in the `hearth run` REPL
   tmux                                # the REPL's end-to-end test drives a terminal through it
+  libvulkan-dev glslc                 # the Vulkan backend: headers (the loader is dlopened) and the shader compiler
+  mesa-vulkan-drivers                 # lavapipe: Vulkan on the CPU, so the GPU tests run everywhere
 )
 
 missing=()
