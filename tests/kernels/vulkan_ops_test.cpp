@@ -255,12 +255,40 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
     for (bool sg : reduction_modes(*ctx)) {
       ops.set_use_subgroups(sg);
       Recorder rec(*ctx);
-      ASSERT_TRUE(ops.attention(rec, qb, *pb, n_tokens, {&*kb, &*vb, &*tb, block_tokens}, n_kv, p, scores, out).ok());
+      ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, {&*kb, &*vb, &*tb, block_tokens}, n_kv, p, scores, out).ok());
       ASSERT_TRUE(rec.run().ok());
       const double err = max_abs_diff(download_floats(*ctx, out, want.size()), want);
       std::cout << "[ max err  ] attention window=" << window << (sg ? " subgroup" : " shared") << ": " << err << "\n";
       EXPECT_LT(err, 2e-3);
     }
+  }
+}
+
+TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t row = 6, block_tokens = 4, pool_blocks = 3;
+  const std::vector<uint32_t> table = {9, 9, 2, 0};  // entries 2.. are this sequence's: blocks 2, 0
+  const std::vector<int32_t> pos = {3, 4, 5};        // rows 2*4+3, 0*4+0, 0*4+1 of the pool
+  const auto x = kernels::test::random_floats(pos.size() * row, 51);
+  Buffer xb = upload_floats(*ctx, x);
+  Buffer poolb = upload_floats(*ctx, std::vector<float>(pool_blocks * block_tokens * row / 2, 0.0f));
+  auto tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
+  ASSERT_TRUE(tb.ok() && pb.ok());
+  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
+  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+  DeviceKv kv{&poolb, &poolb, &*tb, block_tokens, 2};
+  Recorder rec(*ctx);
+  ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, poolb).ok());  // tokens 1 and 2 only
+  ASSERT_TRUE(rec.run().ok());
+  std::vector<uint16_t> got(pool_blocks * block_tokens * row);
+  ASSERT_TRUE(ctx->download(poolb, 0, got.data(), got.size() * 2).ok());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const size_t r = i / row, e = i % row;
+    float want = 0.0f;
+    if (r == 0) want = x[1 * row + e];
+    if (r == 1) want = x[2 * row + e];
+    EXPECT_EQ(got[i], fp32_to_fp16(want)) << "pool row " << r << " element " << e;
   }
 }
 

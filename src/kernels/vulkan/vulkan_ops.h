@@ -42,6 +42,7 @@ struct DeviceKv {
   const device::Buffer* v_pool = nullptr;
   const device::Buffer* table = nullptr;
   uint32_t block_tokens = 0;
+  uint32_t table_offset = 0;  // the sequence's first entry in table
 };
 
 // Whether matmul runs weights of this type as stored (others are dequantised to F16).
@@ -74,12 +75,18 @@ class VulkanOps {
   // YaRN and per-dimension frequency factors are not supported on the device (kUnsupported).
   Status rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
               uint32_t n_heads, uint32_t head_dim, const RopeParams& p);
-  // Attention of n_tokens queries (rows of n_head * head_dim_k floats, positions int32 each)
-  // over the first n_kv positions of kv; scores: scratch of at least n_tokens * n_head * n_kv
-  // floats; out: n_tokens rows of n_head * head_dim_v floats.
-  Status attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions, uint32_t n_tokens,
-                   const DeviceKv& kv, uint32_t n_kv, const AttentionParams& p, const device::Buffer& scores,
-                   const device::Buffer& out);
+  // Attention of queries [first_token, first_token + n_tokens) of q (rows of n_head *
+  // head_dim_k floats; positions: one int32 per row of q), all of one sequence, over the
+  // first n_kv positions of kv; scores: scratch of at least (first_token + n_tokens) * n_head
+  // * n_kv floats; out: rows of n_head * head_dim_v floats, the same rows as q.
+  Status attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions, uint32_t first_token,
+                   uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv, const AttentionParams& p,
+                   const device::Buffer& scores, const device::Buffer& out);
+  // Stores rows [first_token, first_token + n_tokens) of x (row_elems floats each, row_elems
+  // even) as F16 into pool at their positions through kv's block table (pool = kv.k_pool or
+  // kv.v_pool).
+  Status kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t first_token,
+                  uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv, const device::Buffer& pool);
 
  private:
   Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);

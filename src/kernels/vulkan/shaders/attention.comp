@@ -3,7 +3,9 @@
 // (query head, query token). K and V rows are F16 in pools of blocks of block_tokens rows;
 // table[b] is the pool block holding positions [b*block_tokens, (b+1)*block_tokens). Like
 // the CPU path: Q rounded to F16, Q.K in F32, softmax in F32, probabilities rounded to F16
-// for the V product. scores is scratch of n_tokens * n_head * scores_stride floats.
+// for the V product. scores is scratch of n_tokens * n_head * scores_stride floats. The
+// dispatch covers tokens [tok_base, tok_base + groups_y) of one sequence, whose block table
+// starts at table[table_off].
 #extension GL_GOOGLE_include_directive : enable
 layout(local_size_x = 64) in;
 #include "reduce.glsl"
@@ -19,18 +21,18 @@ layout(push_constant) uniform Push {
   uint n_head, n_head_kv, head_dim_k, head_dim_v;
   uint block_tokens, n_kv, causal, window;
   float scale, softcap;
-  uint scores_stride, pad;
+  uint scores_stride, tok_base, table_off, pad;
 } pc;
 
 float half_at_k(uint idx) { const vec2 h = unpackHalf2x16(kpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
 float half_at_v(uint idx) { const vec2 h = unpackHalf2x16(vpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
 float round_f16(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
 
-uint row_of(uint p) { return table[p / pc.block_tokens] * pc.block_tokens + p % pc.block_tokens; }
+uint row_of(uint p) { return table[pc.table_off + p / pc.block_tokens] * pc.block_tokens + p % pc.block_tokens; }
 
 void main() {
   const uint head = gl_WorkGroupID.x;
-  const uint tok = gl_WorkGroupID.y;
+  const uint tok = pc.tok_base + gl_WorkGroupID.y;
   const uint tid = gl_LocalInvocationID.x;
   const uint kv_head = head / (pc.n_head / pc.n_head_kv);
   const int qpos = positions[tok];
