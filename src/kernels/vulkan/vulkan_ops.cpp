@@ -77,7 +77,6 @@ Result<const device::Pipeline*> VulkanOps::pipeline(std::string_view name, bool 
 
 Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) {
   if (w.interleaved) return make_error(ErrorKind::kInvalidArgument, "upload_weight: interleaved weights (use GGUF rows)");
-  if (w.cols % 32 != 0) return make_error(ErrorKind::kUnsupported, "device matmul needs cols a multiple of 32");
   DeviceWeight d;
   d.source_type = w.type;
   d.cols = w.cols;
@@ -85,9 +84,9 @@ Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) {
   if (native_weight_type(w.type)) {
     d.type = w.type;
     d.row_bytes = w.row_bytes;
-    if (w.type == DType::kF32 || w.type == DType::kF16) {
-      // The shaders index F32/F16 rows by 32-bit words.
-      if (w.row_bytes % 4 != 0) return make_error(ErrorKind::kUnsupported, "F16 rows must be whole words");
+    if (w.type == DType::kF16 && w.row_bytes % 4 != 0) {
+      // The F32/F16 shaders index rows by 32-bit words: an odd-width F16 matrix goes as F32.
+      return upload_as_f32(w, std::move(d));
     }
     auto buf = ctx_.alloc(w.row_bytes * static_cast<size_t>(w.rows));
     if (!buf.ok()) return buf.error();
@@ -99,6 +98,7 @@ Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) {
   if (!dtype_convertible(w.type)) {
     return make_error(ErrorKind::kUnsupported, "no device path for weights of type " + std::string(dtype_name(w.type)));
   }
+  if (w.cols % 2 != 0) return upload_as_f32(w, std::move(d));
   d.type = DType::kF16;
   d.row_bytes = static_cast<size_t>(w.cols) * 2;
   auto buf = ctx_.alloc(d.row_bytes * static_cast<size_t>(w.rows));
@@ -117,6 +117,24 @@ Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) {
       for (int64_t c = 0; c < w.cols; ++c) half[static_cast<size_t>((r - r0) * w.cols + c)] = fp32_to_fp16(row[static_cast<size_t>(c)]);
     }
     if (Status s = ctx_.upload(d.buffer, static_cast<size_t>(r0) * d.row_bytes, half.data(), half.size() * 2); !s.ok()) {
+      return s.error();
+    }
+  }
+  return d;
+}
+
+Result<DeviceWeight> VulkanOps::upload_as_f32(const WeightView& w, DeviceWeight d) {
+  d.type = DType::kF32;
+  d.row_bytes = static_cast<size_t>(w.cols) * 4;
+  auto buf = ctx_.alloc(d.row_bytes * static_cast<size_t>(w.rows));
+  if (!buf.ok()) return buf.error();
+  d.buffer = std::move(*buf);
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    if (Status s = dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols); !s.ok()) {
+      return s.error();
+    }
+    if (Status s = ctx_.upload(d.buffer, static_cast<size_t>(r) * d.row_bytes, row.data(), d.row_bytes); !s.ok()) {
       return s.error();
     }
   }

@@ -90,6 +90,7 @@ class VulkanOps {
 
  private:
   Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);
+  Result<DeviceWeight> upload_as_f32(const WeightView& w, DeviceWeight d);
   Status pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n, uint32_t op,
                    float s);
 

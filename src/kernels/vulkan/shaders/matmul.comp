@@ -25,12 +25,13 @@ float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
 // The 32 weights of unit u (elements 32u .. 32u+31) of the row starting at byte `base`.
 void unit(uint base, uint u, out float v[32]) {
 #if defined(TYPE_F32)
+  // F32 and F16 rows may end inside a unit (cols not a multiple of 32): the tail reads 0.
   const uint i0 = (base >> 2) + u * 32u;
-  for (uint i = 0; i < 32u; ++i) v[i] = uintBitsToFloat(w[i0 + i]);
+  for (uint i = 0; i < 32u; ++i) v[i] = u * 32u + i < pc.cols ? uintBitsToFloat(w[i0 + i]) : 0.0;
 #elif defined(TYPE_F16)
   const uint i0 = (base >> 2) + u * 16u;
   for (uint i = 0; i < 16u; ++i) {
-    const vec2 h = unpackHalf2x16(w[i0 + i]);
+    const vec2 h = u * 32u + 2u * i < pc.cols ? unpackHalf2x16(w[i0 + i]) : vec2(0.0);
     v[2u * i] = h.x;
     v[2u * i + 1u] = h.y;
   }
@@ -89,7 +90,7 @@ void main() {
   const uint row = gl_WorkGroupID.x;
   const uint t0 = gl_WorkGroupID.y * TILE;
   const uint tid = gl_LocalInvocationID.x;
-  const uint units = pc.cols / 32u;
+  const uint units = (pc.cols + 31u) / 32u;
   const uint base = row * pc.row_bytes;
   float acc[TILE];
   for (uint t = 0; t < TILE; ++t) acc[t] = 0.0;
@@ -99,8 +100,9 @@ void main() {
     for (uint t = 0; t < TILE; ++t) {
       if (t0 + t >= pc.n_tokens) break;
       const uint xo = pc.x_off + (t0 + t) * pc.x_stride + u * 32u;
+      const uint n = min(32u, pc.cols - u * 32u);
       float s = 0.0;
-      for (uint i = 0; i < 32u; ++i) s += v[i] * x[xo + i];
+      for (uint i = 0; i < n; ++i) s += v[i] * x[xo + i];
       acc[t] += s;
     }
   }
