@@ -156,6 +156,9 @@ class Context {
   // Allocation beyond `bytes` in total fails as if the device were full (0: no limit). Used
   // to fit a model into a device budget and by tests to inject a failure midway.
   void set_allocation_limit(uint64_t bytes);
+  // Bytes this context may still allocate: the device's free memory at discovery less what it
+  // holds, capped by the allocation limit.
+  uint64_t available_bytes() const;
 
   struct Impl;
   Impl& impl() { return *impl_; }

@@ -197,6 +197,12 @@ Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return impl_->allocated; }
 void Context::set_allocation_limit(uint64_t bytes) { impl_->limit = bytes; }
+uint64_t Context::available_bytes() const {
+  const Impl& im = *impl_;
+  uint64_t free_bytes = im.info.free_bytes > im.allocated ? im.info.free_bytes - im.allocated : 0;
+  if (im.limit != 0) free_bytes = std::min(free_bytes, im.limit > im.allocated ? im.limit - im.allocated : 0);
+  return free_bytes;
+}
 
 Result<std::unique_ptr<Context>> Context::open(size_t position) {
   auto devices = list_devices();
@@ -613,6 +619,7 @@ Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return 0; }
 void Context::set_allocation_limit(uint64_t) {}
+uint64_t Context::available_bytes() const { return 0; }
 Result<std::unique_ptr<Context>> Context::open(size_t) { return list_devices().error(); }
 Result<Buffer> Context::alloc(size_t) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 Status Context::upload(const Buffer&, size_t, const void*, size_t) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }

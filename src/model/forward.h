@@ -23,6 +23,8 @@ struct BatchToken {
   bool output = false;  // produce logits for this token
 };
 
+class DeviceOffload;
+
 class ForwardPass {
  public:
   // n_ctx_per_seq: the most tokens one sequence may hold in this context (0: the model's
@@ -35,6 +37,10 @@ class ForwardPass {
   // On error nothing is appended to the cache.
   Status run(std::span<const BatchToken> batch, kv::KvCache& kv, std::vector<float>* logits,
              std::vector<float>* hidden = nullptr);
+
+  // Runs the first offload->n_layers() layers on its device (null: every layer on the CPU).
+  // The offload must have been made for this model and for kv's pool; it outlives the pass.
+  void set_offload(DeviceOffload* offload) { offload_ = offload; }
 
  private:
   // Largest run of tokens of a causal model sent through the layers together (see run()).
@@ -84,6 +90,7 @@ class ForwardPass {
   // y[t] += bias for each of n rows of width floats (nothing when bias is null).
   static void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width);
 
+  DeviceOffload* offload_ = nullptr;
   const Model& model_;
   ThreadPool& pool_;
   kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context

@@ -47,4 +47,11 @@ struct GoldenRunner {
   std::vector<float> run(const std::vector<int32_t>& tokens, bool all_outputs);
 };
 
+int32_t argmax(const float* x, int32_t n);
+
+// The golden g's logits at every prompt position and along its greedy continuation
+// (teacher-forced), within tol (sigma: the model's logit std); prints the errors.
+void check_logits_golden(GoldenRunner& r, const nlohmann::json& g, double sigma, const Tolerance& tol,
+                         const std::string& label);
+
 }  // namespace hearth::test

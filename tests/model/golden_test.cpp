@@ -40,70 +40,7 @@ std::vector<std::string> golden_files(const std::string& stem) {
   return files;
 }
 
-int32_t argmax(const float* x, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i) {
-    if (x[i] > x[best]) best = i;
-  }
-  return best;
-}
-
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
-
-void check_logits_golden(GoldenRunner& r, const nlohmann::json& g, double sigma, const Tolerance& tol,
-                         const std::string& label) {
-  const int32_t n_vocab = r.model->hparams().n_vocab;
-  std::vector<int32_t> tokens = g["tokens"].get<std::vector<int32_t>>();
-  r.reset();
-  std::vector<float> logits = r.run(tokens, true);
-  ASSERT_EQ(logits.size(), tokens.size() * static_cast<size_t>(n_vocab));
-  double max_err = 0.0;
-  int gated = 0, agree = 0;
-  const auto& positions = g["positions"];
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const float* row = logits.data() + i * static_cast<size_t>(n_vocab);
-    for (const auto& pair : positions[i]["top"]) {
-      max_err = std::max(max_err, std::fabs(row[pair[0].get<int32_t>()] - pair[1].get<double>()));
-    }
-    if (positions[i]["margin"].get<double>() >= tol.top1_gate_over_sigma * sigma) {
-      ++gated;
-      int32_t want = positions[i]["top"][0][0].get<int32_t>();
-      agree += argmax(row, n_vocab) == want;
-      EXPECT_EQ(argmax(row, n_vocab), want) << label << " position " << i;
-    }
-  }
-  // Full last-position vector.
-  const auto& last = g["last_logits"];
-  const float* row = logits.data() + (tokens.size() - 1) * static_cast<size_t>(n_vocab);
-  double sq = 0.0;
-  for (int32_t v = 0; v < n_vocab; ++v) {
-    double e = row[v] - last[static_cast<size_t>(v)].get<double>();
-    sq += e * e;
-    max_err = std::max(max_err, std::fabs(e));
-  }
-  double rms = std::sqrt(sq / n_vocab);
-  EXPECT_LE(rms / sigma, tol.rms_over_sigma) << label << " last-position rms error " << rms;
-
-  // Greedy continuation, teacher-forced with the golden tokens.
-  const auto& steps = g["greedy"]["steps"];
-  std::vector<float> step_logits(row, row + n_vocab);
-  for (size_t s = 0; s < steps.size(); ++s) {
-    const auto& step = steps[s];
-    for (const auto& pair : step["top"]) {
-      max_err = std::max(max_err, std::fabs(step_logits[pair[0].get<size_t>()] - pair[1].get<double>()));
-    }
-    int32_t want = step["token"].get<int32_t>();
-    if (step["margin"].get<double>() >= tol.top1_gate_over_sigma * sigma) {
-      ++gated;
-      agree += argmax(step_logits.data(), n_vocab) == want;
-      EXPECT_EQ(argmax(step_logits.data(), n_vocab), want) << label << " greedy step " << s;
-    }
-    if (s + 1 < steps.size()) step_logits = r.run({want}, false);
-  }
-  EXPECT_LE(max_err / sigma, tol.max_abs_over_sigma) << label << " max abs error " << max_err;
-  std::printf("[golden] %s max_abs/sigma=%.4f rms/sigma=%.4f top1 %d/%d\n", label.c_str(), max_err / sigma,
-              rms / sigma, agree, gated);
-}
 
 void check_embedding_golden(GoldenRunner& r, const nlohmann::json& g, const nlohmann::json& tol,
                             const std::string& label) {
