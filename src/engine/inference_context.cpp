@@ -162,8 +162,11 @@ Status InferenceContext::offload_to_gpu(int32_t gpu_layers, int32_t n_blocks) {
   auto pick = device::choose_device(*devices, env != nullptr ? env : "");
   if (!pick.ok()) return pick.error();
   if (!pick->has_value()) {
-    log_info("no GPU chosen: every layer runs on the CPU",
-             {{"devices", static_cast<unsigned long>(devices->size())}, {"HEARTH_GPU", env != nullptr ? env : ""}});
+    // Said at info level only when asked for (HEARTH_GPU=none); a machine whose only Vulkan
+    // device is a CPU driver is the usual CPU case.
+    log_event(env != nullptr && *env != '\0' ? LogLevel::kInfo : LogLevel::kDebug,
+              "no GPU chosen: every layer runs on the CPU",
+              {{"devices", static_cast<unsigned long>(devices->size())}, {"HEARTH_GPU", env != nullptr ? env : ""}});
     return ok_status();
   }
   auto ctx = device::Context::open(**pick);
