@@ -10,13 +10,15 @@ declare -A allowed=(
   [protocol]="util"
   [tensor]="util"
   [gguf]="util tensor"
-  [kernels]="util tensor gguf"
+  # device/: the compute devices (Vulkan) and their memory, no math; kernels/vulkan/ runs on it.
+  [device]="util"
+  [kernels]="util tensor gguf device"
   [tokenizer]="util gguf"
   [template]="util"
-  [kv]="util tensor kernels"
+  [kv]="util tensor device kernels"
   [sampler]="util protocol tensor kernels"
-  [model]="util tensor gguf kernels kv"
-  [engine]="util protocol tensor gguf kernels kv model sampler tokenizer template"
+  [model]="util tensor gguf device kernels kv"
+  [engine]="util protocol tensor gguf device kernels kv model sampler tokenizer template"
   # The HTTP side holds no model: protocol types only, nothing engine-side.
   [api]="util protocol"
   [store]="util tensor gguf"
@@ -27,8 +29,8 @@ declare -A allowed=(
   [server]="util protocol api router store transfer"
   [cli]="util protocol store"
   # The executables wire the layers together; devtools makes models, so it sits on the engine.
-  [devtools]="util protocol tensor gguf kernels tokenizer template kv model sampler engine"
-  [app]="util protocol tensor gguf kernels tokenizer template kv model sampler engine api server router store registry transfer cli"
+  [devtools]="util protocol tensor gguf device kernels tokenizer template kv model sampler engine"
+  [app]="util protocol tensor gguf device kernels tokenizer template kv model sampler engine api server router store registry transfer cli"
 )
 bad=0
 for dir in */; do

@@ -14,6 +14,8 @@ packages=(
   libedit-dev                         # line editing and history in the `hearth run` REPL
   tmux                                # the REPL's end-to-end test drives a terminal through it
   chromium                            # the web UI's browser tests (tests/webui, playwright-core drives it)
+  libvulkan-dev glslc                 # the Vulkan backend: headers (the loader is dlopened) and the shader compiler
+  mesa-vulkan-drivers                 # lavapipe: Vulkan on the CPU, so the GPU tests run everywhere
 )
 
 missing=()

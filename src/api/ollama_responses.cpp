@@ -207,7 +207,7 @@ Json ollama_ps_response(const protocol::ModelInfo& card) {
             {"digest", card.digest},
             {"details", details_json(card)},
             {"expires_at", "2318-01-01T00:00:00Z"},  // single-model serving never unloads
-            {"size_vram", 0},
+            {"size_vram", card.size_vram},
             {"context_length", card.n_ctx_slot}};
   return Json{{"models", Json::array({std::move(m)})}};
 }

@@ -60,6 +60,7 @@ protocol::ModelInfo build_model_info(const engine::InferenceContext& ctx, const 
   c.parameter_size = gguf::parameter_size_text(c.parameter_count);
   c.quantization = gguf::quantization_label(f);
   c.size_bytes = f.file_size();
+  c.size_vram = ctx.device_bytes();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0) c.modified_unix = static_cast<int64_t>(st.st_mtime);
   c.chat_template = chat_template.empty() ? f.get_or<std::string>("tokenizer.chat_template", "") : chat_template;

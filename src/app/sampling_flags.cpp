@@ -1,6 +1,8 @@
 // Shared model/sampling flags (see sampling_flags.h).
 #include "app/sampling_flags.h"
 
+#include <limits>
+
 namespace hearth::app {
 namespace {
 constexpr double kInt32Max = SettingRange::kInt32Max;
@@ -8,7 +10,7 @@ constexpr double kInt32Max = SettingRange::kInt32Max;
 
 std::vector<SettingSpec> model_run_settings() {
   const std::vector<std::string> kv_types = {"f16", "f32", "q8_0"};
-  const std::string no_gpu = "Hearth has no GPU backend yet; every layer runs on the CPU";
+  const std::string no_gpu = "Hearth runs a model on one GPU (HEARTH_GPU picks it); splitting over several is not supported";
   return {
       {"model", 'm', SettingType::kString, "", "GGUF model file", "HEARTH_MODEL"},
       {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE",
@@ -22,11 +24,10 @@ std::vector<SettingSpec> model_run_settings() {
       SettingSpec{"cache_type_v", 0, SettingType::kString, "", "KV cache type of V (as --kv-type; -ctk and -ctv must agree)", ""}
           .with_aliases({"-ctv"})
           .with_choices(kv_types),
-      // llama-server's values are accepted so its command lines work unchanged; with no GPU
-      // backend every one of them means the same: all layers on the CPU.
-      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "0",
-                  "layers to put on a GPU, as llama-server takes it (a count, auto or all); " + no_gpu +
-                      ", so any value means all layers on the CPU",
+      // llama-server's values: a count, auto (-1: as many as fit) or all.
+      SettingSpec{"n_gpu_layers", 0, SettingType::kInt, "auto",
+                  "layers to put on the GPU (Vulkan): a count, auto (as many as fit) or all; HEARTH_GPU=none|INDEX|NAME "
+                  "picks the device",
                   "", SettingRange::at_least(-1)}
           .with_aliases({"-ngl", "--gpu-layers"})
           .with_choices({"auto", "all"}),
@@ -80,6 +81,14 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   auto type = dtype_from_name(name);
   if (!type) return make_error(ErrorKind::kInvalidArgument, "KV cache type must be f16, f32 or q8_0, not '" + name + "'");
   o.kv_type = *type;
+  const std::string ngl = s.get_string("n_gpu_layers");
+  if (ngl == "auto") {
+    o.gpu_layers = -1;
+  } else if (ngl == "all") {
+    o.gpu_layers = std::numeric_limits<int32_t>::max();
+  } else {
+    o.gpu_layers = static_cast<int32_t>(s.get_int("n_gpu_layers"));
+  }
   return o;
 }
 

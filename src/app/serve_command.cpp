@@ -16,6 +16,7 @@
 #include "app/commands.h"
 #include "app/web_ui_assets.h"
 #include "app/model_info_builder.h"
+#include "device/device.h"
 #include "app/sampling_flags.h"
 #include "app/serve_kv_budget.h"
 #include "cli/ollama_client.h"
@@ -128,6 +129,19 @@ std::vector<SettingSpec> serve_settings() {
 int fail(const std::string& message, int status = 2) {
   std::fprintf(stderr, "hearth serve: %s\n", message.c_str());
   return status;
+}
+
+// The GPUs this server can use, one line each, as ollama lists them at start.
+void print_gpu_devices() {
+  auto devices = device::list_devices();
+  if (!devices.ok()) {
+    std::printf("hearth: no GPU (%s); models run on the CPU\n", devices.error().message.c_str());
+    return;
+  }
+  if (devices->empty()) std::printf("hearth: no GPU; models run on the CPU\n");
+  for (size_t i = 0; i < devices->size(); ++i) {
+    std::printf("hearth: GPU %s\n", device::describe_device(i, (*devices)[i]).c_str());
+  }
 }
 
 // Sets o.n_ctx (all slots together): --ctx-size when given (llama-server's meaning, split among
@@ -335,6 +349,7 @@ int run_serve(const CommandArgs& args) {
   http.start();
   const std::string shown_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   std::printf("hearth: listening on %s://%s:%d\n", o.tls_cert_file.empty() ? "http" : "https", shown_host.c_str(), http.port());
+  print_gpu_devices();
   std::fflush(stdout);
   if (store_mode) {
     std::string fallbacks;

@@ -1,5 +1,6 @@
 // Loading and running a model without HTTP (see inference_context.h).
 #include "engine/inference_context.h"
+#include "util/log.h"
 
 #include <algorithm>
 #include <chrono>
@@ -66,6 +67,9 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks, kv_options));
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
+  if (o.gpu_layers != 0 && !c->model_->is_encoder()) {
+    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, n_blocks));
+  }
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return c;
 }
@@ -146,6 +150,43 @@ Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& t
   std::vector<float> out(d);
   for (size_t i = 0; i < d; ++i) out[i] = static_cast<float>(acc[i] * inv);
   return out;
+}
+
+Status InferenceContext::offload_to_gpu(int32_t gpu_layers, int32_t n_blocks) {
+  auto devices = device::list_devices();
+  if (!devices.ok()) {
+    log_warn("no GPU: every layer runs on the CPU", {{"reason", devices.error().message}});
+    return ok_status();
+  }
+  const char* env = std::getenv("HEARTH_GPU");
+  auto pick = device::choose_device(*devices, env != nullptr ? env : "");
+  if (!pick.ok()) return pick.error();
+  if (!pick->has_value()) {
+    // Said at info level only when asked for (HEARTH_GPU=none); a machine whose only Vulkan
+    // device is a CPU driver is the usual CPU case.
+    log_event(env != nullptr && *env != '\0' ? LogLevel::kInfo : LogLevel::kDebug,
+              "no GPU chosen: every layer runs on the CPU",
+              {{"devices", static_cast<unsigned long>(devices->size())}, {"HEARTH_GPU", env != nullptr ? env : ""}});
+    return ok_status();
+  }
+  auto ctx = device::Context::open(**pick);
+  if (!ctx.ok()) {
+    log_warn("the GPU could not be opened: every layer runs on the CPU",
+             {{"device", (*devices)[**pick].name}, {"reason", ctx.error().message}});
+    return ok_status();
+  }
+  log_info("GPU chosen", {{"device", device::describe_device(**pick, (*ctx)->info())}});
+  device_ = std::move(*ctx);
+  const kv::KvLayout layout = kv_->pool().layout();
+  auto off = model::DeviceOffload::create(*model_, *device_, gpu_layers, layout, n_blocks, model_->rope_params(n_ctx_));
+  if (!off.ok()) {
+    log_warn("offloading failed: every layer runs on the CPU", {{"reason", off.error().message}});
+    device_.reset();
+    return ok_status();
+  }
+  offload_ = std::move(*off);
+  forward_->set_offload(offload_.get());
+  return ok_status();
 }
 
 }  // namespace hearth::engine

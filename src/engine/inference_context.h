@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "kv/kv_cache.h"
+#include "device/device.h"
+#include "model/device_offload.h"
 #include "model/forward.h"
 #include "model/model.h"
 #include "sampler/sampler_chain.h"
@@ -32,6 +34,9 @@ struct ContextOptions {
   kv::KvPoolOptions kv_pool;
   // See model::LoadOptions::interleave; HEARTH_WEIGHT_LAYOUT=gguf turns it off.
   bool interleave_weights = true;
+  // Layers to run on a GPU (model::DeviceOffload): -1 as many as fit, 0 none, N at most N.
+  // The device is the one HEARTH_GPU names, else the best listed (never a CPU driver).
+  int32_t gpu_layers = -1;
 };
 
 class InferenceContext {
@@ -44,6 +49,9 @@ class InferenceContext {
   int32_t n_ctx() const { return n_ctx_; }
   int32_t n_vocab() const { return model_->hparams().n_vocab; }
   double load_ms() const { return load_ms_; }
+  // Bytes of GPU memory the model holds (weights, KV, scratch of offloaded layers); 0 on the CPU.
+  uint64_t device_bytes() const { return offload_ ? offload_->device_bytes() : 0; }
+  int32_t gpu_layers() const { return offload_ ? offload_->n_layers() : 0; }
   ThreadPool& pool() { return *pool_; }
   kv::KvCache& kv() { return *kv_; }
   const kv::KvCache& kv() const { return *kv_; }
@@ -71,11 +79,16 @@ class InferenceContext {
 
  private:
   InferenceContext() = default;
+  // Opens the chosen GPU and moves up to gpu_layers layers there. No GPU, a missing or broken
+  // driver: a warning and the CPU path. A HEARTH_GPU that names no device is an error.
+  Status offload_to_gpu(int32_t gpu_layers, int32_t n_blocks);
   std::unique_ptr<model::Model> model_;
   Tokenizer tokenizer_;
   std::unique_ptr<ThreadPool> pool_;
   std::unique_ptr<kv::KvCache> kv_;
   std::unique_ptr<model::ForwardPass> forward_;
+  std::unique_ptr<device::Context> device_;
+  std::unique_ptr<model::DeviceOffload> offload_;
   int32_t n_ctx_ = 0;
   double load_ms_ = 0.0;
   static constexpr size_t kGrammarCacheEntries = 32;

@@ -4,6 +4,8 @@
 // block is in attention_block.cpp, the post-norm layer in post_norm_layer.cpp.
 #include "model/forward.h"
 
+#include "model/device_offload.h"
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -229,7 +231,12 @@ Status ForwardPass::run_layers(std::span<const BatchToken> batch, kv::KvCache& k
   const auto& h = model_.hparams();
   reserve_scratch(static_cast<int64_t>(batch.size()));
   embed(batch);
-  for (int32_t il = 0; il < h.n_layer && status_.ok(); ++il) {
+  int32_t first_cpu_layer = 0;
+  if (offload_ != nullptr && offload_->n_layers() > 0) {
+    HEARTH_TRY(offload_->run(batch, kv, x_.data()));
+    first_cpu_layer = offload_->n_layers();
+  }
+  for (int32_t il = first_cpu_layer; il < h.n_layer && status_.ok(); ++il) {
     if (h.norm_placement == NormPlacement::kPost) {
       post_norm_layer(il, batch, kv);
     } else {

@@ -36,6 +36,7 @@ class RouterObserver {
   virtual void on_route(int32_t layer, const BatchToken& token, std::span<const float> scores,
                         std::span<int32_t> chosen) = 0;
 };
+class DeviceOffload;
 
 class ForwardPass {
  public:
@@ -53,6 +54,9 @@ class ForwardPass {
 
   // Called for every routed token of every MoE layer (null: none). Not owned.
   void set_router_observer(RouterObserver* observer) { router_observer_ = observer; }
+  // Runs the first offload->n_layers() layers on its device (null: every layer on the CPU).
+  // The offload must have been made for this model and for kv's pool; it outlives the pass.
+  void set_offload(DeviceOffload* offload) { offload_ = offload; }
 
  private:
   // Largest run of tokens of a causal model sent through the layers together (see run()).
@@ -113,6 +117,7 @@ class ForwardPass {
   // y[t] += bias for each of n rows of width floats (nothing when bias is null).
   static void add_bias_rows(float* y, const float* bias, int64_t n, int64_t width);
 
+  DeviceOffload* offload_ = nullptr;
   const Model& model_;
   ThreadPool& pool_;
   kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context

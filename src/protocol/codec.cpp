@@ -556,6 +556,7 @@ Json to_json(const ModelInfo& m) {
               {"parameter_count", m.parameter_count},
               {"quantization", m.quantization},
               {"size_bytes", m.size_bytes},
+              {"size_vram", m.size_vram},
               {"digest", m.digest},
               {"modified_unix", m.modified_unix},
               {"chat_template", m.chat_template},
@@ -580,6 +581,7 @@ void read_model_info(Reader& r, ModelInfo& m) {
   r.integer<uint64_t>("parameter_count", m.parameter_count);
   r.string("quantization", m.quantization);
   r.integer<uint64_t>("size_bytes", m.size_bytes);
+  r.integer<uint64_t>("size_vram", m.size_vram);
   r.string("digest", m.digest);
   r.integer<int64_t>("modified_unix", m.modified_unix);
   r.string("chat_template", m.chat_template);

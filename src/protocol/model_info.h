@@ -20,6 +20,7 @@ struct ModelInfo {
   uint64_t parameter_count = 0;
   std::string quantization;          // "Q8_0", "F32", ...
   uint64_t size_bytes = 0;
+  uint64_t size_vram = 0;            // bytes of the model held in GPU memory (/api/ps)
   std::string digest;                // lower-case hex sha256 of the file ("" until computed)
   int64_t modified_unix = 0;         // file modification time
   std::string chat_template;         // the template in use

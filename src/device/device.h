@@ -1,0 +1,171 @@
+// The compute-device layer: Vulkan devices found at run time (libvulkan is dlopened, so a
+// binary built with the backend still runs where there is no Vulkan), device buffers,
+// upload/download, compute pipelines made from embedded SPIR-V, command recording and fences.
+// Nothing here does math; the shaders and their dispatch live in kernels/vulkan/. One
+// backend per device kind: Vulkan today; another kind would add its own Context.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "util/result.h"
+
+namespace hearth::device {
+
+enum class DeviceKind { kDiscrete, kIntegrated, kVirtual, kCpu, kOther };
+const char* device_kind_name(DeviceKind kind);
+
+struct DeviceInfo {
+  int physical_index = 0;      // the Vulkan driver's own enumeration index
+  std::string name;
+  std::string vendor;          // "NVIDIA", "AMD", "Intel", "Mesa", ... or the hex vendor id
+  std::string driver;          // driver name and info ("llvmpipe", "NVIDIA 550.54")
+  DeviceKind kind = DeviceKind::kOther;
+  uint64_t total_bytes = 0;    // device-local heaps
+  uint64_t free_bytes = 0;     // budget minus usage with VK_EXT_memory_budget, else total
+  bool budget_known = false;   // free_bytes came from VK_EXT_memory_budget
+  uint32_t subgroup_size = 0;
+  bool subgroup_arithmetic = false;  // compute shaders may use subgroupAdd/Max
+};
+
+// Whether this binary was built with the Vulkan backend (headers and glslc at build time).
+bool vulkan_built();
+
+// Every Vulkan device, discrete first, then integrated, virtual, CPU; within a kind by free
+// memory, most first. Fails (kUnavailable, with the reason) when libvulkan or a driver is
+// missing or broken; an empty list means Vulkan works but reports no device.
+Result<std::vector<DeviceInfo>> list_devices();
+
+// The device to use from an ordered list and the HEARTH_GPU value (empty: automatic):
+// "none" -> nullopt; a number -> that position in the list; other text -> the first device
+// whose name contains it (no case). Automatic choice takes the first device that is not a
+// CPU implementation (lavapipe, SwiftShader are slower than Hearth's own CPU path); a CPU
+// device is used only when named. An index or name that matches nothing is an error that
+// lists the devices.
+Result<std::optional<size_t>> choose_device(const std::vector<DeviceInfo>& devices, std::string_view hearth_gpu);
+
+// One line per device: "0: NAME (vendor, kind, driver) total 8.0 GiB free 7.5 GiB".
+std::string describe_device(size_t position, const DeviceInfo& d);
+
+class Context;
+
+// A device-local buffer. Move-only; frees its memory (and its accounting) when destroyed.
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept;
+  Buffer& operator=(Buffer&& other) noexcept;
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  ~Buffer();
+
+  size_t bytes() const { return bytes_; }
+  bool valid() const { return handle_ != 0; }
+
+ private:
+  friend class Context;
+  friend class Recorder;
+  void release();
+  Context* ctx_ = nullptr;
+  uint64_t handle_ = 0;   // VkBuffer
+  uint64_t memory_ = 0;   // VkDeviceMemory
+  size_t bytes_ = 0;
+};
+
+// A compute pipeline: one SPIR-V module, n storage buffers at bindings 0..n-1 of set 0, and
+// push constants of push_bytes.
+struct PipelineSpec {
+  std::string name;
+  std::span<const uint32_t> spirv;
+  uint32_t buffers = 0;
+  uint32_t push_bytes = 0;
+};
+class Pipeline;
+
+// A range of a buffer bound to one binding of a dispatch (bytes 0: to the end).
+struct BufferRange {
+  const Buffer* buffer = nullptr;
+  size_t offset = 0;
+  size_t bytes = 0;
+};
+
+// A submitted command list; wait() blocks until the device finished it.
+class Fence {
+ public:
+  Fence() = default;
+  Fence(Fence&& other) noexcept;
+  Fence& operator=(Fence&& other) noexcept;
+  ~Fence();
+  Status wait();
+
+ private:
+  friend class Recorder;
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// Records dispatches (each followed by a compute->compute barrier) into one command buffer;
+// submit() hands it to the queue. The descriptor sets it made live until the fence is waited
+// for or destroyed.
+class Recorder {
+ public:
+  explicit Recorder(Context& ctx);
+  Recorder(const Recorder&) = delete;
+  Recorder& operator=(const Recorder&) = delete;
+  ~Recorder();
+
+  Status dispatch(const Pipeline& p, std::initializer_list<BufferRange> bindings, const void* push, size_t push_bytes,
+                  uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  Result<Fence> submit();
+  // submit() and wait.
+  Status run();
+
+ private:
+  struct State;
+  Context& ctx_;
+  std::unique_ptr<State> state_;
+};
+
+class Context {
+ public:
+  // Opens the device at position `position` of list_devices()'s order.
+  static Result<std::unique_ptr<Context>> open(size_t position);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& info() const;
+
+  // A device-local buffer of at least `bytes` (rounded up to 4). Fails with kUnavailable when
+  // the device refuses or when the allocation limit (below) would be passed.
+  Result<Buffer> alloc(size_t bytes);
+  Status upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
+  Status download(const Buffer& src, size_t offset, void* dst, size_t bytes);
+  Status fill_zero(const Buffer& dst);
+
+  Result<const Pipeline*> pipeline(const PipelineSpec& spec);
+
+  // Bytes of device memory this context holds in buffers (the real figure for size_vram).
+  uint64_t allocated_bytes() const;
+  // Allocation beyond `bytes` in total fails as if the device were full (0: no limit). Used
+  // to fit a model into a device budget and by tests to inject a failure midway.
+  void set_allocation_limit(uint64_t bytes);
+  // Bytes this context may still allocate: the device's free memory at discovery less what it
+  // holds, capped by the allocation limit.
+  uint64_t available_bytes() const;
+
+  struct Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit Context(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hearth::device

@@ -1,0 +1,76 @@
+#version 450
+// Attention of query tokens over the paged KV cache in device memory, one workgroup per
+// (query head, query token). K and V rows are F16 in pools of blocks of block_tokens rows;
+// table[b] is the pool block holding positions [b*block_tokens, (b+1)*block_tokens). Like
+// the CPU path: Q rounded to F16, Q.K in F32, softmax in F32, probabilities rounded to F16
+// for the V product. scores is scratch of n_tokens * n_head * scores_stride floats. The
+// dispatch covers tokens [tok_base, tok_base + groups_y) of one sequence, whose block table
+// starts at table[table_off].
+#extension GL_GOOGLE_include_directive : enable
+layout(local_size_x = 64) in;
+#include "reduce.glsl"
+
+layout(std430, binding = 0) readonly buffer Q { float q[]; };
+layout(std430, binding = 1) readonly buffer K { uint kpool[]; };
+layout(std430, binding = 2) readonly buffer V { uint vpool[]; };
+layout(std430, binding = 3) readonly buffer T { uint table[]; };
+layout(std430, binding = 4) readonly buffer P { int positions[]; };
+layout(std430, binding = 5) buffer S { float scores[]; };
+layout(std430, binding = 6) writeonly buffer O { float o[]; };
+layout(push_constant) uniform Push {
+  uint n_head, n_head_kv, head_dim_k, head_dim_v;
+  uint block_tokens, n_kv, causal, window;
+  float scale, softcap;
+  uint scores_stride, tok_base, table_off, pad;
+} pc;
+
+float half_at_k(uint idx) { const vec2 h = unpackHalf2x16(kpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
+float half_at_v(uint idx) { const vec2 h = unpackHalf2x16(vpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
+float round_f16(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
+
+uint row_of(uint p) { return table[pc.table_off + p / pc.block_tokens] * pc.block_tokens + p % pc.block_tokens; }
+
+void main() {
+  const uint head = gl_WorkGroupID.x;
+  const uint tok = pc.tok_base + gl_WorkGroupID.y;
+  const uint tid = gl_LocalInvocationID.x;
+  const uint kv_head = head / (pc.n_head / pc.n_head_kv);
+  const int qpos = positions[tok];
+  uint last = pc.n_kv;  // keys [first, last)
+  if (pc.causal != 0u) last = min(last, uint(qpos) + 1u);
+  uint first = 0u;
+  if (pc.window != 0u && uint(qpos) + 1u > pc.window) first = uint(qpos) + 1u - pc.window;
+  const uint qbase = (tok * pc.n_head + head) * pc.head_dim_k;
+  const uint sbase = (tok * pc.n_head + head) * pc.scores_stride;
+  const uint krow = pc.n_head_kv * pc.head_dim_k;
+  const uint vrow = pc.n_head_kv * pc.head_dim_v;
+
+  float m = -3.402823e38;
+  for (uint p = first + tid; p < last; p += WG) {
+    const uint kb = row_of(p) * krow + kv_head * pc.head_dim_k;
+    float s = 0.0;
+    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at_k(kb + i);
+    s *= pc.scale;
+    if (pc.softcap > 0.0) s = pc.softcap * tanh(s / pc.softcap);
+    scores[sbase + p] = s;
+    m = max(m, s);
+  }
+  m = wg_max(m);
+  float sum = 0.0;
+  for (uint p = first + tid; p < last; p += WG) {
+    const float e = exp(scores[sbase + p] - m);
+    scores[sbase + p] = e;
+    sum += e;
+  }
+  sum = wg_sum(sum);
+  const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+  for (uint p = first + tid; p < last; p += WG) scores[sbase + p] = round_f16(scores[sbase + p] * inv);
+  memoryBarrierBuffer();
+  barrier();
+  const uint obase = (tok * pc.n_head + head) * pc.head_dim_v;
+  for (uint d = tid; d < pc.head_dim_v; d += WG) {
+    float acc = 0.0;
+    for (uint p = first; p < last; ++p) acc += scores[sbase + p] * half_at_v(row_of(p) * vrow + kv_head * pc.head_dim_v + d);
+    o[obase + d] = acc;
+  }
+}

@@ -1,0 +1,32 @@
+#version 450
+// Element-wise ops over n floats: y = op(y, x) for add (0) and mul (1); y = op(y) for
+// scale (2, by s), silu (3), gelu (4, tanh approximation).
+layout(local_size_x = 256) in;
+
+layout(std430, binding = 0) buffer Y { float y[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(push_constant) uniform Push { uint n, op; float s; uint pad; } pc;
+
+void main() {
+  const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256u;
+  if (i >= pc.n) return;
+  const float v = y[i];
+  float r;
+  if (pc.op == 0u) {
+    r = v + x[i];
+  } else if (pc.op == 1u) {
+    r = v * x[i];
+  } else if (pc.op == 2u) {
+    r = v * pc.s;
+  } else if (pc.op == 3u) {
+    r = v / (1.0 + exp(-v));
+  } else {
+    const float k = 0.7978845608028654;  // sqrt(2/pi)
+    const float t = k * v * (1.0 + 0.044715 * v * v);
+    // tanh through exp, stable for large |t|.
+    const float e = exp(-2.0 * abs(t));
+    const float th = sign(t) * (1.0 - e) / (1.0 + e);
+    r = 0.5 * v * (1.0 + th);
+  }
+  y[i] = r;
+}

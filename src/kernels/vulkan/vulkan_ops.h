@@ -1,0 +1,101 @@
+// The compute kernels on a Vulkan device: quantized matrix x vector / matrix x matrix (F32,
+// F16, Q8_0, Q4_0, Q4_K, Q6_K as stored; other types dequantised to F16 at upload), RMSNorm,
+// RoPE, softmax, SiLU, GELU, add/mul/scale and attention over a paged F16 KV cache. Each op
+// records into a device::Recorder; nothing runs until the recorder is submitted. Offsets and
+// counts are in floats (elements), not bytes, so bindings never need driver-specific offset
+// alignment. Subgroup reductions are used where the device has subgroup arithmetic, a
+// shared-memory reduction elsewhere (set_use_subgroups forces the fallback for tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "device/device.h"
+#include "kernels/ops.h"
+#include "tensor/dtype.h"
+#include "util/result.h"
+
+namespace hearth::kernels::vulkan {
+
+// A weight matrix in device memory: rows of cols elements of `type` (the GGUF bytes for the
+// native types; F16 for the others).
+struct DeviceWeight {
+  DType type = DType::kF32;
+  DType source_type = DType::kF32;  // the file's type
+  int64_t cols = 0;
+  int64_t rows = 0;
+  size_t row_bytes = 0;
+  device::Buffer buffer;
+};
+
+// A float array in a device buffer, starting at element `offset`.
+struct DeviceSpan {
+  const device::Buffer* buffer = nullptr;
+  uint32_t offset = 0;
+};
+
+// KV of one sequence and layer on the device: K and V pools of F16 rows (n_head_kv *
+// head_dim floats per token), blocks of block_tokens rows; `table` holds uint32 pool block
+// indices, one per block of the sequence.
+struct DeviceKv {
+  const device::Buffer* k_pool = nullptr;
+  const device::Buffer* v_pool = nullptr;
+  const device::Buffer* table = nullptr;
+  uint32_t block_tokens = 0;
+  uint32_t table_offset = 0;  // the sequence's first entry in table
+};
+
+// Whether matmul runs weights of this type as stored (others are dequantised to F16).
+bool native_weight_type(DType type);
+
+class VulkanOps {
+ public:
+  explicit VulkanOps(device::Context& ctx);
+  device::Context& context() { return ctx_; }
+  void set_use_subgroups(bool on) { subgroups_ = on; }
+  bool use_subgroups() const { return subgroups_; }
+
+  Result<DeviceWeight> upload_weight(const WeightView& w);
+
+  // y[t][r] = sum_c W[r][c] x[t][c]: x rows of w.cols floats (stride x_stride), y rows of
+  // stride y_stride.
+  Status matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, uint32_t x_stride, uint32_t n_tokens,
+                DeviceSpan y, uint32_t y_stride);
+  // Each of n_rows rows of n floats: y = x / rms * weight (weight.buffer null: no weight).
+  // x and y must be different buffers or the same buffer with the same offset... both start at 0.
+  Status rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight, const device::Buffer& y,
+                  uint32_t n, uint32_t n_rows, float eps);
+  Status softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows);
+  Status add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
+  Status mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
+  Status scale(device::Recorder& rec, const device::Buffer& y, float s, uint32_t n);
+  Status silu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
+  Status gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
+  // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32.
+  // YaRN and per-dimension frequency factors are not supported on the device (kUnsupported).
+  Status rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
+              uint32_t n_heads, uint32_t head_dim, const RopeParams& p);
+  // Attention of queries [first_token, first_token + n_tokens) of q (rows of n_head *
+  // head_dim_k floats; positions: one int32 per row of q), all of one sequence, over the
+  // first n_kv positions of kv; scores: scratch of at least (first_token + n_tokens) * n_head
+  // * n_kv floats; out: rows of n_head * head_dim_v floats, the same rows as q.
+  Status attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions, uint32_t first_token,
+                   uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv, const AttentionParams& p,
+                   const device::Buffer& scores, const device::Buffer& out);
+  // Stores rows [first_token, first_token + n_tokens) of x (row_elems floats each, row_elems
+  // even) as F16 into pool at their positions through kv's block table (pool = kv.k_pool or
+  // kv.v_pool).
+  Status kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t first_token,
+                  uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv, const device::Buffer& pool);
+
+ private:
+  Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);
+  Result<DeviceWeight> upload_as_f32(const WeightView& w, DeviceWeight d);
+  Status pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n, uint32_t op,
+                   float s);
+
+  device::Context& ctx_;
+  bool subgroups_ = false;
+};
+
+}  // namespace hearth::kernels::vulkan

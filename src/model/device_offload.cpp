@@ -1,0 +1,271 @@
+// Layer offload (see device_offload.h): uploads layers until the count is reached or the device
+// is full, and runs a micro-batch through them with one command buffer, the same steps as the
+// CPU's pre-norm layer (forward.cpp, attention_block.cpp) in the same order.
+#include "model/device_offload.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "model/forward.h"
+#include "util/log.h"
+
+namespace hearth::model {
+
+namespace vk = kernels::vulkan;
+
+namespace {
+
+// The GGUF rows of a layer matrix, even when the model moved its copy into the interleaved
+// layout: the device takes the file's layout.
+Result<kernels::WeightView> file_rows(const Model& model, const std::string& name, const kernels::WeightView& bound) {
+  const gguf::TensorInfo* t = model.file().find_tensor(name);
+  if (t == nullptr) return make_error(ErrorKind::kNotFound, "model is missing tensor '" + name + "'");
+  kernels::WeightView w;
+  w.type = t->type;
+  w.data = t->data;
+  w.cols = bound.cols;
+  w.rows = bound.rows;
+  auto rb = dtype_row_bytes(t->type, static_cast<uint64_t>(bound.cols));
+  if (!rb.ok()) return rb.error();
+  w.row_bytes = *rb;
+  return w;
+}
+
+// Bytes a matrix takes on the device (types without a shader go up as F16).
+uint64_t device_matrix_bytes(const kernels::WeightView& w) {
+  if (vk::native_weight_type(w.type)) return static_cast<uint64_t>(w.row_bytes) * static_cast<uint64_t>(w.rows);
+  return static_cast<uint64_t>(w.cols) * 4 * static_cast<uint64_t>(w.rows);  // F16, or F32 when odd
+}
+
+Result<device::Buffer> upload_vector(device::Context& ctx, const float* v, int64_t n) {
+  auto b = ctx.alloc(static_cast<size_t>(n) * sizeof(float));
+  if (!b.ok()) return b.error();
+  if (Status s = ctx.upload(*b, 0, v, static_cast<size_t>(n) * sizeof(float)); !s.ok()) return s.error();
+  return std::move(*b);
+}
+
+Status grow(device::Context& ctx, device::Buffer& b, size_t bytes) {
+  if (b.valid() && b.bytes() >= bytes) return ok_status();
+  b = device::Buffer();
+  auto nb = ctx.alloc(std::max<size_t>(bytes, 4));
+  if (!nb.ok()) return nb.error();
+  b = std::move(*nb);
+  return ok_status();
+}
+
+}  // namespace
+
+std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type) {
+  const ModelHparams& h = model.hparams();
+  const ModelWeights& w = model.weights();
+  if (h.output != ModelOutput::kLogits) return "embedding models run on the CPU";
+  if (h.norm_kind != NormKind::kRms || h.norm_placement != NormPlacement::kPre) return "LayerNorm / post-norm layers";
+  if (h.position_encoding != PositionEncoding::kRope) return "learned positions";
+  if (rope.ext_factor > 0.0f || rope.freq_factors != nullptr) return "YaRN / RoPE frequency factors";
+  if (kv_type != DType::kF16) return "a KV cache type other than F16";
+  if (w.fused_gate_up) return "a fused gate/up matrix";
+  if ((h.n_head_kv * h.head_dim_k) % 2 != 0 || (h.n_head_kv * h.head_dim_v) % 2 != 0) return "odd KV rows";
+  for (const LayerWeights& L : w.layers) {
+    if (L.wqkv.data != nullptr) return "a fused QKV matrix";
+    if (L.bq || L.bk || L.bv || L.bo || L.attn_norm_b) return "attention biases";
+    if (L.q_norm || L.k_norm) return "QK norms";
+    if (L.post_attn_norm || L.post_ffw_norm || L.attn_out_norm || L.out_norm) return "extra norms";
+    if (L.ffn_gate.data == nullptr || L.ffn_up_b || L.ffn_down_b) return "an FFN without a gate or with biases";
+  }
+  return "";
+}
+
+Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model, device::Context& ctx, int32_t n_layers,
+                                                             const kv::KvLayout& layout, int32_t kv_blocks,
+                                                             const kernels::RopeParams& rope) {
+  const ModelHparams& h = model.hparams();
+  std::unique_ptr<DeviceOffload> off(new DeviceOffload(model, ctx, layout, rope));
+  if (std::string why = device_unsupported_reason(model, rope, layout.type); !why.empty()) {
+    log_warn("layers stay on the CPU", {{"device", ctx.info().name}, {"reason", why}});
+    return off;
+  }
+  const uint64_t pool_bytes =
+      static_cast<uint64_t>(kv_blocks) * layout.block_tokens * (layout.k_row_elems + layout.v_row_elems) * 2;
+  int32_t want = n_layers < 0 ? h.n_layer : std::min(n_layers, h.n_layer);
+  if (n_layers < 0) {
+    // Automatic fit: layers (weights + KV) into the free memory, less scratch for a
+    // 128-token micro-batch and a margin for the driver.
+    const ModelWeights& w = model.weights();
+    const int64_t t = 128;
+    const uint64_t n_ctx = static_cast<uint64_t>(kv_blocks) * layout.block_tokens;
+    const uint64_t scratch =
+        4 * (static_cast<uint64_t>(t) * (3 * h.n_embd + 2 * static_cast<uint64_t>(h.n_ff) +
+                                         2 * static_cast<uint64_t>(h.n_head) * h.head_dim_k + layout.k_row_elems +
+                                         layout.v_row_elems) +
+             static_cast<uint64_t>(t) * h.n_head * n_ctx);
+    const uint64_t free_bytes = ctx.available_bytes();
+    const uint64_t margin = free_bytes / 20;
+    uint64_t budget = free_bytes > scratch + margin ? free_bytes - scratch - margin : 0;
+    int32_t fit = 0;
+    for (int32_t il = 0; il < h.n_layer; ++il) {
+      const LayerWeights& L = w.layers[static_cast<size_t>(il)];
+      uint64_t bytes = pool_bytes + 8 * static_cast<uint64_t>(h.n_embd);
+      for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+        bytes += device_matrix_bytes(*m);
+      }
+      if (bytes > budget) break;
+      budget -= bytes;
+      ++fit;
+    }
+    want = fit;
+  }
+  for (int32_t il = 0; il < want; ++il) {
+    auto layer = off->upload_layer(il, kv_blocks);
+    if (!layer.ok()) {
+      if (layer.error().kind != ErrorKind::kUnavailable) return layer.error();
+      // The device filled up midway: what went up stays, the rest runs on the CPU.
+      log_warn("device memory ran out while offloading; the remaining layers run on the CPU",
+               {{"device", ctx.info().name}, {"layers", il}, {"asked", want}, {"error", layer.error().message}});
+      break;
+    }
+    off->layers_.push_back(std::move(*layer));
+  }
+  log_info("layers offloaded", {{"device", ctx.info().name},
+                                {"layers", off->n_layers()},
+                                {"of", h.n_layer},
+                                {"device_bytes", static_cast<unsigned long long>(ctx.allocated_bytes())}});
+  return off;
+}
+
+Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il, int32_t kv_blocks) {
+  const ModelHparams& h = model_.hparams();
+  const LayerWeights& L = model_.weights().layers[static_cast<size_t>(il)];
+  const std::string blk = "blk." + std::to_string(il) + ".";
+  Layer out;
+  HEARTH_ASSIGN(out.attn_norm, upload_vector(ctx_, L.attn_norm, h.n_embd));
+  HEARTH_ASSIGN(out.ffn_norm, upload_vector(ctx_, L.ffn_norm, h.n_embd));
+  struct M {
+    const char* name;
+    const kernels::WeightView* bound;
+    vk::DeviceWeight* dst;
+  };
+  const M mats[] = {{"attn_q", &L.wq, &out.wq},       {"attn_k", &L.wk, &out.wk},     {"attn_v", &L.wv, &out.wv},
+                    {"attn_output", &L.wo, &out.wo}, {"ffn_gate", &L.ffn_gate, &out.gate},
+                    {"ffn_up", &L.ffn_up, &out.up},  {"ffn_down", &L.ffn_down, &out.down}};
+  for (const M& m : mats) {
+    HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
+    HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
+  }
+  const size_t rows = static_cast<size_t>(kv_blocks) * static_cast<size_t>(layout_.block_tokens);
+  HEARTH_ASSIGN(out.k_pool, ctx_.alloc(rows * static_cast<size_t>(layout_.k_row_elems) * 2));
+  HEARTH_ASSIGN(out.v_pool, ctx_.alloc(rows * static_cast<size_t>(layout_.v_row_elems) * 2));
+  return out;
+}
+
+Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t score_floats) {
+  const ModelHparams& h = model_.hparams();
+  if (n > s_.tokens) {
+    const size_t t = static_cast<size_t>(n) * 4;
+    HEARTH_TRY(grow(ctx_, s_.x, t * h.n_embd));
+    HEARTH_TRY(grow(ctx_, s_.xn, t * h.n_embd));
+    HEARTH_TRY(grow(ctx_, s_.tmp, t * h.n_embd));
+    HEARTH_TRY(grow(ctx_, s_.q, t * h.n_head * h.head_dim_k));
+    HEARTH_TRY(grow(ctx_, s_.k, t * layout_.k_row_elems));
+    HEARTH_TRY(grow(ctx_, s_.v, t * layout_.v_row_elems));
+    HEARTH_TRY(grow(ctx_, s_.attn, t * h.n_head * h.head_dim_v));
+    HEARTH_TRY(grow(ctx_, s_.gate, t * h.n_ff));
+    HEARTH_TRY(grow(ctx_, s_.up, t * h.n_ff));
+    HEARTH_TRY(grow(ctx_, s_.positions, t));
+    s_.tokens = n;
+  }
+  if (table_entries > s_.table_entries) {
+    HEARTH_TRY(grow(ctx_, s_.tables, static_cast<size_t>(table_entries) * 4));
+    s_.table_entries = table_entries;
+  }
+  if (score_floats > s_.score_floats) {
+    HEARTH_TRY(grow(ctx_, s_.scores, static_cast<size_t>(score_floats) * 4));
+    s_.score_floats = score_floats;
+  }
+  return ok_status();
+}
+
+Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x) {
+  if (layers_.empty() || batch.empty()) return ok_status();
+  const ModelHparams& h = model_.hparams();
+  const auto n = static_cast<uint32_t>(batch.size());
+  const auto d = static_cast<uint32_t>(h.n_embd);
+  const auto qd = static_cast<uint32_t>(h.n_head * h.head_dim_k);
+  const auto od = static_cast<uint32_t>(h.n_head * h.head_dim_v);
+  const auto kd = static_cast<uint32_t>(layout_.k_row_elems);
+  const auto vd = static_cast<uint32_t>(layout_.v_row_elems);
+  const auto ff = static_cast<uint32_t>(h.n_ff);
+
+  // Runs of consecutive tokens of one sequence, each with its block table.
+  struct Run {
+    uint32_t first, count, table_off, n_kv;
+  };
+  std::vector<Run> runs;
+  std::vector<int32_t> positions(n);
+  std::vector<uint32_t> tables;
+  uint32_t max_kv = 1;
+  for (uint32_t t = 0; t < n; ++t) {
+    positions[t] = batch[t].pos;
+    if (t > 0 && batch[t].seq == batch[t - 1].seq) {
+      ++runs.back().count;
+      continue;
+    }
+    const auto table = kv.block_table(batch[t].seq);
+    const auto n_kv = static_cast<uint32_t>(kv.seq_length(batch[t].seq));
+    runs.push_back({t, 1, static_cast<uint32_t>(tables.size()), n_kv});
+    for (int32_t b : table) tables.push_back(static_cast<uint32_t>(b));
+    max_kv = std::max(max_kv, n_kv);
+  }
+  HEARTH_TRY(ensure_scratch(n, static_cast<int64_t>(std::max<size_t>(tables.size(), 1)),
+                            static_cast<int64_t>(n) * h.n_head * max_kv));
+  HEARTH_TRY(ctx_.upload(s_.x, 0, x, size_t{n} * d * 4));
+  HEARTH_TRY(ctx_.upload(s_.positions, 0, positions.data(), positions.size() * 4));
+  if (!tables.empty()) HEARTH_TRY(ctx_.upload(s_.tables, 0, tables.data(), tables.size() * 4));
+
+  device::Recorder rec(ctx_);
+  for (size_t il = 0; il < layers_.size(); ++il) {
+    const Layer& L = layers_[il];
+    kernels::AttentionParams ap;
+    ap.n_head = h.n_head;
+    ap.n_head_kv = h.n_head_kv;
+    ap.head_dim_k = h.head_dim_k;
+    ap.head_dim_v = h.head_dim_v;
+    ap.scale = h.attn_scale > 0 ? h.attn_scale : 1.0f / std::sqrt(static_cast<float>(h.head_dim_k));
+    ap.softcap = h.attn_softcap;
+    ap.window = h.layer_is_sliding(static_cast<int32_t>(il)) ? h.sliding_window : 0;
+    ap.causal = h.causal;
+
+    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps));
+    HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
+    HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
+    HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+    HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k), rope_));
+    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv), static_cast<uint32_t>(h.head_dim_k), rope_));
+    for (const Run& r : runs) {
+      const vk::DeviceKv dkv{&L.k_pool, &L.v_pool, &s_.tables, static_cast<uint32_t>(layout_.block_tokens), r.table_off};
+      HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, L.k_pool));
+      HEARTH_TRY(ops_.kv_store(rec, s_.v, s_.positions, r.first, r.count, vd, dkv, L.v_pool));
+    }
+    for (const Run& r : runs) {
+      const vk::DeviceKv dkv{&L.k_pool, &L.v_pool, &s_.tables, static_cast<uint32_t>(layout_.block_tokens), r.table_off};
+      HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn));
+    }
+    HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
+    HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
+    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps));
+    HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
+    HEARTH_TRY(ops_.matmul(rec, L.up, {&s_.xn, 0}, d, n, {&s_.up, 0}, ff));
+    if (h.ffn_activation == ActivationKind::kGelu) {
+      HEARTH_TRY(ops_.gelu(rec, s_.gate, n * ff));
+    } else {
+      HEARTH_TRY(ops_.silu(rec, s_.gate, n * ff));
+    }
+    HEARTH_TRY(ops_.mul(rec, s_.gate, s_.up, n * ff));
+    HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
+    HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
+  }
+  HEARTH_TRY(rec.run());
+  return ctx_.download(s_.x, 0, x, size_t{n} * d * 4);
+}
+
+}  // namespace hearth::model

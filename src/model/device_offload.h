@@ -1,0 +1,73 @@
+// Layer offload to a compute device: the weights of the first N layers (and their KV) live in
+// device memory and those layers run there; the rest of the model stays on the CPU path. N is
+// what fits (automatic) or what the caller asks (-ngl / num_gpu), lowered when the device runs
+// out of memory while the layers go up. KV rows of offloaded layers live in device pools
+// addressed by the same block ids as the CPU cache's block tables, so the CPU KvCache stays the
+// one bookkeeper of sequences, prefixes and blocks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "device/device.h"
+#include "kernels/vulkan/vulkan_ops.h"
+#include "kv/kv_cache.h"
+#include "model/model.h"
+#include "util/result.h"
+
+namespace hearth::model {
+
+struct BatchToken;
+
+// Why the model's layers cannot run on a device (empty: they can). The device has the llama
+// family's pre-norm layer: RMSNorm, separate Q/K/V without biases, RoPE without YaRN or
+// frequency factors, a gated SiLU/GELU FFN, an F16 KV cache.
+std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
+
+class DeviceOffload {
+ public:
+  // n_layers: -1 for automatic (as many as fit in the device's free memory), else at most
+  // that many (more than the model has: all). kv_blocks: the CPU cache's pool size.
+  static Result<std::unique_ptr<DeviceOffload>> create(const Model& model, device::Context& ctx, int32_t n_layers,
+                                                       const kv::KvLayout& layout, int32_t kv_blocks,
+                                                       const kernels::RopeParams& rope);
+
+  int32_t n_layers() const { return static_cast<int32_t>(layers_.size()); }
+  // Device memory held (weights, KV pools, scratch): the figure for size_vram.
+  uint64_t device_bytes() const { return ctx_.allocated_bytes(); }
+  device::Context& context() { return ctx_; }
+
+  // Runs layers [0, n_layers()) over the batch: x holds batch.size() rows of n_embd floats
+  // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
+  // the batch go into the device pools at the positions kv's block tables give.
+  Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x);
+
+ private:
+  struct Layer {
+    device::Buffer attn_norm, ffn_norm;
+    kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
+    device::Buffer k_pool, v_pool;
+  };
+  struct Scratch {
+    device::Buffer x, xn, q, k, v, attn, tmp, gate, up, positions, tables, scores;
+    int64_t tokens = 0, table_entries = 0, score_floats = 0;
+  };
+
+  DeviceOffload(const Model& model, device::Context& ctx, const kv::KvLayout& layout, const kernels::RopeParams& rope)
+      : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
+  Result<Layer> upload_layer(int32_t il, int32_t kv_blocks);
+  Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
+
+  const Model& model_;
+  device::Context& ctx_;
+  kernels::vulkan::VulkanOps ops_;
+  kv::KvLayout layout_;
+  kernels::RopeParams rope_;
+  std::vector<Layer> layers_;
+  Scratch s_;
+};
+
+}  // namespace hearth::model

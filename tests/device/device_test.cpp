@@ -1,0 +1,132 @@
+// The device layer on whatever Vulkan device the machine has (lavapipe in CI): discovery
+// order and HEARTH_GPU choice, buffers (round trips, accounting, the allocation limit used
+// to inject a device that runs out of memory midway), and a compute dispatch with a fence.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "common/test_device.h"
+#include "device/device.h"
+
+namespace hearth::device {
+namespace {
+
+DeviceInfo dev(std::string name, DeviceKind kind, uint64_t free_bytes) {
+  DeviceInfo d;
+  d.name = std::move(name);
+  d.kind = kind;
+  d.total_bytes = free_bytes * 2;
+  d.free_bytes = free_bytes;
+  return d;
+}
+
+TEST(DeviceChoice, AutomaticSkipsCpuDevicesAndNoneMeansCpu) {
+  const std::vector<DeviceInfo> only_cpu = {dev("llvmpipe (LLVM 15.0.6, 256 bits)", DeviceKind::kCpu, 100)};
+  auto c = choose_device(only_cpu, "");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->has_value());
+  const std::vector<DeviceInfo> mixed = {dev("Radeon RX 7900", DeviceKind::kDiscrete, 10),
+                                         dev("llvmpipe", DeviceKind::kCpu, 100)};
+  c = choose_device(mixed, "");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value(), 0u);
+  c = choose_device(mixed, "none");
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE(c->has_value());
+}
+
+TEST(DeviceChoice, IndexAndNameChooseAndBadOnesListTheDevices) {
+  const std::vector<DeviceInfo> devs = {dev("NVIDIA GeForce RTX 4090", DeviceKind::kDiscrete, 20),
+                                        dev("llvmpipe", DeviceKind::kCpu, 100)};
+  auto c = choose_device(devs, "1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value(), 1u);
+  c = choose_device(devs, "LLVMpipe");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value(), 1u);
+  c = choose_device(devs, "rtx 4090");
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->value(), 0u);
+  auto bad = choose_device(devs, "7");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("llvmpipe"), std::string::npos) << bad.error().message;
+  bad = choose_device(devs, "arc a770");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().kind, ErrorKind::kInvalidArgument);
+}
+
+TEST(DeviceDiscovery, ListsDevicesInOrderWithMemory) {
+  auto devices = list_devices();
+  if (!devices.ok() || devices->empty()) {
+    if (hearth::test::running_in_ci()) FAIL() << "no Vulkan device in CI";
+    GTEST_SKIP() << "no Vulkan device";
+  }
+  for (size_t i = 0; i < devices->size(); ++i) {
+    const DeviceInfo& d = (*devices)[i];
+    std::cout << "[ device   ] " << describe_device(i, d) << "\n";
+    EXPECT_FALSE(d.name.empty());
+    EXPECT_FALSE(d.driver.empty());
+    EXPECT_GT(d.total_bytes, 0u);
+    EXPECT_LE(d.free_bytes, d.total_bytes);
+    if (i > 0 && (*devices)[i - 1].kind == d.kind) EXPECT_GE((*devices)[i - 1].free_bytes, d.free_bytes);
+  }
+}
+
+TEST(DeviceBuffers, RoundTripAccountingAndLimit) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const uint64_t before = ctx->allocated_bytes();
+  {
+    auto buf = ctx->alloc(1001);
+    ASSERT_TRUE(buf.ok()) << buf.error().to_string();
+    EXPECT_EQ(buf->bytes(), 1004u);  // rounded to words
+    EXPECT_EQ(ctx->allocated_bytes(), before + 1004);
+    std::vector<uint8_t> in(1001), out(1001, 0);
+    std::iota(in.begin(), in.end(), uint8_t{7});
+    ASSERT_TRUE(ctx->upload(*buf, 0, in.data(), in.size()).ok());
+    ASSERT_TRUE(ctx->download(*buf, 0, out.data(), out.size()).ok());
+    EXPECT_EQ(in, out);
+    // Part of the buffer, at an odd offset.
+    ASSERT_TRUE(ctx->download(*buf, 3, out.data(), 10).ok());
+    EXPECT_EQ(0, std::memcmp(out.data(), in.data() + 3, 10));
+    EXPECT_FALSE(ctx->download(*buf, 1000, out.data(), 10).ok());
+    ASSERT_TRUE(ctx->fill_zero(*buf).ok());
+    ASSERT_TRUE(ctx->download(*buf, 0, out.data(), out.size()).ok());
+    EXPECT_EQ(std::vector<uint8_t>(1001, 0), out);
+  }
+  EXPECT_EQ(ctx->allocated_bytes(), before);  // freed with the buffer
+
+  ctx->set_allocation_limit(before + 4096);
+  auto a = ctx->alloc(3000);
+  ASSERT_TRUE(a.ok());
+  auto b = ctx->alloc(3000);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.error().kind, ErrorKind::kUnavailable);
+  EXPECT_NE(b.error().message.find("limit"), std::string::npos);
+  ctx->set_allocation_limit(0);
+}
+
+TEST(DeviceBuffers, LargeTransfersGoThroughStagingInPieces) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const size_t n = (size_t{17} << 20) + 12;  // more than one 16 MiB staging piece
+  std::vector<uint8_t> in(n), out(n);
+  for (size_t i = 0; i < n; ++i) in[i] = static_cast<uint8_t>(i * 2654435761u >> 24);
+  auto buf = ctx->alloc(n);
+  ASSERT_TRUE(buf.ok());
+  ASSERT_TRUE(ctx->upload(*buf, 0, in.data(), n).ok());
+  ASSERT_TRUE(ctx->download(*buf, 0, out.data(), n).ok());
+  EXPECT_TRUE(in == out);
+}
+
+TEST(DeviceRecorder, EmptySubmitWaitsAndASecondSubmitIsRefused) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  Recorder rec(*ctx);
+  auto fence = rec.submit();
+  ASSERT_TRUE(fence.ok()) << fence.error().to_string();
+  EXPECT_TRUE(fence->wait().ok());
+  EXPECT_FALSE(rec.submit().ok());  // twice
+}
+
+}  // namespace
+}  // namespace hearth::device

@@ -1,0 +1,98 @@
+// The engine with layers on the GPU (lavapipe in CI, named through HEARTH_GPU since automatic
+// choice skips CPU drivers): stories260K's 128-token greedy continuation equals llama.cpp's with
+// every layer and with a split; HEARTH_GPU=none and a HEARTH_GPU naming no device.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/test_device.h"
+#include "common/test_paths.h"
+#include "engine/generation.h"
+
+namespace hearth::engine {
+namespace {
+
+// Sets HEARTH_GPU for the scope.
+class GpuChoice {
+ public:
+  explicit GpuChoice(const char* value) {
+    const char* old = std::getenv("HEARTH_GPU");
+    had_ = old != nullptr;
+    if (had_) old_ = old;
+    setenv("HEARTH_GPU", value, 1);
+  }
+  ~GpuChoice() {
+    if (had_) {
+      setenv("HEARTH_GPU", old_.c_str(), 1);
+    } else {
+      unsetenv("HEARTH_GPU");
+    }
+  }
+
+ private:
+  bool had_ = false;
+  std::string old_;
+};
+
+std::string stories() { return test::models_dir() + "/stories260K-llama-f32.gguf"; }
+
+Result<std::unique_ptr<InferenceContext>> open(int32_t gpu_layers) {
+  ContextOptions o;
+  o.n_ctx = 256;
+  o.n_threads = 2;
+  o.gpu_layers = gpu_layers;
+  return InferenceContext::load(stories(), o);
+}
+
+TEST(GpuOffload, Stories260KGreedyMatchesReferenceWithAllLayersAndWithASplit) {
+  HEARTH_REQUIRE_DEVICE(dev);
+  HEARTH_REQUIRE_FILE(stories());
+  const std::string ref_path = test::reference_dir() + "/stories260K-llama-f32/once-upon-a-time-greedy128.json";
+  HEARTH_REQUIRE_FILE(ref_path);
+  std::ifstream in(ref_path);
+  auto ref = nlohmann::json::parse(in, nullptr, false);
+  const auto want = ref["greedy"]["tokens"].get<std::vector<int32_t>>();
+  const char* env = std::getenv("HEARTH_GPU");
+  GpuChoice choice(env != nullptr && *env != '\0' ? env : "0");  // the test device
+  // Every layer: the whole 128 tokens; a split: the first 24 (lavapipe is slow).
+  for (int32_t layers : {1000, 2}) {
+    auto ctx = open(layers);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+    EXPECT_EQ((*ctx)->gpu_layers(), std::min(layers, (*ctx)->model().hparams().n_layer));
+    EXPECT_GT((*ctx)->device_bytes(), 0u);
+    GenerateOptions g;
+    g.n_predict = layers == 2 ? 24 : 128;
+    g.sampling.temperature = 0;
+    g.stop_at_eog = false;
+    auto r = generate(**ctx, ref["prompt"].get<std::string>(), g);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    size_t same = 0;
+    ASSERT_EQ(r->tokens.size(), static_cast<size_t>(g.n_predict));
+    while (same < r->tokens.size() && r->tokens[same] == want[same]) ++same;
+    EXPECT_EQ(same, r->tokens.size()) << layers << " layers on the GPU: first difference at step " << same;
+  }
+}
+
+TEST(GpuOffload, NoneKeepsTheCpuAndAnUnknownDeviceIsAnError) {
+  HEARTH_REQUIRE_DEVICE(dev);
+  HEARTH_REQUIRE_FILE(stories());
+  {
+    GpuChoice choice("none");
+    auto ctx = open(-1);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+    EXPECT_EQ((*ctx)->device_bytes(), 0u);
+    EXPECT_EQ((*ctx)->gpu_layers(), 0);
+  }
+  {
+    GpuChoice choice("no-such-gpu-anywhere");
+    auto ctx = open(-1);
+    ASSERT_FALSE(ctx.ok());
+    EXPECT_EQ(ctx.error().kind, ErrorKind::kInvalidArgument);
+    EXPECT_NE(ctx.error().message.find("HEARTH_GPU"), std::string::npos) << ctx.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace hearth::engine

@@ -1,0 +1,298 @@
+// The Vulkan kernels against the CPU ones on the test device (lavapipe in CI), with the
+// subgroup reductions and with the shared-memory fallback. Shapes are small: lavapipe is
+// slow. Each test prints its largest error.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "common/test_device.h"
+#include "kernels/ops.h"
+#include "kernels/vulkan/vulkan_ops.h"
+#include "tensor/fp16.h"
+#include "tensor/quantize.h"
+#include "util/thread_pool.h"
+#include "kernel_test_util.h"
+
+namespace hearth::kernels::vulkan {
+namespace {
+
+using device::Buffer;
+using device::Context;
+using device::Recorder;
+
+Buffer upload_floats(Context& ctx, const std::vector<float>& v) {
+  auto b = ctx.alloc(std::max<size_t>(v.size(), 1) * sizeof(float));
+  EXPECT_TRUE(b.ok());
+  if (!v.empty()) EXPECT_TRUE(ctx.upload(*b, 0, v.data(), v.size() * sizeof(float)).ok());
+  return std::move(*b);
+}
+
+std::vector<float> download_floats(Context& ctx, const Buffer& b, size_t n) {
+  std::vector<float> v(n);
+  EXPECT_TRUE(ctx.download(b, 0, v.data(), n * sizeof(float)).ok());
+  return v;
+}
+
+// The reductions to test: the fallback always, subgroups where the device has them.
+std::vector<bool> reduction_modes(const Context& ctx) {
+  std::vector<bool> modes = {false};
+  if (ctx.info().subgroup_arithmetic) modes.push_back(true);
+  return modes;
+}
+
+double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
+  return m;
+}
+
+struct MatmulCase {
+  DType type;
+  int64_t cols;
+};
+
+class VulkanMatmul : public ::testing::TestWithParam<MatmulCase> {};
+
+TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const MatmulCase c = GetParam();
+  const int64_t rows = 24;
+  const size_t row_bytes = *dtype_row_bytes(c.type, c.cols);
+  std::vector<uint8_t> wbytes(row_bytes * rows);
+  const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * c.cols), 11);
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(quantize_row(c.type, wf.data() + r * c.cols, wbytes.data() + r * row_bytes, c.cols).ok());
+  }
+  std::vector<float> deq(static_cast<size_t>(rows * c.cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    ASSERT_TRUE(dequantize_row(c.type, wbytes.data() + r * row_bytes, deq.data() + r * c.cols, c.cols).ok());
+  }
+  WeightView w{c.type, wbytes.data(), c.cols, rows, row_bytes, false};
+  VulkanOps ops(*ctx);
+  auto dw = ops.upload_weight(w);
+  ASSERT_TRUE(dw.ok()) << dw.error().to_string();
+  if (c.cols % 32 == 0) EXPECT_EQ(dw->type, native_weight_type(c.type) ? c.type : DType::kF16);
+
+  for (uint32_t n_tokens : {1u, 5u}) {
+    const auto x = kernels::test::random_floats(static_cast<size_t>(n_tokens * c.cols), 12 + n_tokens);
+    // Exact product of the dequantized weights (F16 copies for the dequantising path).
+    std::vector<float> exact(static_cast<size_t>(n_tokens * rows));
+    double norm = 0;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        double s = 0;
+        for (int64_t k = 0; k < c.cols; ++k) {
+          float wv = deq[static_cast<size_t>(r * c.cols + k)];
+          if (!native_weight_type(c.type)) wv = fp16_to_fp32(fp32_to_fp16(wv));
+          s += static_cast<double>(wv) * x[t * c.cols + k];
+        }
+        exact[t * rows + r] = static_cast<float>(s);
+        norm = std::max(norm, std::fabs(s));
+      }
+    }
+    ThreadPool pool(1);
+    MatmulScratch scratch;
+    std::vector<float> cpu(exact.size());
+    ASSERT_TRUE(matmul(w, x.data(), n_tokens, cpu.data(), pool, scratch).ok());
+
+    Buffer xb = upload_floats(*ctx, x);
+    Buffer yb = upload_floats(*ctx, std::vector<float>(exact.size(), 0.0f));
+    for (bool sg : reduction_modes(*ctx)) {
+      ops.set_use_subgroups(sg);
+      Recorder rec(*ctx);
+      ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(c.cols), n_tokens, {&yb, 0},
+                             static_cast<uint32_t>(rows))
+                      .ok());
+      ASSERT_TRUE(rec.run().ok());
+      const auto gpu = download_floats(*ctx, yb, exact.size());
+      const double vs_exact = max_abs_diff(gpu, exact);
+      const double vs_cpu = max_abs_diff(gpu, cpu);
+      std::cout << "[ max err  ] " << dtype_name(c.type) << " cols=" << c.cols << " tokens=" << n_tokens
+                << (sg ? " subgroup" : " shared") << ": vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
+                << " (largest |y| " << norm << ")\n";
+      EXPECT_LT(vs_exact, 2e-5 * c.cols * std::max(1.0, norm / 4));
+      // The CPU kernel rounds activations (Q8_0/Q8_K/F16) for integer dot products.
+      EXPECT_LT(vs_cpu, 0.02 * std::max(1.0, norm));
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul,
+                         ::testing::Values(MatmulCase{DType::kF32, 172}, MatmulCase{DType::kF16, 96},
+                                           MatmulCase{DType::kQ8_0, 96}, MatmulCase{DType::kQ4_0, 96},
+                                           MatmulCase{DType::kQ4_K, 512}, MatmulCase{DType::kQ6_K, 512},
+                                           MatmulCase{DType::kQ5_K, 256}, MatmulCase{DType::kQ4_1, 64}),
+                         [](const auto& info) { return std::string(dtype_name(info.param.type)); });
+INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul, ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33}),
+                         [](const auto& info) { return "F16_" + std::to_string(info.param.cols); });
+
+TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t n = 200, n_rows = 3;
+  const auto x = kernels::test::random_floats(n * n_rows, 21, -3.0f, 3.0f);
+  const auto w = kernels::test::random_floats(n, 22);
+  const auto x2 = kernels::test::random_floats(n * n_rows, 23);
+  for (bool sg : reduction_modes(*ctx)) {
+    ops.set_use_subgroups(sg);
+    Buffer xb = upload_floats(*ctx, x), wb = upload_floats(*ctx, w), x2b = upload_floats(*ctx, x2);
+    Buffer nb = upload_floats(*ctx, std::vector<float>(x.size())), sb = upload_floats(*ctx, x);
+    Buffer ab = upload_floats(*ctx, x), mb = upload_floats(*ctx, x), cb = upload_floats(*ctx, x);
+    Buffer lb = upload_floats(*ctx, x), gb = upload_floats(*ctx, x);
+    Recorder rec(*ctx);
+    ASSERT_TRUE(ops.rms_norm(rec, xb, &wb, nb, n, n_rows, 1e-5f).ok());
+    ASSERT_TRUE(ops.softmax(rec, sb, n, n_rows).ok());
+    ASSERT_TRUE(ops.add(rec, ab, x2b, n * n_rows).ok());
+    ASSERT_TRUE(ops.mul(rec, mb, x2b, n * n_rows).ok());
+    ASSERT_TRUE(ops.scale(rec, cb, 0.37f, n * n_rows).ok());
+    ASSERT_TRUE(ops.silu(rec, lb, n * n_rows).ok());
+    ASSERT_TRUE(ops.gelu(rec, gb, n * n_rows).ok());
+    ASSERT_TRUE(rec.run().ok());
+
+    std::vector<float> norm(x.size()), soft = x, added = x, mulled = x, scaled = x, silued = x, gelued = x;
+    for (uint32_t r = 0; r < n_rows; ++r) {
+      rms_norm(x.data() + r * n, w.data(), norm.data() + r * n, n, 1e-5f);
+      softmax(soft.data() + r * n, n);
+    }
+    add(added.data(), x2.data(), n * n_rows);
+    mul(mulled.data(), x2.data(), n * n_rows);
+    scale(scaled.data(), 0.37f, n * n_rows);
+    silu(silued.data(), n * n_rows);
+    gelu(gelued.data(), n * n_rows);
+    struct Check { const char* name; const Buffer* b; const std::vector<float>* want; double tol; };
+    const Check checks[] = {{"rms_norm", &nb, &norm, 1e-5}, {"softmax", &sb, &soft, 1e-6}, {"add", &ab, &added, 0},
+                            {"mul", &mb, &mulled, 0},       {"scale", &cb, &scaled, 0},    {"silu", &lb, &silued, 1e-5},
+                            {"gelu", &gb, &gelued, 2e-3}};
+    for (const Check& c : checks) {
+      const double err = max_abs_diff(download_floats(*ctx, *c.b, x.size()), *c.want);
+      std::cout << "[ max err  ] " << c.name << (sg ? " subgroup" : " shared") << ": " << err << "\n";
+      EXPECT_LE(err, c.tol) << c.name;
+    }
+  }
+}
+
+TEST(VulkanOps, RopeMatchesTheCpuInBothStyles) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t n_heads = 3, head_dim = 16, n_tokens = 4;
+  const std::vector<int32_t> pos = {0, 1, 7, 29};
+  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+    RopeParams p;
+    p.style = style;
+    p.rope_dims = 12;  // partial rotation
+    p.freq_base = 10000.0f;
+    p.freq_scale = 0.5f;
+    auto x = kernels::test::random_floats(n_tokens * n_heads * head_dim, 31);
+    Buffer xb = upload_floats(*ctx, x);
+    auto pb = ctx->alloc(pos.size() * 4);
+    ASSERT_TRUE(pb.ok());
+    ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+    Recorder rec(*ctx);
+    ASSERT_TRUE(ops.rope(rec, xb, *pb, n_tokens, n_heads, head_dim, p).ok());
+    ASSERT_TRUE(rec.run().ok());
+    for (uint32_t t = 0; t < n_tokens; ++t) rope(x.data() + t * n_heads * head_dim, n_heads, head_dim, pos[t], p);
+    const double err = max_abs_diff(download_floats(*ctx, xb, x.size()), x);
+    std::cout << "[ max err  ] rope " << (style == RopeStyle::kNeox ? "neox" : "normal") << ": " << err << "\n";
+    EXPECT_LT(err, 2e-5);
+  }
+  RopeParams yarn;
+  yarn.rope_dims = 16;
+  yarn.ext_factor = 1.0f;
+  Buffer xb = upload_floats(*ctx, std::vector<float>(head_dim));
+  Recorder rec(*ctx);
+  EXPECT_EQ(ops.rope(rec, xb, xb, 1, 1, head_dim, yarn).error().kind, ErrorKind::kUnsupported);
+}
+
+TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  AttentionParams p;
+  p.n_head = 4;
+  p.n_head_kv = 2;
+  p.head_dim_k = 32;
+  p.head_dim_v = 32;
+  p.scale = 1.0f / std::sqrt(32.0f);
+  const uint32_t block_tokens = 8, n_kv = 21, n_blocks = 3, pool_blocks = 5;
+  const std::vector<uint32_t> table = {4, 0, 2};  // sequence block -> pool block
+  const size_t row = static_cast<size_t>(p.n_head_kv) * p.head_dim_k;
+  const auto kf = kernels::test::random_floats(pool_blocks * block_tokens * row, 41);
+  const auto vf = kernels::test::random_floats(pool_blocks * block_tokens * row, 42);
+  std::vector<uint16_t> kh(kf.size()), vh(vf.size());
+  for (size_t i = 0; i < kf.size(); ++i) {
+    kh[i] = fp32_to_fp16(kf[i]);
+    vh[i] = fp32_to_fp16(vf[i]);
+  }
+  auto kb = ctx->alloc(kh.size() * 2), vb = ctx->alloc(vh.size() * 2), tb = ctx->alloc(table.size() * 4);
+  ASSERT_TRUE(kb.ok() && vb.ok() && tb.ok());
+  ASSERT_TRUE(ctx->upload(*kb, 0, kh.data(), kh.size() * 2).ok());
+  ASSERT_TRUE(ctx->upload(*vb, 0, vh.data(), vh.size() * 2).ok());
+  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
+  std::vector<const uint8_t*> kblocks, vblocks;
+  for (uint32_t b = 0; b < n_blocks; ++b) {
+    kblocks.push_back(reinterpret_cast<const uint8_t*>(kh.data() + table[b] * block_tokens * row));
+    vblocks.push_back(reinterpret_cast<const uint8_t*>(vh.data() + table[b] * block_tokens * row));
+  }
+  KvSpan span{kblocks.data(), vblocks.data(), static_cast<int32_t>(block_tokens), row * 2, row * 2, DType::kF16};
+  const std::vector<int32_t> pos = {5, 17, 20};  // causal: each sees keys 0..pos
+  const uint32_t n_tokens = static_cast<uint32_t>(pos.size());
+  const auto q = kernels::test::random_floats(n_tokens * p.n_head * p.head_dim_k, 43);
+  Buffer qb = upload_floats(*ctx, q);
+  auto pb = ctx->alloc(pos.size() * 4);
+  ASSERT_TRUE(pb.ok());
+  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+  Buffer scores = upload_floats(*ctx, std::vector<float>(n_tokens * p.n_head * n_kv));
+  Buffer out = upload_floats(*ctx, std::vector<float>(n_tokens * p.n_head * p.head_dim_v));
+  for (int32_t window : {0, 6}) {
+    p.window = window;
+    std::vector<float> want(n_tokens * p.n_head * p.head_dim_v), scratch;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+      attention(q.data() + t * p.n_head * p.head_dim_k, pos[t], n_kv, span, p, want.data() + t * p.n_head * p.head_dim_v,
+                scratch);
+    }
+    for (bool sg : reduction_modes(*ctx)) {
+      ops.set_use_subgroups(sg);
+      Recorder rec(*ctx);
+      ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, {&*kb, &*vb, &*tb, block_tokens}, n_kv, p, scores, out).ok());
+      ASSERT_TRUE(rec.run().ok());
+      const double err = max_abs_diff(download_floats(*ctx, out, want.size()), want);
+      std::cout << "[ max err  ] attention window=" << window << (sg ? " subgroup" : " shared") << ": " << err << "\n";
+      EXPECT_LT(err, 2e-3);
+    }
+  }
+}
+
+TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t row = 6, block_tokens = 4, pool_blocks = 3;
+  const std::vector<uint32_t> table = {9, 9, 2, 0};  // entries 2.. are this sequence's: blocks 2, 0
+  const std::vector<int32_t> pos = {3, 4, 5};        // rows 2*4+3, 0*4+0, 0*4+1 of the pool
+  const auto x = kernels::test::random_floats(pos.size() * row, 51);
+  Buffer xb = upload_floats(*ctx, x);
+  Buffer poolb = upload_floats(*ctx, std::vector<float>(pool_blocks * block_tokens * row / 2, 0.0f));
+  auto tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
+  ASSERT_TRUE(tb.ok() && pb.ok());
+  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
+  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+  DeviceKv kv{&poolb, &poolb, &*tb, block_tokens, 2};
+  Recorder rec(*ctx);
+  ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, poolb).ok());  // tokens 1 and 2 only
+  ASSERT_TRUE(rec.run().ok());
+  std::vector<uint16_t> got(pool_blocks * block_tokens * row);
+  ASSERT_TRUE(ctx->download(poolb, 0, got.data(), got.size() * 2).ok());
+  for (size_t i = 0; i < got.size(); ++i) {
+    const size_t r = i / row, e = i % row;
+    float want = 0.0f;
+    if (r == 0) want = x[1 * row + e];
+    if (r == 1) want = x[2 * row + e];
+    EXPECT_EQ(got[i], fp32_to_fp16(want)) << "pool row " << r << " element " << e;
+  }
+}
+
+}  // namespace
+}  // namespace hearth::kernels::vulkan
