@@ -31,6 +31,7 @@ class ChatTemplate {
     bool supports_tools = false;
     bool supports_tool_calls = false;
     bool supports_tool_responses = false;
+    bool supports_parallel_tool_calls = false;
     bool requires_object_arguments = false;
     bool requires_non_null_content = false;
   };
