@@ -13,6 +13,8 @@ declare -A allowed=(
   [kernels]="util tensor gguf"
   [tokenizer]="util gguf"
   [template]="util"
+  # Splits generated chat text into answer, reasoning and tool calls (no model, no HTTP).
+  [chat_output]="util"
   [kv]="util tensor kernels"
   [sampler]="util protocol tensor kernels"
   [model]="util tensor gguf kernels kv"
