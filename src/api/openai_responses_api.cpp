@@ -246,8 +246,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   PromptSource prompt;
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json{{"messages", std::move(messages)}};
-  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kResponses));
-  if (!tools.empty()) prompt.chat["tools"] = std::move(tools);
+  HEARTH_TRY(put_tools(body, ToolSpelling::kResponses, prompt.chat));
   HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));

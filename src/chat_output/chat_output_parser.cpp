@@ -144,6 +144,29 @@ bool chat_output_family_from_name(std::string_view name, ChatOutputFamily& out) 
   return false;
 }
 
+bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out) {
+  out = ToolCallSyntax{};
+  switch (family) {
+    case ChatOutputFamily::kPlain:
+    case ChatOutputFamily::kHermes:
+      out.before_call = std::string(kHermesOpen) + "\n";
+      out.after_call = "\n" + std::string(kHermesClose);
+      out.between_calls = "\n";
+      return true;
+    case ChatOutputFamily::kLlama3:
+      out.arguments_key = "parameters";
+      out.parallel = false;
+      return true;
+    case ChatOutputFamily::kMistral:
+      out.before_calls = std::string(kMistralOpen) + "[";
+      out.between_calls = ", ";
+      out.after_calls = "]";
+      return true;
+    case ChatOutputFamily::kDeepSeekR1: return false;
+  }
+  return false;
+}
+
 ChatOutputFamily detect_chat_output_family(std::string_view source) {
   auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
   // The same order as the reference engine's dispatch.
@@ -220,11 +243,11 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
   if (format_.parse_reasoning) markers.push_back({kThinkOpen, State::kReasoning, {}});
   if (tools) {
     switch (format_.family) {
+      case ChatOutputFamily::kPlain:
       case ChatOutputFamily::kHermes: markers.push_back({kHermesOpen, State::kCallBody, kHermesClose}); break;
       case ChatOutputFamily::kLlama3: markers.push_back({kPythonTag, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kMistral: markers.push_back({kMistralOpen, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kDeepSeekR1: markers.push_back({kDeepSeekOpen, State::kCallBody, kDeepSeekClose}); break;
-      case ChatOutputFamily::kPlain: break;
     }
   }
   size_t best = std::string::npos;

@@ -14,7 +14,7 @@ namespace hearth {
 
 // Template families whose tool-call syntax the parser knows.
 enum class ChatOutputFamily {
-  kPlain,       // no tool-call syntax (reasoning tags only, when enabled)
+  kPlain,       // no syntax of its own: calls are read (and forced) in the Hermes syntax
   kHermes,      // <tool_call>{"name": ..., "arguments": {...}}</tool_call> (Hermes 2/3, Qwen 2.5/3, QwQ)
   kLlama3,      // {"name": ..., "parameters": {...}} as the whole answer, or after <|python_tag|>
   kMistral,     // [TOOL_CALLS][{"name": ..., "arguments": {...}, "id": ...}, ...]
@@ -28,6 +28,18 @@ bool chat_output_family_from_name(std::string_view name, ChatOutputFamily& out);
 // The family a chat template's source writes tool calls in (as the reference engine detects it:
 // by the markers the template prints).
 ChatOutputFamily detect_chat_output_family(std::string_view template_source);
+
+// How a family writes calls, as literal text around each call's JSON object (for the grammar
+// that forces a call): [before_calls] before_call {obj} after_call [between_calls ...] after_calls.
+// `arguments_key` names the arguments in the object; `parallel` is false when the family writes
+// one call per reply. Families without a JSON-object syntax (DeepSeek R1) have none.
+struct ToolCallSyntax {
+  std::string before_calls, before_call, after_call, between_calls, after_calls;
+  std::string arguments_key = "arguments";
+  bool parallel = true;
+};
+// false for a family whose calls are not JSON objects.
+bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out);
 
 struct ChatOutputFormat {
   ChatOutputFamily family = ChatOutputFamily::kPlain;

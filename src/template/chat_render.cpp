@@ -342,8 +342,17 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
     in.add_generation_prompt = true;
   }
 
+  bool enable_thinking = true;
+  if (request.contains("enable_thinking")) {
+    if (!request["enable_thinking"].is_boolean()) return make_error(ErrorKind::kInvalidArgument, "'enable_thinking' must be true or false");
+    enable_thinking = request["enable_thinking"].get<bool>();
+  }
   bool is_llama3 = contains(source_, "<|start_header_id|>ipython<|end_header_id|>");
   bool is_deepseek_r1 = contains(source_, "<｜tool▁calls▁begin｜>");
+  if (contains(source_, "<tool_call>")) {
+    // Hermes 2/3, Qwen 2.5/3: the reference passes the thinking switch (Qwen3 reads it).
+    in.extra_context = Json{{"enable_thinking", enable_thinking}};
+  }
   if (is_llama3) {
     // Llama 3.x: today's date and tool definitions in the system turn, as its handler expects.
     in.extra_context = Json{{"date_string", format_date(options, "%d %b %Y")}, {"tools_in_user_message", false}};
@@ -373,6 +382,9 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
   const std::string& eos = context_options_.eos_token;
   if (!bos.empty() && prompt.compare(0, bos.size(), bos) == 0) prompt.erase(0, bos.size());
   if (!eos.empty() && ends_with(prompt, eos)) prompt.erase(prompt.size() - eos.size());
+  // Thinking off: a template that opens <think> for the reply gets it closed at once, as the
+  // reference does for DeepSeek R1 and Qwen-style templates.
+  if (!enable_thinking && prefill.empty() && ends_with(prompt, "<think>\n")) prompt += "</think>";
   return prompt + prefill;
 }
 
