@@ -3,7 +3,7 @@
 // random-weight model write a call in its template's syntax (Qwen 2.5's <tool_call>, given with
 // --chat-template-file); the server parses it into structured calls whose arguments validate
 // against the schema, streamed and not, in all three APIs; a round trip sends the result back;
-// bad tool input is a 400 in each API's error shape.
+// bad tool input is a 400 in each API's error shape. The Responses API's function_call items too.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -102,6 +102,25 @@ describe('tool calls', { skip: !qwen && 'qwen2 model missing' }, () => {
         { role: 'tool', tool_call_id: calls[0].id, content: '{"time": "12:00"}' }],
     });
     assert.equal(back.choices[0].message.role, 'assistant');
+  });
+
+  it('Responses API: a forced call is a function_call output item, streamed and not', async () => {
+    const tools = [{ type: 'function', name: 'get_weather', description: 'Weather of a city', parameters: PARAMS }];
+    const req = { model: 'm', input: 'Weather in Paris?', tools, tool_choice: 'required', parallel_tool_calls: false, max_output_tokens: 300, temperature: 0.8 };
+    const r = await openai.responses.create(req);
+    const call = r.output.find((i) => i.type === 'function_call');
+    assert.ok(call, JSON.stringify(r.output));
+    assert.equal(call.name, 'get_weather');
+    assertArgs(JSON.parse(call.arguments));
+    let args = '';
+    let done = null;
+    for await (const ev of await openai.responses.create({ ...req, stream: true })) {
+      if (ev.type === 'response.function_call_arguments.delta') args += ev.delta;
+      if (ev.type === 'response.output_item.done' && ev.item.type === 'function_call') done = ev.item;
+    }
+    assert.ok(done);
+    assert.equal(done.arguments, args);
+    assertArgs(JSON.parse(args));
   });
 
   it('Anthropic tool_choice any: tool_use blocks, streamed with input_json_delta and not', async () => {
