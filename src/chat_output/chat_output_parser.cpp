@@ -70,13 +70,13 @@ size_t json_value_end(std::string_view text, size_t from) {
 // Arguments as compact JSON object text: an object as is, or a string holding one.
 bool arguments_text(const Json& args, std::string& out) {
   if (args.is_object()) {
-    out = args.dump();
+    out = args.dump(-1, ' ', false, Json::error_handler_t::replace);
     return true;
   }
   if (args.is_string()) {
     Json parsed = Json::parse(args.get<std::string>(), nullptr, /*allow_exceptions=*/false);
     if (parsed.is_object()) {
-      out = parsed.dump();
+      out = parsed.dump(-1, ' ', false, Json::error_handler_t::replace);
       return true;
     }
   }
@@ -325,7 +325,7 @@ bool ChatOutputParser::step_json_body(ChatOutputDelta& out, bool final) {
   } else if (opener_ == kPythonTag) {
     // Llama 3.x's built-in code interpreter: the rest of the reply is Python code.
     if (!final) return false;
-    out.tool_calls.push_back(ParsedToolCall{"", "python", Json{{"code", buffer_.substr(start)}}.dump()});
+    out.tool_calls.push_back(ParsedToolCall{"", "python", Json{{"code", buffer_.substr(start)}}.dump(-1, ' ', false, Json::error_handler_t::replace)});
     buffer_.clear();
     state_ = State::kContent;
     return false;

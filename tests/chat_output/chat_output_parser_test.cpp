@@ -116,6 +116,9 @@ TEST(ChatOutputParser, Llama3BareJsonAndPythonTag) {
   ASSERT_EQ(code.calls.size(), 1u);
   EXPECT_EQ(code.calls[0].name, "python");
   EXPECT_EQ(code.calls[0].arguments, "{\"code\":\"print(1)\"}");
+  Parsed bad_utf8 = parse_every_way(tools_format(ChatOutputFamily::kLlama3), "<|python_tag|>x = '\xff'");
+  ASSERT_EQ(bad_utf8.calls.size(), 1u);  // found by fuzz_chat_output: invalid UTF-8 is replaced, never thrown
+  EXPECT_EQ(bad_utf8.calls[0].arguments, "{\"code\":\"x = '\xef\xbf\xbd'\"}");
   Parsed text = parse_every_way(tools_format(ChatOutputFamily::kLlama3), "{not json} and text");
   EXPECT_TRUE(text.calls.empty());
   EXPECT_EQ(text.content, "{not json} and text");
