@@ -15,10 +15,12 @@ declare -A allowed=(
   [kernels]="util tensor gguf device"
   [tokenizer]="util gguf"
   [template]="util"
+  # Splits generated chat text into answer, reasoning and tool calls (no model, no HTTP).
+  [chat_output]="util"
   [kv]="util tensor device kernels"
   [sampler]="util protocol tensor kernels"
   [model]="util tensor gguf device kernels kv"
-  [engine]="util protocol tensor gguf device kernels kv model sampler tokenizer template"
+  [engine]="util protocol tensor gguf device kernels kv model sampler tokenizer template chat_output"
   # The HTTP side holds no model: protocol types only, nothing engine-side.
   [api]="util protocol"
   [store]="util tensor gguf"
@@ -26,11 +28,11 @@ declare -A allowed=(
   # The glue of pull and push: the store's files meet the registry's protocol here only.
   [transfer]="util store registry"
   [router]="util protocol store"
-  [server]="util protocol api router store transfer"
+  [server]="util protocol api router store transfer chat_output"
   [cli]="util protocol store"
   # The executables wire the layers together; devtools makes models, so it sits on the engine.
   [devtools]="util protocol tensor gguf device kernels tokenizer template kv model sampler engine"
-  [app]="util protocol tensor gguf device kernels tokenizer template kv model sampler engine api server router store registry transfer cli"
+  [app]="util protocol tensor gguf device kernels tokenizer template chat_output kv model sampler engine api server router store registry transfer cli"
 )
 bad=0
 for dir in */; do

@@ -123,26 +123,45 @@ class AnthropicEncoder final : public ResponseEncoder {
     if (!stream_) return "";
     Json message = message_json(false);
     std::string out = sse_event("message_start", Json{{"type", "message_start"}, {"message", std::move(message)}});
-    out += sse_event("content_block_start", Json{{"type", "content_block_start"},
-                                                 {"index", 0},
-                                                 {"content_block", {{"type", "text"}, {"text", ""}}}});
+    out += open_block(Block::kText, Json{{"type", "text"}, {"text", ""}});
     out += sse_event("ping", Json{{"type", "ping"}});
     return out;
   }
 
+  // Blocks open as the reply needs them: the text block begin() opened, a thinking block when
+  // reasoning arrives, a tool_use block per call (its input as one input_json_delta).
   std::string on_event(int32_t, const protocol::Event& event) override {
     choice_.absorb(event);
-    if (!stream_ || event.text.empty()) return "";
-    return sse_event("content_block_delta", Json{{"type", "content_block_delta"},
-                                                 {"index", 0},
-                                                 {"delta", {{"type", "text_delta"}, {"text", event.text}}}});
+    if (!stream_) return "";
+    std::string out;
+    if (!event.reasoning.empty()) {
+      if (open_ != Block::kThinking) {
+        out += close_block();
+        out += open_block(Block::kThinking, Json{{"type", "thinking"}, {"thinking", ""}, {"signature", ""}});
+      }
+      out += delta(Json{{"type", "thinking_delta"}, {"thinking", event.reasoning}});
+    }
+    if (!event.text.empty()) {
+      if (open_ != Block::kText) {
+        out += close_block();
+        out += open_block(Block::kText, Json{{"type", "text"}, {"text", ""}});
+      }
+      out += delta(Json{{"type", "text_delta"}, {"text", event.text}});
+    }
+    for (const auto& call : event.tool_calls) {
+      out += close_block();
+      out += open_block(Block::kToolUse, Json{{"type", "tool_use"}, {"id", call.id}, {"name", call.name}, {"input", Json::object()}});
+      out += delta(Json{{"type", "input_json_delta"}, {"partial_json", call.arguments}});
+      out += close_block();
+    }
+    return out;
   }
 
   std::string end() override {
     if (!stream_) return dump_json(message_json(true));
-    std::string out = sse_event("content_block_stop", Json{{"type", "content_block_stop"}, {"index", 0}});
+    std::string out = close_block();
     out += sse_event("message_delta", Json{{"type", "message_delta"},
-                                           {"delta", {{"stop_reason", stop_reason_of(choice_.stop_reason)}, {"stop_sequence", stop_sequence()}}},
+                                           {"delta", {{"stop_reason", stop_reason()}, {"stop_sequence", stop_sequence()}}},
                                            {"usage", {{"output_tokens", choice_.timings.predicted_n}}}});
     out += sse_event("message_stop", Json{{"type", "message_stop"}});
     return out;
@@ -151,13 +170,35 @@ class AnthropicEncoder final : public ResponseEncoder {
   std::string error_chunk(const Json& body) override { return sse_event("error", body); }
 
  private:
+  enum class Block { kNone, kText, kThinking, kToolUse };
+  std::string open_block(Block kind, Json block) {
+    open_ = kind;
+    return sse_event("content_block_start", Json{{"type", "content_block_start"}, {"index", block_index_}, {"content_block", std::move(block)}});
+  }
+  std::string close_block() {
+    if (open_ == Block::kNone) return "";
+    open_ = Block::kNone;
+    return sse_event("content_block_stop", Json{{"type", "content_block_stop"}, {"index", block_index_++}});
+  }
+  std::string delta(Json d) const {
+    return sse_event("content_block_delta", Json{{"type", "content_block_delta"}, {"index", block_index_}, {"delta", std::move(d)}});
+  }
+  const char* stop_reason() const { return choice_.tool_calls.empty() ? stop_reason_of(choice_.stop_reason) : "tool_use"; }
   Json stop_sequence() const {
     return choice_.stop_reason == protocol::StopReason::kStopString ? Json(choice_.stop_word) : Json();
   }
   Json message_json(bool finished) const {
     int32_t input = meta_.prompt_tokens.empty() ? 0 : meta_.prompt_tokens[0];
     Json content = Json::array();
-    if (finished) content.push_back(Json{{"type", "text"}, {"text", choice_.text}});
+    if (finished) {
+      if (!choice_.reasoning.empty()) content.push_back(Json{{"type", "thinking"}, {"thinking", choice_.reasoning}, {"signature", ""}});
+      if (!choice_.text.empty() || choice_.tool_calls.empty()) content.push_back(Json{{"type", "text"}, {"text", choice_.text}});
+      for (const auto& call : choice_.tool_calls) {
+        Json input = Json::parse(call.arguments, nullptr, /*allow_exceptions=*/false);
+        content.push_back(Json{{"type", "tool_use"}, {"id", call.id}, {"name", call.name},
+                               {"input", input.is_discarded() ? Json::object() : input}});
+      }
+    }
     Json usage = {{"input_tokens", input}, {"output_tokens", finished ? choice_.timings.predicted_n : 0}};
     if (finished) usage["cache_read_input_tokens"] = choice_.timings.cached_n;
     return Json{{"id", meta_.id},
@@ -165,7 +206,7 @@ class AnthropicEncoder final : public ResponseEncoder {
                 {"role", "assistant"},
                 {"model", meta_.model},
                 {"content", std::move(content)},
-                {"stop_reason", finished ? Json(stop_reason_of(choice_.stop_reason)) : Json()},
+                {"stop_reason", finished ? Json(stop_reason()) : Json()},
                 {"stop_sequence", finished ? stop_sequence() : Json()},
                 {"usage", std::move(usage)}};
   }
@@ -173,6 +214,8 @@ class AnthropicEncoder final : public ResponseEncoder {
   ResponseMeta meta_;
   bool stream_;
   ChoiceState choice_;
+  Block open_ = Block::kNone;
+  int block_index_ = 0;
 };
 
 }  // namespace
@@ -213,8 +256,15 @@ Result<CompletionJob> parse_anthropic_messages(const Json& body, bool require_ma
   PromptSource p;
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat)}};
-  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kAnthropic));
-  if (!tools.empty()) p.chat["tools"] = std::move(tools);
+  HEARTH_TRY(put_tools(body, ToolSpelling::kAnthropic, p.chat));
+  // thinking: {"type": "disabled"} turns a thinking template's reasoning off; "enabled" keeps it.
+  auto thinking = body.find("thinking");
+  if (thinking != body.end() && !thinking->is_null()) {
+    if (!thinking->is_object() || !thinking->contains("type") || !(*thinking)["type"].is_string()) {
+      return field_type_error("", "thinking", "an object with a 'type'", *thinking);
+    }
+    p.chat["enable_thinking"] = (*thinking)["type"].get<std::string>() != "disabled";
+  }
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;

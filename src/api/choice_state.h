@@ -11,6 +11,8 @@ namespace hearth::api {
 
 struct ChoiceState {
   std::string text;
+  std::string reasoning;                              // parsed thinking (chat with reasoning)
+  std::vector<protocol::ToolCallOutput> tool_calls;   // parsed calls (chat with tools)
   std::vector<protocol::TokenOutput> tokens;
   bool done = false;
   bool started = false;  // a streaming encoder sent this choice's opening chunk
@@ -21,6 +23,8 @@ struct ChoiceState {
   // Adds an event's text and tokens; records the end for kDone.
   void absorb(const protocol::Event& event) {
     text += event.text;
+    reasoning += event.reasoning;
+    tool_calls.insert(tool_calls.end(), event.tool_calls.begin(), event.tool_calls.end());
     tokens.insert(tokens.end(), event.tokens.begin(), event.tokens.end());
     if (event.kind == protocol::Event::Kind::kDone) {
       done = true;
@@ -32,7 +36,7 @@ struct ChoiceState {
 };
 
 // OpenAI's and ollama's finish reason: "length" when a token limit or the context ended the
-// text, otherwise "stop".
+// text, otherwise "stop" ("tool_calls" is the caller's, when the choice made calls).
 inline const char* finish_reason_stop_or_length(protocol::StopReason r) {
   return (r == protocol::StopReason::kLength || r == protocol::StopReason::kContext) ? "length" : "stop";
 }

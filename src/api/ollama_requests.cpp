@@ -162,8 +162,10 @@ Result<CompletionJob> parse_ollama_chat(const Json& body) {
   PromptSource p;
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat_messages)}};
-  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kOllama));
-  if (!tools.empty()) p.chat["tools"] = std::move(tools);
+  HEARTH_TRY(put_tools(body, ToolSpelling::kOllama, p.chat));
+  // think: false turns a thinking template's reasoning off; true or "low"/"medium"/"high" keep it.
+  auto think = body.find("think");
+  if (think != body.end() && !think->is_null()) p.chat["enable_thinking"] = !(think->is_boolean() && !think->get<bool>());
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;

@@ -56,9 +56,9 @@ class OllamaEncoder final : public ResponseEncoder {
     for (const auto& t : event.tokens) generated_ids_.push_back(t.token);
     if (!stream_) return "";
     std::string out;
-    if (!event.text.empty() || (logprobs_ && !event.tokens.empty())) {
+    if (!event.text.empty() || !event.reasoning.empty() || !event.tool_calls.empty() || (logprobs_ && !event.tokens.empty())) {
       Json chunk = head();
-      put_text(chunk, event.text);
+      put_text(chunk, event.text, event.reasoning, event.tool_calls);
       chunk["done"] = false;
       if (logprobs_) chunk["logprobs"] = logprob_list(event.tokens);
       out += ndjson_line(chunk);
@@ -68,7 +68,8 @@ class OllamaEncoder final : public ResponseEncoder {
 
   std::string end() override {
     Json last = head();
-    put_text(last, stream_ ? std::string() : choice_.text);
+    if (stream_) put_text(last, std::string(), std::string(), {});
+    else put_text(last, choice_.text, choice_.reasoning, choice_.tool_calls);
     if (!stream_ && logprobs_) last["logprobs"] = logprob_list(choice_.tokens);
     last["done"] = true;
     last["done_reason"] = finish_reason_stop_or_length(choice_.stop_reason);
@@ -97,11 +98,26 @@ class OllamaEncoder final : public ResponseEncoder {
   Json head() const {
     return Json{{"model", meta_.model}, {"created_at", rfc3339_nano(std::chrono::system_clock::now())}};
   }
-  void put_text(Json& chunk, const std::string& text) const {
+  // The answer text, with ollama's `thinking` and (chat) `tool_calls` (arguments as an object)
+  // when the reply had them.
+  void put_text(Json& chunk, const std::string& text, const std::string& reasoning,
+                const std::vector<protocol::ToolCallOutput>& calls) const {
     if (chat_) {
-      chunk["message"] = Json{{"role", "assistant"}, {"content", text}};
+      Json message = {{"role", "assistant"}, {"content", text}};
+      if (!reasoning.empty()) message["thinking"] = reasoning;
+      if (!calls.empty()) {
+        message["tool_calls"] = Json::array();
+        for (const auto& c : calls) {
+          Json args = Json::parse(c.arguments, nullptr, /*allow_exceptions=*/false);
+          message["tool_calls"].push_back(Json{{"id", c.id},
+                                               {"function", {{"index", c.index}, {"name", c.name},
+                                                             {"arguments", args.is_discarded() ? Json::object() : args}}}});
+        }
+      }
+      chunk["message"] = std::move(message);
     } else {
       chunk["response"] = text;
+      if (!reasoning.empty()) chunk["thinking"] = reasoning;
     }
   }
 

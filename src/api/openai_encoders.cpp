@@ -125,11 +125,16 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
       c.started = true;
       out += chunk(choice, Json{{"role", "assistant"}, {"content", ""}}, nullptr, nullptr);
     }
+    if (!event.reasoning.empty()) out += chunk(choice, Json{{"reasoning_content", event.reasoning}}, nullptr, nullptr);
     if (!event.text.empty() || (logprobs_ && !event.tokens.empty())) {
       out += chunk(choice, Json{{"content", event.text}}, logprobs_ ? chat_logprobs(event.tokens) : Json(), nullptr);
     }
+    for (const auto& call : event.tool_calls) {
+      // The whole call in one delta: index, id, type and name, then the arguments as one fragment.
+      out += chunk(choice, Json{{"tool_calls", Json::array({tool_call_json(call, true)})}}, nullptr, nullptr);
+    }
     if (event.kind == protocol::Event::Kind::kDone) {
-      Json final_chunk = chunk_json(choice, Json::object(), nullptr, finish_reason_stop_or_length(c.stop_reason));
+      Json final_chunk = chunk_json(choice, Json::object(), nullptr, finish_reason(c));
       final_chunk["timings"] = llama_timings(c.timings);
       out += sse_data(final_chunk);
     }
@@ -142,10 +147,16 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
     body["choices"] = Json::array();
     for (size_t i = 0; i < choices_.size(); ++i) {
       const ChoiceState& c = choices_[i];
+      Json message = {{"role", "assistant"}, {"content", c.text.empty() && !c.tool_calls.empty() ? Json() : Json(c.text)}};
+      if (!c.reasoning.empty()) message["reasoning_content"] = c.reasoning;
+      if (!c.tool_calls.empty()) {
+        message["tool_calls"] = Json::array();
+        for (const auto& call : c.tool_calls) message["tool_calls"].push_back(tool_call_json(call, false));
+      }
       body["choices"].push_back(Json{{"index", i},
-                                     {"message", {{"role", "assistant"}, {"content", c.text}}},
+                                     {"message", std::move(message)},
                                      {"logprobs", logprobs_ ? chat_logprobs(c.tokens) : Json()},
-                                     {"finish_reason", finish_reason_stop_or_length(c.stop_reason)}});
+                                     {"finish_reason", finish_reason(c)}});
     }
     body["usage"] = usage();
     if (!choices_.empty()) body["timings"] = llama_timings(choices_[0].timings);
@@ -153,6 +164,17 @@ class OpenAiChatEncoder final : public OpenAiEncoderBase {
   }
 
  private:
+  static const char* finish_reason(const ChoiceState& c) {
+    return c.tool_calls.empty() ? finish_reason_stop_or_length(c.stop_reason) : "tool_calls";
+  }
+  static Json tool_call_json(const protocol::ToolCallOutput& call, bool with_index) {
+    Json j = Json::object();
+    if (with_index) j["index"] = call.index;
+    j["id"] = call.id;
+    j["type"] = "function";
+    j["function"] = Json{{"name", call.name}, {"arguments", call.arguments}};
+    return j;
+  }
   Json chunk_json(int32_t choice, Json delta, Json logprobs, const char* finish) const {
     Json c = chunk_envelope("chat.completion.chunk");
     c["choices"] = Json::array({Json{{"index", choice},

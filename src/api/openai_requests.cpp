@@ -151,9 +151,16 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json::object();
   prompt.chat["messages"] = std::move(chat_messages);
-  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kChat));
-  if (!tools.empty()) prompt.chat["tools"] = std::move(tools);
+  HEARTH_TRY(put_tools(body, ToolSpelling::kChat, prompt.chat));
   HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
+  // reasoning_effort "none" turns a thinking template's reasoning off (llama-server's
+  // chat_template_kwargs.enable_thinking too).
+  HEARTH_ASSIGN(auto reasoning_effort, read_string(body, "reasoning_effort"));
+  if (reasoning_effort) prompt.chat["enable_thinking"] = *reasoning_effort != "none";
+  auto kwargs = body.find("chat_template_kwargs");
+  if (kwargs != body.end() && kwargs->is_object() && kwargs->contains("enable_thinking") && (*kwargs)["enable_thinking"].is_boolean()) {
+    prompt.chat["enable_thinking"] = (*kwargs)["enable_thinking"];
+  }
   HEARTH_ASSIGN(auto add_generation_prompt, read_bool(body, "add_generation_prompt"));
   if (add_generation_prompt) prompt.chat["add_generation_prompt"] = *add_generation_prompt;
   job.request.prompts.push_back(std::move(prompt));

@@ -118,6 +118,17 @@ class ResponsesEncoder final : public ResponseEncoder {
                                                        {"delta", e.text},
                                                        {"logprobs", Json::array()}});
     }
+    // Each finished call is a function_call output item after the message (output_index 1, 2, ...).
+    for (const auto& call : e.tool_calls) {
+      const int index = static_cast<int>(call.index) + 1;
+      Json item = function_call_item(call);
+      item["status"] = "in_progress";
+      item["arguments"] = "";
+      out += event("response.output_item.added", Json{{"output_index", index}, {"item", item}});
+      out += event("response.function_call_arguments.delta", Json{{"item_id", item["id"]}, {"output_index", index}, {"delta", call.arguments}});
+      out += event("response.function_call_arguments.done", Json{{"item_id", item["id"]}, {"output_index", index}, {"arguments", call.arguments}});
+      out += event("response.output_item.done", Json{{"output_index", index}, {"item", function_call_item(call)}});
+    }
     return out;
   }
 
@@ -163,6 +174,19 @@ class ResponsesEncoder final : public ResponseEncoder {
                 {"role", "assistant"},
                 {"content", with_content ? Json::array({text_part(choice_.text)}) : Json::array()}};
   }
+  static Json function_call_item(const protocol::ToolCallOutput& call) {
+    return Json{{"id", "fc_" + call.id},
+                {"type", "function_call"},
+                {"status", "completed"},
+                {"call_id", call.id},
+                {"name", call.name},
+                {"arguments", call.arguments}};
+  }
+  Json output_items(const char* status) const {
+    Json items = Json::array({message_item(status, true)});
+    for (const auto& call : choice_.tool_calls) items.push_back(function_call_item(call));
+    return items;
+  }
   Json response_object(const char* status) const {
     const bool finished = std::string(status) != "in_progress";
     int64_t in = meta_.prompt_tokens.empty() ? 0 : meta_.prompt_tokens[0];
@@ -176,7 +200,7 @@ class ResponsesEncoder final : public ResponseEncoder {
               {"instructions", instructions_},
               {"max_output_tokens", max_output_tokens_ > 0 ? Json(max_output_tokens_) : Json()},
               {"model", meta_.model},
-              {"output", finished ? Json::array({message_item(status, true)}) : Json::array()},
+              {"output", finished ? output_items(status) : Json::array()},
               {"parallel_tool_calls", true},
               {"previous_response_id", nullptr},
               {"store", false},
@@ -246,8 +270,7 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   PromptSource prompt;
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json{{"messages", std::move(messages)}};
-  HEARTH_ASSIGN(Json tools, read_tools(body, ToolSpelling::kResponses));
-  if (!tools.empty()) prompt.chat["tools"] = std::move(tools);
+  HEARTH_TRY(put_tools(body, ToolSpelling::kResponses, prompt.chat));
   HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));

@@ -151,7 +151,7 @@ Status check_choice(const ToolChoice& choice, const Json& tools) {
 
 }  // namespace
 
-Result<Json> read_tools(const Json& body, ToolSpelling spelling) {
+Status put_tools(const Json& body, ToolSpelling spelling, Json& chat) {
   HEARTH_ASSIGN(const Json* list, read_array(body, "tools"));
   Json tools = Json::array();
   if (list) {
@@ -160,17 +160,29 @@ Result<Json> read_tools(const Json& body, ToolSpelling spelling) {
       tools.push_back(std::move(tool));
     }
   }
-  auto value = body.find("tool_choice");
-  if (spelling == ToolSpelling::kOllama || value == body.end() || value->is_null()) return tools;
   ToolChoice choice;
-  if (spelling == ToolSpelling::kAnthropic) {
-    HEARTH_ASSIGN(choice, read_anthropic_choice(*value));
-  } else {
-    HEARTH_ASSIGN(choice, read_openai_choice(*value, spelling == ToolSpelling::kResponses));
+  bool one_call = false;
+  auto value = body.find("tool_choice");
+  // ollama has no tool_choice; Hearth accepts OpenAI chat's spelling there too (to force a call).
+  if (value != body.end() && !value->is_null()) {
+    if (spelling == ToolSpelling::kAnthropic) {
+      HEARTH_ASSIGN(choice, read_anthropic_choice(*value));
+      one_call = value->is_object() && value->value("disable_parallel_tool_use", false) == true;
+    } else {
+      HEARTH_ASSIGN(choice, read_openai_choice(*value, spelling == ToolSpelling::kResponses));
+    }
+    HEARTH_TRY(check_choice(choice, tools));
   }
-  HEARTH_TRY(check_choice(choice, tools));
-  if (choice.kind == ToolChoiceKind::kNone) return Json::array();
-  return tools;
+  if (choice.kind == ToolChoiceKind::kNone || tools.empty()) return ok_status();
+  auto parallel = body.find("parallel_tool_calls");
+  if (parallel != body.end() && parallel->is_boolean() && !parallel->get<bool>()) one_call = true;
+  chat["tools"] = std::move(tools);
+  // A forced choice reaches the engine, which enforces it with a grammar in the template
+  // family's call syntax: "required", or {"name": ...}.
+  if (choice.kind == ToolChoiceKind::kRequired) chat["tool_choice"] = "required";
+  if (choice.kind == ToolChoiceKind::kNamed) chat["tool_choice"] = Json{{"name", choice.name}};
+  if (one_call) chat["parallel_tool_calls"] = false;
+  return ok_status();
 }
 
 }  // namespace hearth::api

@@ -16,15 +16,17 @@ namespace hearth::api {
 
 enum class ToolSpelling {
   kChat,       // OpenAI /v1/chat/completions: tools + tool_choice
-  kOllama,     // ollama /api/chat: tools as OpenAI chat spells them, no tool_choice
+  kOllama,     // ollama /api/chat: tools as OpenAI chat spells them; tool_choice (a Hearth extension) too
   kResponses,  // OpenAI /v1/responses
   kAnthropic,  // Anthropic /v1/messages
 };
 
-// The tools of `body` in the chat template's form (an array, empty when there are none or when
-// tool_choice is "none"), after checking every tool definition and the tool_choice. Errors are
+// Checks every tool definition and the tool_choice of `body` and writes them into the chat body
+// `chat` in the chat template's form: "tools" (when any may be called; none when tool_choice is
+// "none"), "tool_choice" for a forced choice ("required" or {"name": ...}), and
+// "parallel_tool_calls": false when the request allows one call only. Errors are
 // kInvalidArgument, or kUnsupported for tool types Hearth cannot offer (hosted tools, custom
 // tools), and name the field: "'tools[0].function' is required".
-Result<Json> read_tools(const Json& body, ToolSpelling spelling);
+Status put_tools(const Json& body, ToolSpelling spelling, Json& chat);
 
 }  // namespace hearth::api

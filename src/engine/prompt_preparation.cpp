@@ -2,6 +2,9 @@
 // checks token ids or lengths: the serving engine does that for every request, once.
 #include "engine/prompt_preparation.h"
 
+#include "chat_output/chat_output_parser.h"
+#include "engine/tool_call_grammar.h"
+
 #include "sampler/grammar/json_schema_grammar.h"
 #include "template/go_template.h"
 
@@ -29,6 +32,24 @@ std::vector<GoTemplateMessage> go_template_messages(const nlohmann::ordered_json
   return out;
 }
 
+// How the reply to a chat prompt is split: the template's tool-call family when tools were
+// offered, and <think> reasoning when the template knows it and the request did not turn it off.
+protocol::PromptInfo::OutputFormat chat_output_format(const ChatTemplate& chat_template, const nlohmann::ordered_json& chat,
+                                                      const std::string& prompt) {
+  protocol::PromptInfo::OutputFormat format;
+  const std::string& source = chat_template.source();
+  format.family = chat_output_family_name(detect_chat_output_family(source));
+  format.tool_calls = chat.contains("tools") && chat["tools"].is_array() && !chat["tools"].empty();
+  const bool thinking_off = chat.contains("enable_thinking") && chat["enable_thinking"].is_boolean() && !chat["enable_thinking"].get<bool>();
+  format.reasoning = !thinking_off && source.find("<think>") != std::string::npos;
+  const std::string open_tag = "<think>";
+  size_t last_open = prompt.rfind(open_tag);
+  format.reasoning_open = format.reasoning && last_open != std::string::npos &&
+                          prompt.find("</think>", last_open) == std::string::npos &&
+                          prompt.find_first_not_of(" \n", last_open + open_tag.size()) == std::string::npos;
+  return format;
+}
+
 }  // namespace
 
 Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const protocol::PromptSource& source) {
@@ -47,6 +68,7 @@ Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const proto
       HEARTH_ASSIGN(out.text, model.chat_template.render(source.chat));
       auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
       out.ids.insert(out.ids.end(), ids.begin(), ids.end());
+      out.output = chat_output_format(model.chat_template, source.chat, out.text);
       break;
     }
     case Kind::kText: {
@@ -133,8 +155,22 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
   PreparedPrompts out;
   for (const auto& source : request.prompts) {
     HEARTH_ASSIGN(protocol::PromptInfo prompt, render_prompt(model, source));
+    std::string tool_grammar;
+    if (source.kind == protocol::PromptSource::Kind::kChat && prompt.output.tool_calls) {
+      ChatOutputFamily family = ChatOutputFamily::kPlain;
+      chat_output_family_from_name(prompt.output.family, family);
+      HEARTH_ASSIGN(tool_grammar, forced_tool_call_grammar(family, source.chat));
+      if (!tool_grammar.empty() && !base.grammar.empty()) {
+        return make_error(ErrorKind::kInvalidArgument, "a forced 'tool_choice' cannot be combined with '" + base.grammar_field + "'");
+      }
+      if (!tool_grammar.empty()) prompt.output.reasoning_open = false;  // the grammar starts with the call
+    }
     for (int32_t j = 0; j < request.n_choices; ++j) {
       GenerationRequest r = base;
+      if (!tool_grammar.empty()) {
+        r.grammar = tool_grammar;
+        r.grammar_field = "tool_choice";
+      }
       r.prompt = prompt.ids;
       if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
       out.requests.push_back(std::move(r));

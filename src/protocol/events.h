@@ -49,6 +49,15 @@ struct Timings {
   double ttft_ms = 0.0;       // submit -> first generated token sampled
 };
 
+// A tool call the model made, complete (the server parses it out of the text per the template
+// family; see PromptInfo::output).
+struct ToolCallOutput {
+  int32_t index = 0;      // 0, 1, ... within the choice
+  std::string id;         // "call_..." (the model's own id when it wrote one)
+  std::string name;
+  std::string arguments;  // a JSON object, compact
+};
+
 // What an event stream delivers. A completion yields zero or more kText events, then exactly
 // one kDone or kError. An embedding yields one kEmbedding or kError.
 struct Event {
@@ -58,6 +67,10 @@ struct Event {
   // part of a stop string; plus the tokens sampled since the previous event.
   std::string text;
   std::vector<TokenOutput> tokens;
+  // kText/kDone, once the output is parsed (chat prompts with tools or reasoning): `text` is
+  // then the answer only, `reasoning` the model's thinking and `tool_calls` the finished calls.
+  std::string reasoning;
+  std::vector<ToolCallOutput> tool_calls;
   // kDone
   StopReason stop_reason = StopReason::kNone;
   std::string stop_word;     // the stop string that matched (kStopString)
@@ -77,6 +90,17 @@ struct PromptInfo {
   int32_t n_tokens = 0;
   std::vector<int32_t> ids;  // ollama's `context`
   std::string text;          // the rendered prompt (OpenAI's echo)
+  // How to split the generated text (chat prompts): the template family's tool-call syntax
+  // ("hermes", "llama3", "mistral", "deepseek_r1"; "plain" for none), whether tools were
+  // offered, whether <think> is split off, and whether the prompt left a <think> open.
+  struct OutputFormat {
+    std::string family = "plain";
+    bool tool_calls = false;
+    bool reasoning = false;
+    bool reasoning_open = false;
+    bool active() const { return tool_calls || reasoning; }
+  };
+  OutputFormat output;
 };
 
 }  // namespace hearth::protocol

@@ -1,6 +1,8 @@
 // Shared completion handling for every dialect (see completion_route.h).
 #include "server/completion_route.h"
 
+#include "server/parsed_event_stream.h"
+
 #include <chrono>
 #include <thread>
 
@@ -222,6 +224,14 @@ void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, 
   meta.created_time = std::chrono::system_clock::now();
   meta.created = std::chrono::duration_cast<std::chrono::seconds>(meta.created_time.time_since_epoch()).count();
   meta.started = std::chrono::steady_clock::now();
+  // Chat replies with tools or reasoning are split into answer, thinking and tool calls here,
+  // once, for every dialect's encoder (streams are prompt-major, n_choices per prompt).
+  const size_t per_prompt = static_cast<size_t>(std::max(1, job.request.n_choices));
+  for (size_t i = 0; i < submitted->streams.size() && i / per_prompt < submitted->prompts.size(); ++i) {
+    auto counter = std::make_shared<int>(0);
+    submitted->streams[i] = ParsedEventStream::wrap(std::move(submitted->streams[i]), submitted->prompts[i / per_prompt].output,
+                                                    [base = s.new_id("call_"), counter]() { return base + std::to_string((*counter)++); });
+  }
   for (auto& prompt : submitted->prompts) {
     meta.prompt_tokens.push_back(prompt.n_tokens);
     meta.prompt_ids.push_back(std::move(prompt.ids));

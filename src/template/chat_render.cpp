@@ -47,6 +47,18 @@ Json add_system_text(const Json& messages, const std::string& text) {
   return out;
 }
 
+// `options.now` (or the local time now) formatted with strftime's `format`.
+std::string format_date(const jinja::RenderOptions& options, const char* format) {
+  std::tm now = options.now ? *options.now : std::tm{};
+  if (!options.now) {
+    std::time_t t = std::time(nullptr);
+    localtime_r(&t, &now);
+  }
+  char text[128];
+  size_t n = std::strftime(text, sizeof(text), format, &now);
+  return std::string(text, n);
+}
+
 std::tm epoch_date() {
   std::tm tm{};
   tm.tm_year = 70;
@@ -126,20 +138,22 @@ void ChatTemplate::detect_capabilities() {
   auto tool_response = [](const std::string& id, const std::string& name, const std::string& content) {
     return Json{{"role", "tool"}, {"name", name}, {"content", content}, {"tool_call_id", id}};
   };
+  // As the reference probes: the call alone (no tool result after it), arguments as a JSON
+  // string, then as an object.
   const Json args_obj = {{"argument_needle", "print('Hello, World!')"}};
   auto renders_args = [&](const std::string& out) {
-    return contains(out, "<parameter=argument_needle>") || contains(out, "\"argument_needle\":") ||
-           contains(out, "'argument_needle':");
+    return contains(out, "\"argument_needle\":") || contains(out, "'argument_needle':");
   };
-  bool str_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj.dump())})),
-                                                  tool_response("call_1___", "ipython", "Hello, World!")}), nullptr));
-  bool obj_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj)})),
-                                                  tool_response("call_1___", "ipython", "Hello, World!")}), nullptr));
+  bool str_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj.dump())}))}), nullptr));
+  bool obj_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj)}))}), nullptr));
   caps_.supports_tool_calls = str_args || obj_args;
   caps_.requires_object_arguments = !str_args && obj_args;
   if (caps_.supports_tool_calls) {
     Json args = caps_.requires_object_arguments ? args_obj : Json(args_obj.dump());
-    std::string out = probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("test_tool1", args)})),
+    Json tc1 = tool_call("test_tool1", args);
+    std::string parallel = probe(Json::array({user_msg, tool_calls_msg(Json::array({tc1, tool_call("test_tool2", args)}))}), nullptr);
+    caps_.supports_parallel_tool_calls = contains(parallel, "test_tool1") && contains(parallel, "test_tool2");
+    std::string out = probe(Json::array({user_msg, tool_calls_msg(Json::array({tc1})),
                                          tool_response("call_911_", "test_tool1", "Some response!")}), nullptr);
     caps_.supports_tool_responses = contains(out, "Some response!");
   }
@@ -310,18 +324,43 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
   bool has_tools = in.tools.is_array() && !in.tools.empty();
   if (!has_tools) in.tools = nullptr;
 
+  // Prefill: a conversation ending with an assistant message is continued from its text. The
+  // turns before it are rendered up to the assistant's opening (a generation prompt) and the
+  // text is appended, so the template never closes that turn (as the reference server does).
+  std::string prefill;
+  bool is_prefill = !in.messages.empty() && in.messages.back().value("role", "") == "assistant";
+  if (is_prefill) {
+    const Json& last = in.messages.back();
+    if (last.contains("tool_calls") && last["tool_calls"].is_array() && !last["tool_calls"].empty()) {
+      return make_error(ErrorKind::kInvalidArgument, "the last message is an assistant message with tool calls; send the tool results after it");
+    }
+    if (last.contains("content") && last["content"].is_string()) prefill = last["content"].get<std::string>();
+    in.messages.erase(in.messages.size() - 1);
+    if (!in.messages.empty() && in.messages.back().value("role", "") == "assistant") {
+      return make_error(ErrorKind::kInvalidArgument, "a conversation can end with at most one assistant message (the text to continue)");
+    }
+    in.add_generation_prompt = true;
+  }
+
+  bool enable_thinking = true;
+  if (request.contains("enable_thinking")) {
+    if (!request["enable_thinking"].is_boolean()) return make_error(ErrorKind::kInvalidArgument, "'enable_thinking' must be true or false");
+    enable_thinking = request["enable_thinking"].get<bool>();
+  }
   bool is_llama3 = contains(source_, "<|start_header_id|>ipython<|end_header_id|>");
   bool is_deepseek_r1 = contains(source_, "<｜tool▁calls▁begin｜>");
+  if (contains(source_, "<tool_call>")) {
+    // Hermes 2/3, Qwen 2.5/3: the reference passes the thinking switch (Qwen3 reads it).
+    in.extra_context = Json{{"enable_thinking", enable_thinking}};
+  }
   if (is_llama3) {
     // Llama 3.x: today's date and tool definitions in the system turn, as its handler expects.
-    std::tm now = options.now ? *options.now : std::tm{};
-    if (!options.now) {
-      std::time_t t = std::time(nullptr);
-      localtime_r(&t, &now);
-    }
-    char date[64];
-    size_t n = std::strftime(date, sizeof(date), "%d %b %Y", &now);
-    in.extra_context = Json{{"date_string", std::string(date, n)}, {"tools_in_user_message", false}};
+    in.extra_context = Json{{"date_string", format_date(options, "%d %b %Y")}, {"tools_in_user_message", false}};
+  } else if (contains(source_, " functools[")) {
+    // FireFunction v2 reads its tools as JSON text in `functions`, and the time in `datetime`.
+    in.extra_context = Json{{"datetime", format_date(options, "%b %d %Y %H:%M:%S GMT")},
+                            {"functions", has_tools ? in.tools.dump(2) : std::string()}};
+    in.tools = nullptr;
   } else if (has_tools && !has_native_tool_format(source_)) {
     in.messages = add_system_text(in.messages,
                                   "Respond in JSON format, either with `tool_call` (a request to call tools) or with "
@@ -343,7 +382,10 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
   const std::string& eos = context_options_.eos_token;
   if (!bos.empty() && prompt.compare(0, bos.size(), bos) == 0) prompt.erase(0, bos.size());
   if (!eos.empty() && ends_with(prompt, eos)) prompt.erase(prompt.size() - eos.size());
-  return prompt;
+  // Thinking off: a template that opens <think> for the reply gets it closed at once, as the
+  // reference does for DeepSeek R1 and Qwen-style templates.
+  if (!enable_thinking && prefill.empty() && ends_with(prompt, "<think>\n")) prompt += "</think>";
+  return prompt + prefill;
 }
 
 }  // namespace hearth

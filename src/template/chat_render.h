@@ -19,7 +19,8 @@ class ChatTemplate {
   static Result<ChatTemplate> create(const std::string& source, std::string bos_token, std::string eos_token,
                                      std::string name = "template");
 
-  // Renders `request` (messages, optional tools, add_generation_prompt) to the prompt text.
+  // Renders `request` (messages, optional tools, add_generation_prompt, optional
+  // enable_thinking: false closes a <think> the template opens) to the prompt text.
   // Template features the conversation needs but the template lacks are filled in (see
   // chat_render.cpp); a leading bos_token and a trailing eos_token are removed because the
   // tokenizer and the stop logic add them.
@@ -31,10 +32,12 @@ class ChatTemplate {
     bool supports_tools = false;
     bool supports_tool_calls = false;
     bool supports_tool_responses = false;
+    bool supports_parallel_tool_calls = false;
     bool requires_object_arguments = false;
     bool requires_non_null_content = false;
   };
   const Capabilities& capabilities() const { return caps_; }
+  const std::string& source() const { return source_; }
   // How a tool call looks in this template's own format (empty when it has native tools).
   const std::string& tool_call_example() const { return tool_call_example_; }
 

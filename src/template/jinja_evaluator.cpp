@@ -148,7 +148,13 @@ class Evaluator {
     step(s.line);
     switch (s.kind) {
       case StmtKind::kText: write(s.text, s.line); return Flow::kNormal;
-      case StmtKind::kOutput: write(eval(*s.expr, frame).to_display(), s.line); return Flow::kNormal;
+      case StmtKind::kOutput: {
+        // {{ none }} prints nothing, as in the reference engine (a content-less tool-call turn
+        // printing `message.content` must not write "None" into the prompt).
+        Value v = eval(*s.expr, frame);
+        if (!v.is_none()) write(v.to_display(), s.line);
+        return Flow::kNormal;
+      }
       case StmtKind::kIf:
         for (const auto& [cond, body] : s.branches) {
           if (eval(*cond, frame).truthy()) return exec_body(body, frame);
@@ -216,8 +222,8 @@ class Evaluator {
 
   void exec_for(const Stmt& s, Frame* frame) {
     Value iterable = eval(*s.expr, frame);
-    if (iterable.is_none()) throw_error(s.line, "'NoneType' object is not iterable");
-    ValueList items = iterate(iterable, s.line);
+    // The reference engine (llama.cpp's minja) loops zero times over none, as over undefined.
+    ValueList items = iterable.is_none() ? ValueList{} : iterate(iterable, s.line);
     Frame loop_frame{{}, frame};
     LiveFrame live(this, &loop_frame);
     if (s.expr2) {

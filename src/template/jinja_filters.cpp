@@ -88,7 +88,10 @@ double python_round(double x, int64_t digits, const std::string& method) {
 }
 
 // One function per filter (aliases share one); kFilters below maps the names to them.
+// trim/lower/upper of none give none, as in the reference engine (a template printing
+// `message.content|trim` for a content-less tool call prints nothing).
 Value filter_trim(const Value& v, CallArgs& args) {
+  if (v.is_none()) return v;
   return Value(get_method(Value(require_str(v, "trim", args.line)), "strip", args.line).function()(args));
 }
 
@@ -106,8 +109,8 @@ Value filter_tojson(const Value& v, CallArgs& args) {
 }
 
 Value filter_length(const Value& v, CallArgs& args) { return Value(value_length(v, args.line)); }
-Value filter_lower(const Value& v, CallArgs&) { return Value(ascii_case(v.to_display(), false)); }
-Value filter_upper(const Value& v, CallArgs&) { return Value(ascii_case(v.to_display(), true)); }
+Value filter_lower(const Value& v, CallArgs&) { return v.is_none() ? v : Value(ascii_case(v.to_display(), false)); }
+Value filter_upper(const Value& v, CallArgs&) { return v.is_none() ? v : Value(ascii_case(v.to_display(), true)); }
 Value filter_title(const Value& v, CallArgs&) { return Value(python_title(v.to_display())); }
 Value filter_capitalize(const Value& v, CallArgs&) { return Value(python_capitalize(v.to_display())); }
 Value filter_replace(const Value& v, CallArgs& args) {
@@ -133,7 +136,7 @@ Value filter_join(const Value& v, CallArgs& args) {
 
 Value filter_default(const Value& v, CallArgs& args) {
   bool boolean = args.get(1, "boolean").truthy();
-  if (v.is_undefined() || (boolean && !v.truthy())) {
+  if (v.is_undefined() || v.is_none() || (boolean && !v.truthy())) {  // none too, as the reference engine
     Value d = args.get(0, "default_value");
     return d.is_undefined() ? Value("") : d;
   }
@@ -213,6 +216,7 @@ Value select_items(const Value& v, CallArgs& args, bool by_attr, bool keep_when)
   Value test = test_pos < args.positional.size() ? args.positional[test_pos] : Value();
   CallArgs test_args = rest_args(args, test_pos + 1);
   ValueList out;
+  if (v.is_none()) return Value::list();  // as the reference engine: nothing to select from
   for (const auto& item : iterate(v, args.line)) {
     Value subject = by_attr ? lookup_path(item, attr, args.line) : item;
     bool pass = test.is_undefined() ? subject.truthy() : apply_test(test.to_display(), subject, test_args);
@@ -442,9 +446,12 @@ int64_t require_test_int(const Value& v, std::string_view test, int line) {
   return v.as_int();
 }
 
-bool test_defined(const Value& v, const Value&, int) { return !v.is_undefined(); }
-bool test_undefined(const Value& v, const Value&, int) { return v.is_undefined(); }
-bool test_none(const Value& v, const Value&, int) { return v.is_none(); }
+// The reference engine (llama.cpp's minja) has one null for undefined and none: a value that is
+// none is not `defined`, and an undefined one `is none`. Templates written against it (and the
+// goldens) depend on that, e.g. `{% if message.content is defined %}` for a content-less call.
+bool test_defined(const Value& v, const Value&, int) { return !v.is_undefined() && !v.is_none(); }
+bool test_undefined(const Value& v, const Value&, int) { return v.is_undefined() || v.is_none(); }
+bool test_none(const Value& v, const Value&, int) { return v.is_none() || v.is_undefined(); }
 bool test_string(const Value& v, const Value&, int) { return v.is_string(); }
 bool test_number(const Value& v, const Value&, int) { return v.is_number() || v.is_bool(); }  // Python bools are ints
 bool test_integer(const Value& v, const Value&, int) { return v.is_int(); }

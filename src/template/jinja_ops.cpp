@@ -68,6 +68,18 @@ Value binary_op(const std::string& op, const Value& a, const Value& b, int line)
   if (op == ">=") return Value(!value_less(a, b, line));
   if (op == "in") return Value(value_contains(b, a, line));
   if (op == "not in") return Value(!value_contains(b, a, line));
+  if (op == "+" && (a.is_string() || b.is_string())) {
+    // The reference engine (llama.cpp's minja) joins a string with any scalar, printing
+    // undefined and none as "None", where Python would raise; templates probed without the
+    // variables their server fills in (FireFunction's `functions`) rely on it.
+    auto text = [](const Value& v) { return v.is_undefined() ? std::string("None") : v.to_display(); };
+    if ((a.is_string() || !(a.is_list() || a.is_dict() || a.is_callable())) &&
+        (b.is_string() || !(b.is_list() || b.is_dict() || b.is_callable()))) {
+      std::string s = text(a) + text(b);
+      check_size(s.size(), line);
+      return Value(s);
+    }
+  }
   require_defined(a, line);
   require_defined(b, line);
   if (op == "+") {

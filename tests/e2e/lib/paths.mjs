@@ -51,4 +51,5 @@ export const MODELS = {
   llama: 'random/llama-Q8_0.gguf',            // random weights with a chat template
   llamaF16: 'random/llama-F16.gguf',          // the same model unquantized (create --quantize)
   bert: 'random/bert-F32.gguf',               // encoder for embeddings
+  qwen2: 'random/qwen2-Q8_0.gguf',            // random weights, GPT-2 BPE (every byte spellable)
 };

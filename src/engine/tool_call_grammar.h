@@ -1,0 +1,20 @@
+// The grammar that enforces a forced tool_choice ("required" or a named function): the reply is
+// one call (or several, when parallel calls are allowed) in the template family's own syntax,
+// each call's arguments matching that function's parameter schema.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "chat_output/chat_output_parser.h"
+#include "util/result.h"
+
+namespace hearth::engine {
+
+// GBNF for `chat` (a chat body whose "tool_choice" is "required" or {"name": ...}, with "tools"
+// and optionally "parallel_tool_calls": false); "" when nothing is forced. Errors name
+// 'tool_choice' or the tool whose schema cannot be enforced.
+Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const nlohmann::ordered_json& chat);
+
+}  // namespace hearth::engine
