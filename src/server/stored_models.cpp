@@ -37,7 +37,6 @@ static std::optional<LoadedModel> require_routed_model(const RouteCall& call, st
       if (e.status == 404 || e.status == 400) e.status = 500;  // the model exists; what it needs does not
     }
     if (lease.error().kind == ErrorKind::kOutOfRange) e.status = 507;  // insufficient storage: memory
-    if (e.status == 503) call.res.set_header("Retry-After", "1");
     send_error(call.res, call.dialect, e);
     return std::nullopt;
   }

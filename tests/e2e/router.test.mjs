@@ -1,0 +1,153 @@
+// Router mode (`hearth serve` without -m): each stored model runs in its own `hearth runner`
+// process. Two chat models and an embedding model used at once through one port with the
+// official ollama client; /api/ps; keep_alive 0 and keep_alive expiry (measured); a runner
+// killed with SIGKILL mid-stream fails only its own stream and is restarted by the next
+// request; a burst past the queue gets 503 + Retry-After while every accepted request completes.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Ollama } from 'ollama';
+import { MODELS, modelPath } from './lib/paths.mjs';
+import { startServer, sleep } from './lib/server.mjs';
+
+const stories = modelPath(MODELS.stories);
+const llama = modelPath('random/llama-Q4_0.gguf');
+const bert = modelPath('random/bert-Q8_0.gguf');
+
+// The runner processes of `serverPid`, by the model name they were started for.
+function runners(serverPid) {
+  const out = {};
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      if (ppid !== serverPid) continue;
+      const argv = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      if (argv[1] !== 'runner') continue;
+      out[argv[argv.indexOf('--alias') + 1]] = Number(pid);
+    } catch { /* gone meanwhile */ }
+  }
+  return out;
+}
+
+describe('router mode: many models behind one port', { skip: !(stories && llama && bert) && 'models missing' }, () => {
+  let server;
+  let ollama;
+  let root;
+
+  async function register(name, file) {
+    const bytes = fs.readFileSync(file);
+    const digest = 'sha256:' + crypto.createHash('sha256').update(bytes).digest('hex');
+    assert.equal((await server.fetch(`/api/blobs/${digest}`, { method: 'POST', body: bytes })).status, 201);
+    const done = await ollama.create({ model: name, files: { [path.basename(file)]: digest }, stream: false });
+    assert.equal(done.status, 'success');
+  }
+
+  before(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-router-e2e-'));
+    server = await startServer({
+      model: null,
+      args: ['--parallel', '2', '--request-ctx', '8192', '--max-queue', '2'],
+      env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off', HEARTH_KEEP_ALIVE: '-1', HEARTH_KV_IDLE_CACHE: '0' },
+    });
+    ollama = new Ollama({ host: server.url });
+    await register('tiny', stories);
+    await register('rand', llama);
+    await register('embedder', bert);
+  });
+  after(async () => {
+    const pids = server ? Object.values(runners(server.proc.pid)) : [];
+    await server?.stop();
+    for (const pid of pids) assert.throws(() => process.kill(pid, 0), 'a runner outlived the router');
+    if (root) fs.rmSync(root, { recursive: true, force: true });
+  });
+
+  it('serves two chat models and an embedding model at once, each in its own runner, listed by /api/ps', async () => {
+    const [a, b, e] = await Promise.all([
+      ollama.generate({ model: 'tiny', prompt: 'Once upon a time', options: { temperature: 0, num_predict: 20 } }),
+      ollama.chat({ model: 'rand', messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 8 } }),
+      ollama.embed({ model: 'embedder', input: ['hello world', 'goodbye'] }),
+    ]);
+    assert.equal(a.eval_count, 20);
+    assert.equal(b.done, true);
+    assert.equal(e.embeddings.length, 2);
+    const ps = await ollama.ps();
+    assert.deepEqual(ps.models.map((m) => m.name).sort(), ['embedder:latest', 'rand:latest', 'tiny:latest']);
+    for (const m of ps.models) {
+      assert.ok(m.size > 0, `${m.name} size`);
+      assert.equal(m.size_vram, 0);
+      assert.match(m.digest, /^[0-9a-f]{64}$/);
+      assert.ok(new Date(m.expires_at).getFullYear() > 2300, 'HEARTH_KEEP_ALIVE -1 keeps it forever');
+    }
+    const pids = runners(server.proc.pid);
+    assert.deepEqual(Object.keys(pids).sort(), ['embedder:latest', 'rand:latest', 'tiny:latest']);
+    // The same model answers the same way through its runner as before (greedy).
+    const again = await ollama.generate({ model: 'tiny', prompt: 'Once upon a time', options: { temperature: 0, num_predict: 20 } });
+    assert.equal(again.response, a.response);
+  });
+
+  it('unloads at once with keep_alive 0 and after keep_alive expires', async () => {
+    const unloaded = await ollama.generate({ model: 'embedder', prompt: '', keep_alive: 0 });
+    assert.equal(unloaded.done_reason, 'unload');
+    assert.ok(!(await ollama.ps()).models.some((m) => m.name === 'embedder:latest'));
+    await sleep(300);
+    assert.equal(runners(server.proc.pid)['embedder:latest'], undefined, 'the runner process is gone');
+
+    const loaded = await ollama.generate({ model: 'rand', prompt: '', keep_alive: '1s' });
+    assert.equal(loaded.done_reason, 'load');
+    const t0 = Date.now();
+    const ps = await ollama.ps();
+    const expires = new Date(ps.models.find((m) => m.name === 'rand:latest').expires_at).getTime();
+    assert.ok(Math.abs(expires - (t0 + 1000)) < 1000, 'expires_at is about a second away');
+    while ((await ollama.ps()).models.some((m) => m.name === 'rand:latest')) await sleep(20);
+    const took = Date.now() - t0;
+    console.log(`keep_alive 1s: unloaded after ${took} ms`);
+    assert.ok(took >= 800 && took < 2500, `unloaded after ${took} ms`);
+  });
+
+  it('a runner killed mid-stream fails only its stream; other models go on; the next request restarts it', async () => {
+    await ollama.generate({ model: 'rand', prompt: '' });  // loaded again
+    const victim = runners(server.proc.pid)['tiny:latest'];
+    assert.ok(victim, 'tiny has a runner');
+    const other = ollama.generate({ model: 'rand', prompt: 'Count', options: { num_predict: 400 }, stream: true });
+    const killed = await ollama.generate({ model: 'tiny', prompt: 'Once', options: { num_predict: 8000, num_ctx: 8192 }, stream: true });
+    let chunks = 0;
+    let error = null;
+    try {
+      for await (const part of killed) {
+        if (chunks++ === 0) process.kill(victim, 'SIGKILL');
+        if (part.done) break;
+      }
+    } catch (e) {
+      error = e;
+    }
+    assert.ok(error, `the killed stream ended with an error (after ${chunks} chunks)`);
+    assert.match(String(error.message), /stopped unexpectedly.*signal 9/);
+    let otherDone = false;
+    for await (const part of await other) otherDone = part.done || otherDone;
+    assert.ok(otherDone, 'the stream on the other model finished');
+    const next = await ollama.generate({ model: 'tiny', prompt: 'Once upon a time', options: { temperature: 0, num_predict: 5 } });
+    assert.equal(next.eval_count, 5);
+    assert.notEqual(runners(server.proc.pid)['tiny:latest'], victim);
+  });
+
+  it('a burst past the queue gets 503 with Retry-After; every accepted request completes once', async () => {
+    const body = { model: 'tiny', prompt: 'Once', stream: false, options: { num_predict: 200 } };
+    const results = await Promise.all(Array.from({ length: 10 }, () => server.request('POST', '/api/generate', body)));
+    const ok = results.filter((r) => r.status === 200);
+    const busy = results.filter((r) => r.status === 503);
+    assert.equal(ok.length + busy.length, 10, results.map((r) => r.status).join(','));
+    assert.ok(ok.length >= 4 && busy.length >= 1, `${ok.length} accepted, ${busy.length} refused`);
+    for (const r of ok) assert.equal(r.json.done, true);
+    for (const r of busy) assert.equal(r.headers.get ? r.headers.get('retry-after') : r.headers['retry-after'], '1');
+  });
+
+  it('answers an unknown model with ollama\'s 404', async () => {
+    const r = await server.request('POST', '/api/generate', { model: 'nobody', prompt: 'x' });
+    assert.equal(r.status, 404);
+    assert.match(r.json.error, /not found/);
+  });
+});
