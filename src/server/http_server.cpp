@@ -271,6 +271,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   if (s.store_mode()) {
     register_store_routes(s);
     register_transfer_routes(s);
+    register_router_routes(s);
   }
 }
 

@@ -108,6 +108,9 @@ void register_extra_routes(State& s);
 void register_stream_routes(State& s);
 void register_store_routes(State& s);
 void register_transfer_routes(State& s);
+void register_router_routes(State& s);
+// Router mode's /metrics: every loaded model's series, labelled by model.
+std::string routed_metrics_text(State& s);
 
 // A POST route whose body is read in pieces (blob uploads): no route sees `req.body`.
 using UploadHandler = std::function<void(const RouteCall& call, const httplib::ContentReader& reader)>;

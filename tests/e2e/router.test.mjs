@@ -10,7 +10,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Ollama } from 'ollama';
-import { MODELS, modelPath } from './lib/paths.mjs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { MODELS, hearthBin, modelPath } from './lib/paths.mjs';
 import { startServer, sleep } from './lib/server.mjs';
 
 const stories = modelPath(MODELS.stories);
@@ -39,10 +41,10 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
   let root;
 
   async function register(name, file) {
-    const bytes = fs.readFileSync(file);
+    const bytes = Buffer.isBuffer(file) ? file : fs.readFileSync(file);
     const digest = 'sha256:' + crypto.createHash('sha256').update(bytes).digest('hex');
     assert.equal((await server.fetch(`/api/blobs/${digest}`, { method: 'POST', body: bytes })).status, 201);
-    const done = await ollama.create({ model: name, files: { [path.basename(file)]: digest }, stream: false });
+    const done = await ollama.create({ model: name, files: { [`${name}.gguf`]: digest }, stream: false });
     assert.equal(done.status, 'success');
   }
 
@@ -143,6 +145,45 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     assert.ok(ok.length >= 4 && busy.length >= 1, `${ok.length} accepted, ${busy.length} refused`);
     for (const r of ok) assert.equal(r.json.done, true);
     for (const r of busy) assert.equal(r.headers.get ? r.headers.get('retry-after') : r.headers['retry-after'], '1');
+  });
+
+  it('reports per-model metrics, llama-server\'s /models status, and works with hearth ps and hearth stop', async () => {
+    await ollama.generate({ model: 'tiny', prompt: 'Once', options: { num_predict: 4 } });
+    await ollama.generate({ model: 'rand', prompt: 'Once', options: { num_predict: 4 } });
+    const metrics = await (await server.fetch('/metrics')).text();
+    assert.match(metrics, /^hearth_generated_tokens_total\{model="tiny:latest"\} [1-9]/m);
+    assert.match(metrics, /^hearth_generated_tokens_total\{model="rand:latest"\} [1-9]/m);
+    assert.equal(metrics.match(/^# TYPE hearth_generated_tokens_total /gm).length, 1);
+    const models = (await server.request('GET', '/models')).json.data;
+    const status = Object.fromEntries(models.map((m) => [m.id, m.status.value]));
+    assert.equal(status['tiny:latest'], 'loaded');
+    assert.equal(status['embedder:latest'], 'unloaded');
+
+    const env = { ...process.env, HEARTH_HOST: server.url.replace('http://', ''), HEARTH_LOG_LEVEL: 'error' };
+    const run = promisify(execFile);
+    const ps = await run(hearthBin(), ['ps'], { env });
+    assert.match(ps.stdout, /tiny:latest/);
+    assert.match(ps.stdout, /rand:latest/);
+    await run(hearthBin(), ['stop', 'rand'], { env });
+    assert.deepEqual((await ollama.ps()).models.map((m) => m.name), ['tiny:latest']);
+    assert.equal((await server.request('POST', '/models/load', { model: 'rand' })).status, 200);
+    assert.equal((await server.request('POST', '/models/unload', { model: 'rand' })).status, 200);
+    assert.equal((await server.request('POST', '/models/unload', { model: 'rand' })).status, 400);
+  });
+
+  it('a model that cannot load gets a clear 500 and leaves no runner behind', async () => {
+    // A well-formed GGUF of an architecture no engine knows ("llama" renamed): the store takes
+    // it, the runner's load fails.
+    const bytes = Buffer.from(fs.readFileSync(llama));
+    const key = bytes.indexOf('general.architecture');
+    const at = bytes.indexOf('llama', key + 20);
+    bytes.write('zzzzz', at);
+    await register('broken', bytes);
+    const r = await server.request('POST', '/api/generate', { model: 'broken', prompt: 'x' });
+    assert.equal(r.status, 500, JSON.stringify(r.json));
+    assert.match(r.json.error, /cannot load model 'broken:latest'/);
+    await sleep(200);
+    assert.equal(runners(server.proc.pid)['broken:latest'], undefined);
   });
 
   it('answers an unknown model with ollama\'s 404', async () => {
