@@ -96,9 +96,16 @@ RunnerClient::~RunnerClient() {
 }
 
 void RunnerClient::read_loop() {
+  std::string malformed;  // a runner that speaks garbage is broken: it is killed at once
   for (;;) {
     auto f = process_->channel().receive();
-    if (!f.ok()) break;
+    if (!f.ok()) {
+      if (f.error().kind != ErrorKind::kIo) {
+        malformed = f.error().message;
+        process_->kill_now();
+      }
+      break;
+    }
     switch (f->type) {
       case RunnerMessage::kState: {
         auto s = protocol::decode_runner_state(f->payload);
@@ -185,7 +192,7 @@ void RunnerClient::read_loop() {
   {
     std::lock_guard lock(mu_);
     dead_ = true;
-    exit_ = process_->exit_description();
+    exit_ = malformed.empty() ? process_->exit_description() : "sent a malformed message (" + malformed + ") and was killed";
     e = died_error();
   }
   if (!stopping_) log_warn("model runner ended", {{"model", launch_.model_name}, {"pid", process_->pid()}, {"how", exit_}});
