@@ -85,6 +85,12 @@ Result<std::shared_ptr<RunnerClient>> RunnerClient::start(const RunnerLaunch& la
 }
 
 RunnerClient::~RunnerClient() {
+  {
+    // A runner told to stop gets its grace period to exit cleanly (its KV budget entry goes
+    // with it); any other is killed.
+    std::unique_lock lock(mu_);
+    if (stopping_) cv_.wait_for(lock, launch_.stop_grace, [this] { return dead_; });
+  }
   process_->kill_now();
   if (reader_.joinable()) reader_.join();
   {
