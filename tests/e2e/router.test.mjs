@@ -192,3 +192,47 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     assert.match(r.json.error, /not found/);
   });
 });
+
+describe('router mode: the loaded-model cap evicts the least recently used idle model, never a busy one',
+  { skip: !(stories && llama) && 'models missing' }, () => {
+    let server;
+    let ollama;
+    let root;
+    const gemma = modelPath('random/gemma2-Q4_0.gguf');
+
+    before(async () => {
+      root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-router-cap-e2e-'));
+      server = await startServer({
+        model: null,
+        args: ['--parallel', '1', '--request-ctx', '32768', '--allow-local-files'],
+        env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off', HEARTH_KEEP_ALIVE: '-1', HEARTH_MAX_LOADED_MODELS: '2' },
+      });
+      ollama = new Ollama({ host: server.url });
+      for (const [name, file] of [['a', stories], ['b', llama], ['c', gemma]]) {
+        // Registered in place (--allow-local-files), as `hearth create NAME --from FILE` does.
+        const done = await server.request('POST', '/api/create', { model: name, from: file, stream: false });
+        assert.equal(done.status, 200, JSON.stringify(done.json));
+      }
+    });
+    after(async () => {
+      await server?.stop();
+      if (root) fs.rmSync(root, { recursive: true, force: true });
+    });
+
+    it('keeps the busy model and the new one', async () => {
+      await ollama.generate({ model: 'a', prompt: '' });
+      await ollama.generate({ model: 'b', prompt: '' });
+      const controller = new AbortController();
+      const res = await server.fetch('/api/generate', {
+        method: 'POST', signal: controller.signal,
+        body: JSON.stringify({ model: 'a', prompt: 'Once', options: { num_predict: 30000, num_ctx: 32768 } }),
+      });
+      const reader = res.body.getReader();
+      await reader.read();  // a is generating now; it is the least recently used, b is idle
+      await ollama.generate({ model: 'c', prompt: '' });
+      assert.deepEqual((await ollama.ps()).models.map((m) => m.name).sort(), ['a:latest', 'c:latest']);
+      const more = await reader.read();
+      assert.equal(more.done, false, 'the busy model kept streaming');
+      controller.abort();
+    });
+  });
