@@ -236,29 +236,6 @@ Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t
 
 namespace {
 
-// Store mode's loader: a stored model's GGUF blob with the same context plan and memory check
-// as -m, answering to the stored name. (Its Modelfile's parameters, system prompt, messages and
-// template are applied per request by the server.)
-server::StoreModelLoader store_loader(const Settings& s, const engine::ContextOptions& base, const engine::ServingOptions& serving,
-                                      const std::string& template_source) {
-  return [&s, base, serving, template_source](const store::ModelDescription& d) -> Result<std::shared_ptr<protocol::InferenceBackend>> {
-    if (!d.adapter_paths.empty()) {
-      return make_error(ErrorKind::kUnsupported, "LoRA adapters (ADAPTER) are not supported by Hearth yet");
-    }
-    engine::ContextOptions o = base;
-    HEARTH_TRY(plan_and_check_memory(s, d.model_path, serving.n_slots, o));
-    HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(d.model_path, o));
-    protocol::ModelInfo card = build_model_info(*ctx, d.model_path, d.stored.name.display(), template_source);
-    card.aliases.clear();  // a stored model answers to its stored name only
-    const double load_ms = ctx->load_ms();
-    HEARTH_ASSIGN(auto backend, engine::LocalBackend::create(std::move(ctx), serving, std::move(card)));
-    std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", backend->model_info().name.c_str(),
-                backend->model_info().quantization.c_str(), serving.n_slots, backend->model_info().n_ctx_slot, load_ms);
-    std::fflush(stdout);
-    return std::shared_ptr<protocol::InferenceBackend>(std::move(backend));
-  };
-}
-
 // The flags a runner gets from serve: its model and serving options (the environment, which
 // runners inherit, carries the rest).
 const char* const kRunnerForwarded[] = {"ctx_size", "threads", "kv_type", "cache_type_k", "cache_type_v", "request_ctx",

@@ -18,7 +18,7 @@ struct LoadedModel {
   std::shared_ptr<protocol::InferenceBackend> backend;
   std::shared_ptr<const store::ModelDescription> description;
   // Router mode: holds the model loaded until the request is submitted (its streams then do).
-  std::shared_ptr<router::ModelLease> lease;
+  std::shared_ptr<router::ModelLease> lease = nullptr;
 };
 
 // The stored model `name` names, loaded (replacing the loaded one) if it is not the loaded one;
