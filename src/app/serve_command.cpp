@@ -388,6 +388,13 @@ int run_serve(const CommandArgs& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Router mode's settings are checked before anything is bound.
+  Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>> routed =
+      make_error(ErrorKind::kUnavailable, "no router");
+  if (store_mode) {
+    routed = start_model_router(s, *ctx_opts, args);
+    if (!routed.ok()) return fail(routed.error().message);
+  }
   server::HttpServer http(o);
   if (auto st = http.bind(); !st.ok()) return fail(st.error().message, 1);
   http.start();
@@ -400,11 +407,6 @@ int run_serve(const CommandArgs& args) {
     const std::string read_only = fallbacks.empty() ? "" : " (read-only: " + fallbacks + ")";
     std::printf("hearth: serving the model store at %s%s\n", o.store->root().c_str(), read_only.c_str());
     std::fflush(stdout);
-    auto routed = start_model_router(s, *ctx_opts, args);
-    if (!routed.ok()) {
-      http.stop();
-      return fail(routed.error().message);
-    }
     http.set_model_router(routed->first, routed->second);
     // Like ollama at start-up: temporary files of interrupted writes and blobs no manifest names
     // go, once they are an hour old (younger ones may belong to a write in progress).
