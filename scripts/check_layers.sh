@@ -28,11 +28,13 @@ declare -A allowed=(
   # The glue of pull and push: the store's files meet the registry's protocol here only.
   [transfer]="util store registry"
   [router]="util protocol store"
+  # The child side of router mode: serves a backend the app hands it; links no engine itself.
+  [runner]="util protocol"
   [server]="util protocol api router store transfer chat_output"
   [cli]="util protocol store"
   # The executables wire the layers together; devtools makes models, so it sits on the engine.
   [devtools]="util protocol tensor gguf device kernels tokenizer template kv model sampler engine"
-  [app]="util protocol tensor gguf device kernels tokenizer template chat_output kv model sampler engine api server router store registry transfer cli"
+  [app]="util protocol tensor gguf device kernels tokenizer template chat_output kv model sampler engine api server router runner store registry transfer cli"
 )
 bad=0
 for dir in */; do

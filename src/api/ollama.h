@@ -38,5 +38,7 @@ Json ollama_tags_response(const std::vector<protocol::ModelInfo>& cards);
 Json ollama_ps_empty_response();
 Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_template);
 Json ollama_ps_response(const protocol::ModelInfo& card);
+// One entry of /api/ps's "models": `size` bytes in memory, unloaded at `expires_at` (RFC 3339).
+Json ollama_ps_entry(const protocol::ModelInfo& card, uint64_t size, const std::string& expires_at);
 
 }  // namespace hearth::api

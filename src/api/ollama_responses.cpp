@@ -216,16 +216,20 @@ Json ollama_show_response(const protocol::ModelInfo& card, bool tools_in_templat
               {"modified_at", modified_at(card)}};
 }
 
+Json ollama_ps_entry(const protocol::ModelInfo& card, uint64_t size, const std::string& expires_at) {
+  return Json{{"name", card.tagged_name()},
+              {"model", card.tagged_name()},
+              {"size", size},
+              {"digest", card.digest},
+              {"details", details_json(card)},
+              {"expires_at", expires_at},
+              {"size_vram", card.size_vram},
+              {"context_length", card.n_ctx_slot}};
+}
+
 Json ollama_ps_response(const protocol::ModelInfo& card) {
-  Json m = {{"name", card.tagged_name()},
-            {"model", card.tagged_name()},
-            {"size", card.size_bytes},
-            {"digest", card.digest},
-            {"details", details_json(card)},
-            {"expires_at", "2318-01-01T00:00:00Z"},  // single-model serving never unloads
-            {"size_vram", card.size_vram},
-            {"context_length", card.n_ctx_slot}};
-  return Json{{"models", Json::array({std::move(m)})}};
+  // Single-model serving never unloads.
+  return Json{{"models", Json::array({ollama_ps_entry(card, card.size_bytes, "2318-01-01T00:00:00Z")})}};
 }
 
 }  // namespace hearth::api

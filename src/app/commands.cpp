@@ -16,6 +16,7 @@ const std::vector<Command>& all_commands() {
       {"serve", "serve a model over HTTP (ollama, OpenAI and Anthropic APIs)", run_serve},
       {"chat", "chat with a running server", run_chat},
       {"kv", "list and limit the KV memory of serving processes (ls, top, limit, gc)", run_kv},
+      {"runner", "serve one model to a router (started by `hearth serve`; not run by hand)", run_runner},
       {"run", "run a model: a one-shot answer or an interactive session (starts a server if none runs)", cli::run_command},
       {"pull", "pull a model from a registry", cli::pull_command},
       {"push", "push a model to a registry", cli::push_command},

@@ -26,5 +26,6 @@ int run_perplexity(const CommandArgs& args);
 int run_serve(const CommandArgs& args);
 int run_chat(const CommandArgs& args);
 int run_kv(const CommandArgs& args);
+int run_runner(const CommandArgs& args);
 
 }  // namespace hearth::app

@@ -19,6 +19,13 @@
 #include "device/device.h"
 #include "app/sampling_flags.h"
 #include "app/serve_kv_budget.h"
+#include "app/serve_settings.h"
+#include "api/keep_alive.h"
+#include "router/model_router.h"
+#include "router/runner_client.h"
+#include <map>
+#include <mutex>
+#include <unistd.h>
 #include "cli/ollama_client.h"
 #include "server/access_policy.h"
 #include "engine/default_chat_template.h"
@@ -45,6 +52,8 @@ constexpr double kInt32Max = SettingRange::kInt32Max;
 // context, at most this (docs/decisions.md). KV pages are committed only as tokens are written,
 // so a larger default costs nothing while idle.
 constexpr int32_t kDefaultRequestCtxMax = 8192;
+
+}  // namespace
 
 std::vector<SettingSpec> serve_settings() {
   std::vector<SettingSpec> specs = model_run_settings();
@@ -119,12 +128,28 @@ std::vector<SettingSpec> serve_settings() {
                    "HEARTH_ALLOW_LOCAL_FILES"});
   specs.push_back({"no_memory_check", 0, SettingType::kBool, "",
                    "load even when weights + KV cache + buffers exceed the available memory", "HEARTH_NO_MEMORY_CHECK"});
+  specs.push_back(SettingSpec{"max_loaded_models", 0, SettingType::kInt, "3",
+                              "store mode: models loaded at once, each in its own runner process (0: no cap)",
+                              "HEARTH_MAX_LOADED_MODELS", SettingRange::between(0, 1024)}
+                      .with_env_fallback("OLLAMA_MAX_LOADED_MODELS"));
+  specs.push_back(SettingSpec{"keep_alive", 0, SettingType::kString, "5m",
+                              "store mode: how long an idle model stays loaded (a duration such as 5m or 1h, seconds, 0: unload "
+                              "at once, negative: forever); a request's keep_alive overrides it",
+                              "HEARTH_KEEP_ALIVE"}
+                      .with_env_fallback("OLLAMA_KEEP_ALIVE"));
+  specs.push_back({"max_memory", 0, SettingType::kString, "0",
+                   "store mode: memory all loaded models may use together (weights + KV + buffers, e.g. 8GiB; 0: only the "
+                   "machine's available memory limits it)", "HEARTH_MAX_MEMORY"});
+  specs.push_back({"load_timeout", 0, SettingType::kInt, "300", "store mode: seconds a model may take to load before its runner is killed",
+                   "HEARTH_LOAD_TIMEOUT", SettingRange::between(1, 86400)});
   specs.push_back({"ssl_key_file", 0, SettingType::kString, "", "serve HTTPS with this PEM private key (with --ssl-cert-file)",
                    "HEARTH_SSL_KEY_FILE"});
   specs.push_back({"ssl_cert_file", 0, SettingType::kString, "",
                    "serve HTTPS with this PEM certificate or chain (with --ssl-key-file)", "HEARTH_SSL_CERT_FILE"});
   return specs;
 }
+
+namespace {
 
 int fail(const std::string& message, int status = 2) {
   std::fprintf(stderr, "hearth serve: %s\n", message.c_str());
@@ -202,6 +227,8 @@ Result<std::string> api_key_from(const Settings& s) {
 // The template text to use instead of the model's ("" for the model's own): a built-in name
 // from --chat-template, or a Jinja file from --chat-template-file (or, as before, a file path
 // given to --chat-template).
+}  // namespace
+
 Result<std::string> chat_template_from(const Settings& s) {
   const std::string name = s.get_string("chat_template");
   const std::string file = s.get_string("chat_template_file");
@@ -238,30 +265,81 @@ void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::Servin
   if (serving.kv_unified) serving.n_ctx_slot = s.get_int("ctx_size") > 0 ? 0 : per_request_ctx;
 }
 
-// Store mode's loader: a stored model's GGUF blob with the same context plan and memory check
-// as -m, answering to the stored name. (Its Modelfile's parameters, system prompt, messages and
-// template are applied per request by the server.)
-server::StoreModelLoader store_loader(const Settings& s, const engine::ContextOptions& base, const engine::ServingOptions& serving,
-                                      const std::string& template_source) {
-  return [&s, base, serving, template_source](const store::ModelDescription& d) -> Result<std::shared_ptr<protocol::InferenceBackend>> {
-    if (!d.adapter_paths.empty()) {
-      return make_error(ErrorKind::kUnsupported, "LoRA adapters (ADAPTER) are not supported by Hearth yet");
+namespace {
+
+// The flags a runner gets from serve: its model and serving options (the environment, which
+// runners inherit, carries the rest).
+const char* const kRunnerForwarded[] = {"ctx_size", "threads", "kv_type", "cache_type_k", "cache_type_v", "request_ctx",
+                                        "parallel", "batch_tokens", "max_queue", "kv_idle_cache", "chat_template",
+                                        "chat_template_file", "no_memory_check", "kv_unified"};
+
+// Router mode: the scheduler, and how a stored model becomes a runner and a memory figure.
+Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>>
+start_model_router(const Settings& s, const engine::ContextOptions& base, const CommandArgs&) {
+  router::RouterOptions ro;
+  ro.max_loaded = static_cast<int32_t>(s.get_int("max_loaded_models"));
+  ro.max_waiting = static_cast<int32_t>(s.get_int("max_queue"));
+  const std::string keep = s.get_string("keep_alive");
+  const bool numeric = !keep.empty() && keep.find_first_not_of("-+0123456789.") == std::string::npos;
+  auto keep_ms = api::parse_keep_alive_ms(numeric ? api::Json(std::stod(keep)) : api::Json(keep));
+  if (!keep_ms.ok()) return make_error(ErrorKind::kInvalidArgument, "--keep-alive: " + keep_ms.error().message);
+  ro.default_keep_alive_ms = *keep_ms;
+  auto max_memory = parse_byte_size(s.get_string("max_memory"));
+  if (!max_memory.ok()) return make_error(ErrorKind::kInvalidArgument, "--max-memory: " + max_memory.error().message);
+  ro.memory_limit = *max_memory;
+  ro.available_memory = [] { return memory_available_bytes(); };
+
+  std::error_code ec;
+  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  if (ec) return make_error(ErrorKind::kIo, "cannot find the hearth executable for runners: " + ec.message());
+  std::vector<std::string> forwarded;
+  for (const char* name : kRunnerForwarded) {
+    if (!s.is_set(name)) continue;
+    std::string flag = "--";
+    for (const char* c = name; *c; ++c) flag += *c == '_' ? '-' : *c;
+    forwarded.push_back(flag);
+    if (std::string(name) != "no_memory_check" && std::string(name) != "kv_unified") forwarded.push_back(s.get_string(name));
+  }
+  const auto load_timeout = std::chrono::seconds(s.get_int("load_timeout"));
+  const auto batch = static_cast<int32_t>(s.get_int("batch_tokens"));
+  // Paths by key: the starter gets only the spec.
+  auto paths = std::make_shared<std::pair<std::mutex, std::map<std::string, std::string>>>();
+  auto starter = [exe, forwarded, load_timeout, paths](const router::ModelLoadSpec& spec) -> Result<std::shared_ptr<router::ModelRunner>> {
+    std::string path;
+    {
+      std::lock_guard lock(paths->first);
+      path = paths->second[spec.key];
     }
-    engine::ContextOptions o = base;
-    int32_t per_request_ctx = 0;
-    HEARTH_TRY(plan_and_check_memory(s, d.model_path, serving.n_slots, o, per_request_ctx));
-    engine::ServingOptions model_serving = serving;
-    apply_kv_unified(s, per_request_ctx, model_serving);
-    HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(d.model_path, o));
-    protocol::ModelInfo card = build_model_info(*ctx, d.model_path, d.stored.name.display(), template_source);
-    card.aliases.clear();  // a stored model answers to its stored name only
-    const double load_ms = ctx->load_ms();
-    HEARTH_ASSIGN(auto backend, engine::LocalBackend::create(std::move(ctx), model_serving, std::move(card)));
-    std::printf("hearth: model '%s' ready (%s, %d slots of %d tokens, loaded in %.0f ms)\n", backend->model_info().name.c_str(),
-                backend->model_info().quantization.c_str(), serving.n_slots, backend->model_info().n_ctx_slot, load_ms);
+    router::RunnerLaunch launch;
+    launch.argv = {exe, "runner", "--runner-fd", "3", "--parent-pid", std::to_string(::getpid()), "-m", path, "--alias", spec.name};
+    launch.argv.insert(launch.argv.end(), forwarded.begin(), forwarded.end());
+    launch.model_name = spec.name;
+    launch.load_timeout = load_timeout;
+    const auto t0 = std::chrono::steady_clock::now();
+    HEARTH_ASSIGN(auto client, router::RunnerClient::start(launch));
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("hearth: model '%s' ready in runner pid %d (loaded in %.0f ms)\n", spec.name.c_str(), static_cast<int>(client->pid()), ms);
     std::fflush(stdout);
-    return std::shared_ptr<protocol::InferenceBackend>(std::move(backend));
+    return std::shared_ptr<router::ModelRunner>(client);
   };
+  auto make_spec = [base, batch, paths, &s](const store::ModelDescription& d) {
+    router::ModelLoadSpec spec;
+    spec.name = d.stored.name.display();
+    spec.key = d.stored.manifest_digest + " " + spec.name;
+    // KV is committed as tokens arrive (elastic KV), so a model starts with weights + buffers;
+    // what its KV commits later shows in the runner's reported memory.
+    engine::ContextOptions o = base;
+    constexpr uint64_t kRunnerOverhead = 32u << 20;  // the runner process itself, tokenizer, a first KV chunk
+    auto need = engine::estimate_memory(d.model_path, o, batch);
+    spec.need_bytes = (need.ok() ? need->weights_bytes + need->work_bytes : 0) + kRunnerOverhead;
+    (void)s;
+    std::lock_guard lock(paths->first);
+    paths->second[spec.key] = d.model_path;
+    return spec;
+  };
+  auto r = std::make_shared<router::ModelRouter>(ro, starter);
+  r->start_timer();
+  return std::make_pair(r, std::function<router::ModelLoadSpec(const store::ModelDescription&)>(make_spec));
 }
 
 }  // namespace
@@ -344,6 +422,13 @@ int run_serve(const CommandArgs& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  // Router mode's settings are checked before anything is bound.
+  Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>> routed =
+      make_error(ErrorKind::kUnavailable, "no router");
+  if (store_mode) {
+    routed = start_model_router(s, *ctx_opts, args);
+    if (!routed.ok()) return fail(routed.error().message);
+  }
   server::HttpServer http(o);
   if (auto st = http.bind(); !st.ok()) return fail(st.error().message, 1);
   http.start();
@@ -357,7 +442,7 @@ int run_serve(const CommandArgs& args) {
     const std::string read_only = fallbacks.empty() ? "" : " (read-only: " + fallbacks + ")";
     std::printf("hearth: serving the model store at %s%s\n", o.store->root().c_str(), read_only.c_str());
     std::fflush(stdout);
-    http.set_model_loader(store_loader(s, *ctx_opts, serving, *template_source));
+    http.set_model_router(routed->first, routed->second);
     // Like ollama at start-up: temporary files of interrupted writes and blobs no manifest names
     // go, once they are an hour old (younger ones may belong to a write in progress).
     if (auto gc = o.store->collect_garbage(std::chrono::hours(1)); gc.ok()) {
@@ -374,7 +459,7 @@ int run_serve(const CommandArgs& args) {
     sigwait(&stop_signals, &sig);
     std::printf("hearth: stopping (%s)\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
     std::fflush(stdout);
-    if (auto loaded = http.loaded_backend()) loaded->shut_down();
+    routed->first->stop_all();  // running requests end with an error event; runners exit
     http.stop();
     return 0;
   }

@@ -313,7 +313,8 @@ void read_sampling(Reader& r, SamplingOptions& p) {
 
 Json to_json(const PromptSource& s) {
   Json j{{"kind", enum_name(kPromptKinds, s.kind)}};
-  if (s.kind == PromptSource::Kind::kChat) j["chat"] = s.chat;
+  // kGoTemplate renders over chat["messages"] too (ollama /api/chat with a stored TEMPLATE).
+  if (s.kind == PromptSource::Kind::kChat || (!s.chat.is_null() && !s.chat.empty())) j["chat"] = s.chat;
   if (!s.text.empty()) j["text"] = s.text;
   if (!s.tokens.empty()) j["tokens"] = s.tokens;
   if (!s.template_fields.empty()) j["template_fields"] = s.template_fields;

@@ -181,6 +181,7 @@ void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, 
   }
   api::CompletionJob job = std::move(parsed).value();
   std::shared_ptr<protocol::InferenceBackend> model;
+  std::shared_ptr<router::ModelLease> lease;  // router mode: the model stays loaded until submitted
   if (s.store_mode()) {
     if (job.load_only && job.unload) {
       // keep_alive 0 with nothing to generate: unload (ollama's way to free a model).
@@ -188,9 +189,10 @@ void serve_completion(const RouteCall& call, Result<api::CompletionJob> parsed, 
       send_json(res, api::ollama_load_response(job.request.model, req.path == "/api/chat", true));
       return;
     }
-    auto chosen = require_stored_model(call, job.request.model, dialect != api::Dialect::kOllama);
+    auto chosen = require_stored_model(call, job.request.model, dialect != api::Dialect::kOllama, job.request.keep_alive_ms);
     if (!chosen) return;
     model = chosen->backend;
+    lease = chosen->lease;
     if (chosen->description) apply_stored_prompt(job, *chosen->description);
   } else {
     model = require_model(call);

@@ -54,6 +54,8 @@ api::Dialect dialect_for_path(const std::string& path) {
 
 void send_error(httplib::Response& res, api::Dialect dialect, const HttpError& error) {
   res.status = error.status;
+  // A full queue or a model still loading: tell clients when to come back.
+  if (error.status == 503 && !res.has_header("Retry-After")) res.set_header("Retry-After", "1");
   res.set_content(api::dump_json(api::error_body(dialect, error.status, error.message)), "application/json");
 }
 

@@ -12,6 +12,7 @@
 #include <regex>
 
 #include "server/server_state.h"
+#include "server/stored_models.h"
 #include "util/log.h"
 
 namespace hearth::server {
@@ -187,6 +188,7 @@ void add_upload_route(State& s, api::Dialect dialect, const std::string& pattern
 
 std::shared_ptr<protocol::InferenceBackend> require_model(const RouteCall& call) {
   auto m = call.state.model();
+  if (!m && call.state.router) m = routed_backend(call.state, "");
   if (!m && call.state.store_mode()) {
     send_error(call.res, call.dialect,
                HttpError{400, "no model is loaded: a request naming a model from /api/tags loads it (ollama's /api/generate "
@@ -271,6 +273,7 @@ HttpServer::HttpServer(ServerOptions options) : state_(std::make_unique<State>(s
   if (s.store_mode()) {
     register_store_routes(s);
     register_transfer_routes(s);
+    register_router_routes(s);
   }
 }
 
@@ -318,6 +321,13 @@ void HttpServer::set_backend(std::shared_ptr<protocol::InferenceBackend> backend
 void HttpServer::set_model_loader(StoreModelLoader loader) {
   std::lock_guard lock(state_->load_mu);
   state_->loader = std::move(loader);
+}
+
+void HttpServer::set_model_router(std::shared_ptr<router::ModelRouter> router,
+                                  std::function<router::ModelLoadSpec(const store::ModelDescription&)> make_spec) {
+  std::lock_guard lock(state_->load_mu);
+  state_->router = std::move(router);
+  state_->router_spec = std::move(make_spec);
 }
 
 std::shared_ptr<protocol::InferenceBackend> HttpServer::loaded_backend() const { return state_->model(); }

@@ -14,6 +14,7 @@
 
 #include "protocol/backend.h"
 #include "server/web_ui.h"
+#include "router/model_router.h"
 #include "store/model_description.h"
 #include "store/model_store.h"
 #include "util/result.h"
@@ -73,6 +74,10 @@ class HttpServer {
   // Store mode: how a requested model is loaded. One model is loaded at a time; a request for
   // another replaces it (requests still running on the old one finish first on it).
   void set_model_loader(StoreModelLoader loader);
+  // Router mode (store mode with runner processes): requests name any stored model; the router
+  // loads each in its own runner (several at once), `make_spec` says what a model needs.
+  void set_model_router(std::shared_ptr<router::ModelRouter> router,
+                        std::function<router::ModelLoadSpec(const store::ModelDescription&)> make_spec);
   // Store mode: the loaded model's backend, when one is loaded (for shutting it down).
   std::shared_ptr<protocol::InferenceBackend> loaded_backend() const;
 

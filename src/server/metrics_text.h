@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "protocol/engine_status.h"
 
@@ -19,6 +20,13 @@ struct ServerCounters {
 };
 
 std::string metrics_text(const protocol::EngineMetrics& engine, const ServerCounters& server);
+
+// Router mode: each loaded model's engine series labelled model="NAME" (empty: no label).
+struct ModelMetrics {
+  std::string model;
+  protocol::EngineMetrics metrics;
+};
+std::string metrics_text(const std::vector<ModelMetrics>& models, const ServerCounters& server);
 
 // Prometheus number text: shortest round-trip form, "+Inf"/"-Inf"/"NaN" for the specials.
 std::string prometheus_number(double v);

@@ -134,6 +134,10 @@ void register_extra_routes(State& s) {
     }
   });
   add_route(s, kDialect, "GET", "/metrics", [](const RouteCall& call) {
+    if (call.state.router) {
+      call.res.set_content(routed_metrics_text(call.state), "text/plain; version=0.0.4; charset=utf-8");
+      return;
+    }
     auto model = require_model(call);
     if (!model) return;
     call.res.set_content(metrics_text(model->metrics(), call.state.counters()), "text/plain; version=0.0.4; charset=utf-8");

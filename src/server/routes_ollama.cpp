@@ -18,10 +18,12 @@ void embed(const RouteCall& call, bool legacy) {
     return;
   }
   std::shared_ptr<protocol::InferenceBackend> model;
+  std::shared_ptr<router::ModelLease> lease;
   if (call.state.store_mode()) {
     auto chosen = require_stored_model(call, job->request.model, false);
     if (!chosen) return;
     model = chosen->backend;
+    lease = chosen->lease;
   } else {
     model = require_model(call);
     if (!model) return;
@@ -75,6 +77,10 @@ void register_ollama_routes(State& s) {
     send_json(call.res, api::ollama_tags_response(card));
   });
   add_route(s, kDialect, "GET", "/api/ps", [](const RouteCall& call) {
+    if (call.state.router) {
+      send_json(call.res, routed_ps_response(call.state));
+      return;
+    }
     if (call.state.store_mode() && !call.state.model()) {
       send_json(call.res, api::ollama_ps_empty_response());
       return;

@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -43,6 +44,12 @@ struct HttpServer::State {
   void set_loaded(std::shared_ptr<protocol::InferenceBackend> m, std::shared_ptr<const store::ModelDescription> d);
   StoreModelLoader loader;
   std::mutex load_mu;  // one load at a time
+  // Router mode: the scheduler of runner processes, what a stored model needs, and the
+  // description of each model it loaded (by spec key) for /api/ps.
+  std::shared_ptr<router::ModelRouter> router;
+  std::function<router::ModelLoadSpec(const store::ModelDescription&)> router_spec;
+  std::mutex routed_mu;
+  std::map<std::string, std::shared_ptr<const store::ModelDescription>> routed;
   // "chatcmpl-" + 24 random characters, etc.
   std::string new_id(const std::string& prefix);
   void count_response(int status);
@@ -105,6 +112,9 @@ void register_web_ui_routes(State& s);
 // GET paths of the web UI's files: served without the API key (they hold no data; the page
 // asks for the key), still behind the Host check.
 bool path_is_web_ui(const std::string& path);
+void register_router_routes(State& s);
+// Router mode's /metrics: every loaded model's series, labelled by model.
+std::string routed_metrics_text(State& s);
 
 // A POST route whose body is read in pieces (blob uploads): no route sees `req.body`.
 using UploadHandler = std::function<void(const RouteCall& call, const httplib::ContentReader& reader)>;

@@ -20,8 +20,53 @@ bool is_loaded(const State& s, const store::ModelDescription& d) {
 
 }  // namespace
 
-std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std::string& name, bool fallback_to_loaded) {
+// Router mode: the model loaded in its runner (loading it, or waiting for room, first).
+static std::optional<LoadedModel> require_routed_model(const RouteCall& call, store::ModelDescription d, std::optional<int64_t> keep_alive_ms) {
   State& s = call.state;
+  const std::string shown = d.stored.name.display();
+  if (!d.adapter_paths.empty()) {
+    send_error(call.res, call.dialect, HttpError{500, "cannot load model '" + shown + "': LoRA adapters (ADAPTER) are not supported by Hearth yet"});
+    return std::nullopt;
+  }
+  const router::ModelLoadSpec spec = s.router_spec(d);
+  auto lease = s.router->acquire(spec, keep_alive_ms);
+  if (!lease.ok()) {
+    HttpError e = http_error_from(lease.error());
+    if (lease.error().kind != ErrorKind::kUnavailable) {
+      e.message = "cannot load model '" + shown + "': " + lease.error().message;
+      if (e.status == 404 || e.status == 400) e.status = 500;  // the model exists; what it needs does not
+    }
+    if (lease.error().kind == ErrorKind::kOutOfRange) e.status = 507;  // insufficient storage: memory
+    send_error(call.res, call.dialect, e);
+    return std::nullopt;
+  }
+  auto description = std::make_shared<const store::ModelDescription>(std::move(d));
+  {
+    std::lock_guard lock(s.routed_mu);
+    s.routed[spec.key] = description;
+  }
+  return LoadedModel{(*lease)->backend(), description, *lease};
+}
+
+std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std::string& name, bool fallback_to_loaded,
+                                                std::optional<int64_t> keep_alive_ms) {
+  State& s = call.state;
+  if (s.router) {
+    auto d = name.empty() ? Result<store::ModelDescription>(make_error(ErrorKind::kNotFound, "no model named"))
+                          : describe(s, name, false);
+    if (d.ok()) return require_routed_model(call, std::move(d).value(), keep_alive_ms);
+    if (fallback_to_loaded || name.empty()) {
+      if (auto b = routed_backend(s, "")) return LoadedModel{b, nullptr, nullptr};
+    }
+    if (name.empty()) {
+      send_error(call.res, call.dialect, HttpError{400, "model is required"});
+    } else if (d.error().kind == ErrorKind::kNotFound && d.error().message.find("blob") == std::string::npos) {
+      send_error(call.res, call.dialect, http_model_not_found(name));
+    } else {
+      send_status_error(call, d.error());
+    }
+    return std::nullopt;
+  }
   auto loaded_now = [&]() -> std::optional<LoadedModel> {
     auto backend = require_model(call);
     if (!backend) return std::nullopt;
@@ -64,7 +109,50 @@ std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std
   return LoadedModel{*backend, description};
 }
 
+api::Json routed_ps_response(State& s) {
+  api::Json models = api::Json::array();
+  const auto steady_now = router::RouterClock::now();
+  const auto system_now = std::chrono::system_clock::now();
+  for (const auto& m : s.router->loaded()) {
+    if (!m.runner) continue;  // still loading
+    std::shared_ptr<const store::ModelDescription> d;
+    {
+      std::lock_guard lock(s.routed_mu);
+      if (auto it = s.routed.find(m.key); it != s.routed.end()) d = it->second;
+    }
+    protocol::ModelInfo card = d ? stored_model_card(*d) : m.runner->backend()->model_info();
+    card.n_ctx_slot = m.runner->backend()->model_info().n_ctx_slot;
+    std::string expires = "2318-01-01T00:00:00Z";  // kept forever (keep_alive < 0)
+    if (m.expires) {
+      expires = api::rfc3339_nano(system_now + std::chrono::duration_cast<std::chrono::system_clock::duration>(*m.expires - steady_now));
+    }
+    models.push_back(api::ollama_ps_entry(card, m.memory_bytes, expires));
+  }
+  return api::Json{{"models", std::move(models)}};
+}
+
+std::shared_ptr<protocol::InferenceBackend> routed_backend(State& s, const std::string& name) {
+  auto parsed = store::parse_model_name(name);
+  std::shared_ptr<protocol::InferenceBackend> latest;
+  for (const auto& m : s.router->loaded()) {
+    if (!m.runner || !m.runner->alive()) continue;
+    auto b = m.runner->backend();
+    if (parsed.ok()) {
+      std::lock_guard lock(s.routed_mu);
+      auto it = s.routed.find(m.key);
+      if (it != s.routed.end() && it->second->stored.name.same_as(*parsed)) return b;
+    }
+    latest = b;
+  }
+  return name.empty() ? latest : nullptr;
+}
+
 void unload_stored_model(State& s, const std::string& name) {
+  if (s.router) {
+    auto d = describe(s, name, false);
+    if (d.ok()) s.router->unload(s.router_spec(*d).key);
+    return;
+  }
   auto parsed = store::parse_model_name(name);
   auto loaded = s.loaded_description();
   if (parsed.ok() && loaded && loaded->stored.name.same_as(*parsed)) {

@@ -17,17 +17,27 @@ namespace hearth::server {
 struct LoadedModel {
   std::shared_ptr<protocol::InferenceBackend> backend;
   std::shared_ptr<const store::ModelDescription> description;
+  // Router mode: holds the model loaded until the request is submitted (its streams then do).
+  std::shared_ptr<router::ModelLease> lease = nullptr;
 };
 
 // The stored model `name` names, loaded (replacing the loaded one) if it is not the loaded one;
 // nullopt after answering the error (400 bad name, 404 unknown model, 500 load failure). An
 // empty name means the loaded model. `fallback_to_loaded`: a name that is not in the store gets
 // the loaded model instead of 404 (the OpenAI and Anthropic routes, whose clients send any name).
-std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std::string& name, bool fallback_to_loaded);
+// `keep_alive_ms` (router mode): how long the model stays loaded after this request.
+std::optional<LoadedModel> require_stored_model(const RouteCall& call, const std::string& name, bool fallback_to_loaded,
+                                                std::optional<int64_t> keep_alive_ms = std::nullopt);
 
 // The model name in an ollama body's `key` (or the older `old_key`, may be nullptr), parsed and
 // validated. Errors: missing, not a string, or not a valid name.
 Result<store::ModelName> model_name_field(const api::Json& body, const char* key, const char* old_key);
+
+// Router mode: /api/ps's models (loaded and loading) as ollama lists them.
+api::Json routed_ps_response(State& s);
+// Router mode: the backend of the loaded model the request names, or of the most recently
+// loaded one when it names none that is loaded (/metrics, /slots, /tokenize...); null if none.
+std::shared_ptr<protocol::InferenceBackend> routed_backend(State& s, const std::string& name);
 
 // Unloads the loaded model if `name` names it.
 void unload_stored_model(State& s, const std::string& name);

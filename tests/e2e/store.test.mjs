@@ -32,7 +32,7 @@ describe('ollama client: the model store', { skip: !stories && 'stories model mi
 
   before(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-store-e2e-'));
-    server = await startServer({ model: null, args: ['--parallel', '1'], env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off' } });
+    server = await startServer({ model: null, args: ['--parallel', '1'], env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off', HEARTH_MAX_LOADED_MODELS: '1' } });
     ollama = new Ollama({ host: server.url });
   });
   after(async () => {
