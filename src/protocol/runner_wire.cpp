@@ -175,9 +175,36 @@ Result<RunnerState> decode_runner_state(std::string_view bytes) {
   return s;
 }
 
+Json prompt_info_to_json(const PromptInfo& p) {
+  return Json{{"n_tokens", p.n_tokens},
+              {"ids", p.ids},
+              {"text", p.text},
+              {"output", {{"family", p.output.family},
+                          {"tool_calls", p.output.tool_calls},
+                          {"reasoning", p.output.reasoning},
+                          {"reasoning_open", p.output.reasoning_open}}}};
+}
+
+PromptInfo prompt_info_from_json(const Json& v) {
+  PromptInfo info;
+  if (!v.is_object()) return info;
+  info.n_tokens = field<int32_t>(v, "n_tokens", 0);
+  info.text = field<std::string>(v, "text", "");
+  if (auto ids = v.find("ids"); ids != v.end() && ids->is_array()) {
+    for (const auto& id : *ids) info.ids.push_back(id.is_number_integer() ? id.get<int32_t>() : 0);
+  }
+  if (auto o = v.find("output"); o != v.end() && o->is_object()) {
+    info.output.family = field<std::string>(*o, "family", "plain");
+    info.output.tool_calls = field<bool>(*o, "tool_calls", false);
+    info.output.reasoning = field<bool>(*o, "reasoning", false);
+    info.output.reasoning_open = field<bool>(*o, "reasoning_open", false);
+  }
+  return info;
+}
+
 std::string encode_submitted(size_t n_streams, const std::vector<PromptInfo>& prompts) {
   Json list = Json::array();
-  for (const auto& p : prompts) list.push_back(Json{{"n_tokens", p.n_tokens}, {"ids", p.ids}, {"text", p.text}});
+  for (const auto& p : prompts) list.push_back(prompt_info_to_json(p));
   return Json{{"streams", n_streams}, {"prompts", std::move(list)}}.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -189,13 +216,7 @@ Result<std::pair<size_t, std::vector<PromptInfo>>> decode_submitted(std::string_
   if (auto p = j.find("prompts"); p != j.end() && p->is_array()) {
     for (const auto& v : *p) {
       if (!v.is_object()) continue;
-      PromptInfo info;
-      info.n_tokens = field<int32_t>(v, "n_tokens", 0);
-      info.text = field<std::string>(v, "text", "");
-      if (auto ids = v.find("ids"); ids != v.end() && ids->is_array()) {
-        for (const auto& id : *ids) info.ids.push_back(id.is_number_integer() ? id.get<int32_t>() : 0);
-      }
-      prompts.push_back(std::move(info));
+      prompts.push_back(prompt_info_from_json(v));
     }
   }
   return std::make_pair(static_cast<size_t>(n), std::move(prompts));
@@ -220,6 +241,7 @@ Json metrics_to_json(const EngineMetrics& m) {
               {"kv_evictions_total", m.kv_evictions_total},
               {"kv_shrink_events_total", m.kv_shrink_events_total},
               {"kv_chunks_released_total", m.kv_chunks_released_total},
+              {"kv_preemptions_total", m.kv_preemptions_total},
               {"kv_commits_on_demand_total", m.kv_commits_on_demand_total},
               {"ttft", histogram_json(m.ttft)},
               {"inter_token", histogram_json(m.inter_token)}};
@@ -246,6 +268,7 @@ EngineMetrics metrics_from_json(const Json& j) {
   m.kv_evictions_total = field<uint64_t>(j, "kv_evictions_total", 0);
   m.kv_shrink_events_total = field<uint64_t>(j, "kv_shrink_events_total", 0);
   m.kv_chunks_released_total = field<uint64_t>(j, "kv_chunks_released_total", 0);
+  m.kv_preemptions_total = field<uint64_t>(j, "kv_preemptions_total", 0);
   m.kv_commits_on_demand_total = field<uint64_t>(j, "kv_commits_on_demand_total", 0);
   if (auto h = j.find("ttft"); h != j.end()) m.ttft = histogram_from(*h);
   if (auto h = j.find("inter_token"); h != j.end()) m.inter_token = histogram_from(*h);

@@ -82,6 +82,10 @@ std::string encode_runner_state(const RunnerState& s);
 Result<RunnerState> decode_runner_state(std::string_view bytes);
 
 // kSubmitted's payload.
+// A prepared prompt as it crosses to the router: counts, ids, text and how to split the output
+// (tool calls, reasoning), which the server's parser needs.
+nlohmann::json prompt_info_to_json(const PromptInfo& p);
+PromptInfo prompt_info_from_json(const nlohmann::json& v);
 std::string encode_submitted(size_t n_streams, const std::vector<PromptInfo>& prompts);
 Result<std::pair<size_t, std::vector<PromptInfo>>> decode_submitted(std::string_view bytes);
 

@@ -306,11 +306,7 @@ Result<protocol::PromptInfo> RunnerClient::render_prompt(const protocol::PromptS
   protocol::CompletionRequest carrier;
   carrier.prompts.push_back(source);
   HEARTH_ASSIGN(const Json r, call(Json{{"op", "render_prompt"}, {"request", protocol::encode(carrier)}}));
-  protocol::PromptInfo info;
-  info.n_tokens = r.value("n_tokens", 0);
-  info.ids = r.value("ids", std::vector<int32_t>{});
-  info.text = r.value("text", std::string());
-  return info;
+  return protocol::prompt_info_from_json(r);
 }
 
 Result<std::vector<protocol::TokenPiece>> RunnerClient::tokenize(const std::string& text, bool add_special, bool parse_special,

@@ -214,7 +214,7 @@ class Service {
         if (req->prompts.size() != 1) return fail(make_error(ErrorKind::kCorrupt, "render_prompt needs one prompt"));
         auto r = backend_->render_prompt(req->prompts[0]);
         if (!r.ok()) return fail(r.error());
-        return reply(Json{{"n_tokens", r->n_tokens}, {"ids", r->ids}, {"text", r->text}});
+        return reply(protocol::prompt_info_to_json(*r));
       }
     } catch (const Json::exception& e) {
       return fail(make_error(ErrorKind::kCorrupt, std::string("runner call '") + op + "': " + e.what()));

@@ -79,22 +79,32 @@ TEST(RunnerWire, PayloadsRoundTripAndRefuseGarbage) {
   EXPECT_FALSE(decode_runner_state("{\"phase\":\"dancing\"}").ok());
   EXPECT_FALSE(decode_runner_state("[1,2").ok());
 
-  auto sub = decode_submitted(encode_submitted(2, {PromptInfo{3, {1, 2, 3}, "abc"}}));
+  PromptInfo prompt{3, {1, 2, 3}, "abc"};
+  prompt.output.family = "hermes";  // how the server splits tool calls and reasoning out of the text
+  prompt.output.tool_calls = true;
+  prompt.output.reasoning_open = true;
+  auto sub = decode_submitted(encode_submitted(2, {prompt}));
   ASSERT_TRUE(sub.ok());
   EXPECT_EQ(sub->first, 2u);
   ASSERT_EQ(sub->second.size(), 1u);
   EXPECT_EQ(sub->second[0].ids, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(sub->second[0].output.family, "hermes");
+  EXPECT_TRUE(sub->second[0].output.tool_calls);
+  EXPECT_FALSE(sub->second[0].output.reasoning);
+  EXPECT_TRUE(sub->second[0].output.reasoning_open);
   EXPECT_FALSE(decode_submitted("{\"streams\":0}").ok());
   EXPECT_FALSE(decode_submitted("{\"streams\":\"x\"}").ok());
 
   EngineMetrics m;
   m.generated_tokens_total = 77;
+  m.kv_preemptions_total = 5;
   m.kv_bytes_committed = 4 << 20;
   m.ttft.bounds = {0.1, 1.0};
   m.ttft.counts = {1, 2, 3};
   m.ttft.count = 6;
   const EngineMetrics mb = metrics_from_json(metrics_to_json(m));
   EXPECT_EQ(mb.generated_tokens_total, 77u);
+  EXPECT_EQ(mb.kv_preemptions_total, 5u);
   EXPECT_EQ(mb.kv_bytes_committed, 4u << 20);
   EXPECT_EQ(mb.ttft.counts, m.ttft.counts);
   EXPECT_EQ(metrics_from_json(nlohmann::json::parse("{\"ttft\":{\"bounds\":[1],\"counts\":[1,2,3,4]}}")).ttft.counts.size(), 2u);
