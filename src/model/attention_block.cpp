@@ -98,7 +98,42 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
   ap.causal = h.causal;
 
   if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
-  const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());
+  // Work items: prefill runs as (tile, KV head), the rest as (token, head chunk). Tiles are
+  // listed from the end of each run, where causal tiles see the most keys, so that the dynamic
+  // split hands out the longest items first.
+  attend_items_.clear();
+  const bool tiles = h.n_head_kv > 0 && h.n_head % h.n_head_kv == 0;
+  int64_t loose_tokens = 0;
+  for (int64_t t = 0; t < n;) {
+    int64_t e = t + 1;
+    while (e < n && batch[static_cast<size_t>(e)].seq == batch[static_cast<size_t>(t)].seq &&
+           batch[static_cast<size_t>(e)].pos == batch[static_cast<size_t>(e - 1)].pos + 1) {
+      ++e;
+    }
+    if (!tiles || e - t < kAttentionTileMinRun) loose_tokens += e - t;
+    t = e;
+  }
+  const int32_t head_chunks = attention_head_chunks(loose_tokens, h.n_head, pool_.size());
+  for (int64_t t = 0; t < n;) {
+    int64_t e = t + 1;
+    while (e < n && batch[static_cast<size_t>(e)].seq == batch[static_cast<size_t>(t)].seq &&
+           batch[static_cast<size_t>(e)].pos == batch[static_cast<size_t>(e - 1)].pos + 1) {
+      ++e;
+    }
+    if (tiles && e - t >= kAttentionTileMinRun) {
+      for (int64_t tile_end = e; tile_end > t; tile_end -= kAttentionTileTokens) {
+        const int64_t tile_begin = std::max(t, tile_end - kAttentionTileTokens);
+        for (int32_t kvh = 0; kvh < h.n_head_kv; ++kvh) {
+          attend_items_.push_back({static_cast<int32_t>(tile_begin), static_cast<int32_t>(tile_end - tile_begin), kvh});
+        }
+      }
+    } else {
+      for (int64_t i = t; i < e; ++i) {
+        for (int32_t c = 0; c < head_chunks; ++c) attend_items_.push_back({static_cast<int32_t>(i), 1, c});
+      }
+    }
+    t = e;
+  }
   // Everything the workers need, captured by one reference so the std::function the pool
   // takes does not allocate.
   struct Work {
@@ -111,17 +146,15 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
     const kernels::AttentionParams* ap;
     int64_t q_dim, o_dim;
   } work{this, batch, &kv, il, kv.pool().layout().type, head_chunks, &ap, dims.q, dims.o};
-  pool_.parallel_for(static_cast<size_t>(n) * static_cast<size_t>(head_chunks),
-                     [&work](size_t begin, size_t end, int thread) {
+  pool_.parallel_for_dynamic(attend_items_.size(), 1, [&work](size_t begin, size_t end, int thread) {
     const auto& hp = work.self->model_.hparams();
     kv::KvBlockPool& blocks = work.kv->pool();
     AttentionScratch& scratch = work.self->attn_scratch_[static_cast<size_t>(thread)];
     int32_t span_seq = -1;  // the sequence whose blocks scratch.k_blocks/v_blocks hold
     kernels::KvSpan span;
-    for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / static_cast<size_t>(work.head_chunks);
-      const int64_t chunk = static_cast<int64_t>(item % static_cast<size_t>(work.head_chunks));
-      const auto& bt = work.batch[t];
+    for (size_t i = begin; i < end; ++i) {
+      const AttendItem& item = work.self->attend_items_[i];
+      const auto& bt = work.batch[static_cast<size_t>(item.first)];
       if (bt.seq != span_seq) {
         auto table = work.kv->block_table(bt.seq);
         scratch.k_blocks.resize(table.size());
@@ -138,13 +171,26 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         span.type = work.kv_type;
         span_seq = bt.seq;
       }
-      // Causal: the keys up to the token's own position; otherwise the whole sequence.
+      const float* q = work.self->q_.data() + static_cast<int64_t>(item.first) * work.q_dim;
+      float* out = work.self->attn_.data() + static_cast<int64_t>(item.first) * work.o_dim;
+      if (item.n_q > 1) {
+        kernels::AttentionTile tile;
+        tile.q = q;
+        tile.q_stride = work.q_dim;
+        tile.out = out;
+        tile.out_stride = work.o_dim;
+        tile.q_pos0 = bt.pos;
+        tile.n_q = item.n_q;
+        // Causal: the keys up to the tile's last position; otherwise the whole sequence.
+        tile.n_kv = hp.causal ? bt.pos + item.n_q : work.kv->seq_length(bt.seq);
+        tile.kv_head = item.part;
+        kernels::attention_tile(tile, span, *work.ap, scratch.scores);
+        continue;
+      }
       const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
-      const auto head_begin = static_cast<int32_t>(chunk * hp.n_head / work.head_chunks);
-      const auto head_end = static_cast<int32_t>((chunk + 1) * hp.n_head / work.head_chunks);
-      kernels::attention_heads(work.self->q_.data() + static_cast<int64_t>(t) * work.q_dim, bt.pos, n_kv, span,
-                               *work.ap, head_begin, head_end,
-                               work.self->attn_.data() + static_cast<int64_t>(t) * work.o_dim, scratch.scores);
+      const auto head_begin = static_cast<int32_t>(int64_t{item.part} * hp.n_head / work.head_chunks);
+      const auto head_end = static_cast<int32_t>(int64_t{item.part + 1} * hp.n_head / work.head_chunks);
+      kernels::attention_heads(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, out, scratch.scores);
     }
   });
 }

@@ -96,6 +96,14 @@ class ForwardPass {
     std::vector<const uint8_t*> k_blocks, v_blocks;
   };
   std::vector<AttentionScratch> attn_scratch_;  // one per pool thread
+  // One unit of attend()'s work: n_q > 1 consecutive tokens of one sequence from batch index
+  // `first` for KV head `part` (a flash tile), or one token (n_q == 1) for head chunk `part`.
+  struct AttendItem {
+    int32_t first = 0;
+    int32_t n_q = 0;
+    int32_t part = 0;
+  };
+  std::vector<AttendItem> attend_items_;
   Status status_;                               // first error inside a block
 };
 
@@ -104,5 +112,12 @@ class ForwardPass {
 // batch of fewer tokens than threads (a decode step has one) still gives every thread work.
 // Heads are computed independently, so the split never changes the numbers.
 int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads);
+
+// Runs of at least this many consecutive tokens of one sequence (prefill) take the flash tile
+// path (kernels::attention_tile) in tiles of kAttentionTileTokens tokens, one work item per
+// (tile, KV head); shorter runs (decode steps) take the per-token path. Both sizes are fixed,
+// so the split, and the numbers, never depend on the thread count.
+inline constexpr int32_t kAttentionTileMinRun = 4;
+inline constexpr int32_t kAttentionTileTokens = 16;
 
 }  // namespace hearth::model
