@@ -16,6 +16,7 @@ struct KvSpan;           // ops.h
 struct AttentionParams;  // ops.h
 struct RopeParams;       // ops.h
 struct AttentionTile;    // ops.h
+struct KeyPart;          // ops.h
 
 // Floats of work space an attention_tile kernel needs for these shapes (the largest variant's).
 size_t attention_tile_work_floats(const AttentionParams& p);
@@ -86,8 +87,10 @@ struct KernelTable {
   // Optional attention of one query over an F16 cache for the heads [head_begin, head_end) (same
   // contract as ops.h attention_heads()); returns false for shapes it does not handle, which then
   // take the generic path.
+  // With a KeyPart (may be null: all keys), the contract of ops.h attention_heads_part().
   bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                        int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) = nullptr;
+                        int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                        std::vector<float>& scratch) = nullptr;
 
   // Flash-style attention of a query tile (ops.h attention_tile); work holds
   // attention_tile_work_floats(p) floats. Returns false for shapes it does not handle, which

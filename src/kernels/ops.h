@@ -136,6 +136,22 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
 void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                      int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch);
 
+// One part of a decode step split by keys: attention_heads restricted to keys [begin, end)
+// (besides the masks), normalized over that part alone; stats[2 * h] gets head h's maximum
+// score and stats[2 * h + 1] the sum of e^(score - maximum) over the part (-inf and 0 when the
+// part holds no visible key, its output then being zeros). attention_merge combines parts.
+struct KeyPart {
+  int32_t begin = 0;
+  int32_t end = 0;
+  float* stats = nullptr;  // 2 * n_head floats, written for heads [head_begin, head_end)
+};
+void attention_heads_part(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                          int32_t head_begin, int32_t head_end, const KeyPart& part, float* out,
+                          std::vector<float>& scratch);
+// out (dv floats) = the softmax-weighted combination of n_parts partial outputs of one head
+// (parts[i], with stats[i] = {max, sum} as attention_heads_part writes them).
+void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out);
+
 // A run of query tokens of one sequence at consecutive positions (a prefill chunk), for the
 // query heads of one KV head (GQA group). Token t (< n_q) is at position q_pos0 + t; its query
 // heads (all n_head of them) start at q + t * q_stride and its output heads at out + t * out_stride;
