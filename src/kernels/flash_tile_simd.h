@@ -146,7 +146,10 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   }
   const int32_t pos_first = t.q_pos0 + t0, pos_last = t.q_pos0 + t0 + nt - 1;
   const int32_t key_hi = p.causal ? std::min(pos_last, t.n_kv - 1) : t.n_kv - 1;
-  const int32_t key_lo = p.window > 0 ? std::max(0, pos_first - p.window + 1) : 0;
+  // Key tiles start at multiples of kFlashKeys whatever the sub-tile, so a row's arithmetic
+  // does not depend on which rows share its tile (tiles fully masked for a row leave it exactly
+  // unchanged: alpha = e^0 = 1, no terms added).
+  const int32_t key_lo = p.window > 0 ? std::max(0, pos_first - p.window + 1) / kFlashKeys * kFlashKeys : 0;
   const V scale = S::set1(p.scale);
   const V neg_inf = S::set1(-INFINITY);
 

@@ -102,6 +102,8 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
   // listed from the end of each run, where causal tiles see the most keys, so that the dynamic
   // split hands out the longest items first.
   attend_items_.clear();
+  split_tokens_.clear();
+  int32_t n_slots = 0;
   const bool tiles = h.n_head_kv > 0 && h.n_head % h.n_head_kv == 0;
   int64_t loose_tokens = 0;
   for (int64_t t = 0; t < n;) {
@@ -129,10 +131,28 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
       }
     } else {
       for (int64_t i = t; i < e; ++i) {
-        for (int32_t c = 0; c < head_chunks; ++c) attend_items_.push_back({static_cast<int32_t>(i), 1, c});
+        const BatchToken& bt = batch[static_cast<size_t>(i)];
+        const int32_t n_kv = h.causal ? bt.pos + 1 : kv.seq_length(bt.seq);
+        const int32_t n_parts = n_kv > kAttentionKeyPart ? (n_kv + kAttentionKeyPart - 1) / kAttentionKeyPart : 1;
+        const int32_t first_slot = n_parts > 1 ? n_slots : -1;
+        if (n_parts > 1) {
+          split_tokens_.push_back({static_cast<int32_t>(i), n_slots, n_parts});
+          n_slots += n_parts;
+        }
+        for (int32_t kp = n_parts - 1; kp >= 0; --kp) {
+          for (int32_t c = 0; c < head_chunks; ++c) {
+            attend_items_.push_back({static_cast<int32_t>(i), 1, c, kp, n_parts > 1 ? first_slot + kp : -1});
+          }
+        }
       }
     }
     t = e;
+  }
+  if (part_out_.size() < static_cast<size_t>(n_slots) * static_cast<size_t>(dims.o)) {
+    part_out_.resize(static_cast<size_t>(n_slots) * static_cast<size_t>(dims.o));
+  }
+  if (part_stats_.size() < static_cast<size_t>(n_slots) * 2 * static_cast<size_t>(h.n_head)) {
+    part_stats_.resize(static_cast<size_t>(n_slots) * 2 * static_cast<size_t>(h.n_head));
   }
   // Everything the workers need, captured by one reference so the std::function the pool
   // takes does not allocate.
@@ -190,9 +210,34 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
       const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
       const auto head_begin = static_cast<int32_t>(int64_t{item.part} * hp.n_head / work.head_chunks);
       const auto head_end = static_cast<int32_t>(int64_t{item.part + 1} * hp.n_head / work.head_chunks);
-      kernels::attention_heads(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, out, scratch.scores);
+      if (item.slot < 0) {
+        kernels::attention_heads(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, out, scratch.scores);
+        continue;
+      }
+      const kernels::KeyPart key_part{item.key_part * kAttentionKeyPart, (item.key_part + 1) * kAttentionKeyPart,
+                                      work.self->part_stats_.data() + static_cast<size_t>(item.slot) * 2 * hp.n_head};
+      kernels::attention_heads_part(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, key_part,
+                                    work.self->part_out_.data() + static_cast<size_t>(item.slot) * work.o_dim,
+                                    scratch.scores);
     }
   });
+  // The parts of split decode steps, merged head by head.
+  const int32_t dv = h.head_dim_v;
+  std::vector<const float*>& parts = merge_parts_;
+  std::vector<const float*>& stats = merge_stats_;
+  for (const SplitToken& st : split_tokens_) {
+    for (int32_t hd = 0; hd < h.n_head; ++hd) {
+      parts.clear();
+      stats.clear();
+      for (int32_t i = 0; i < st.n_parts; ++i) {
+        const size_t slot = static_cast<size_t>(st.first_slot + i);
+        parts.push_back(part_out_.data() + slot * static_cast<size_t>(dims.o) + static_cast<size_t>(hd) * dv);
+        stats.push_back(part_stats_.data() + slot * 2 * static_cast<size_t>(h.n_head) + 2 * static_cast<size_t>(hd));
+      }
+      kernels::attention_merge(st.n_parts, parts.data(), stats.data(), dv,
+                               attn_.data() + static_cast<int64_t>(st.index) * dims.o + static_cast<int64_t>(hd) * dv);
+    }
+  }
 }
 
 void ForwardPass::project_output(const LayerWeights& L, int64_t n) {
