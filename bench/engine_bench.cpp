@@ -80,11 +80,21 @@ class HearthRunner {
     return n / s;
   }
 
-  Result<double> generation_tps(int n) {
+  // n single-token steps after `depth` tokens of context (one untimed prompt batch, as
+  // llama-bench -d does).
+  Result<double> generation_tps(int n, int depth = 0) {
     const int32_t seq = ctx_->seq_create();
+    if (depth > 0) {
+      std::vector<model::BatchToken> batch;
+      for (int i = 0; i < depth; ++i) batch.push_back({random_token(i == 0), seq, i, i == depth - 1});
+      if (auto st = ctx_->decode(batch, logits_); !st.ok()) {
+        ctx_->seq_free(seq);
+        return st.error();
+      }
+    }
     auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < n; ++i) {
-      const model::BatchToken t{random_token(i == 0), seq, i, true};
+      const model::BatchToken t{random_token(i == 0 && depth == 0), seq, depth + i, true};
       auto st = ctx_->decode(std::span<const model::BatchToken>(&t, 1), logits_);
       if (!st.ok()) {
         ctx_->seq_free(seq);
@@ -114,6 +124,8 @@ struct Options {
   int rounds = 3;
   int pp = 512;
   int tg = 128;
+  int depth = 0;
+  bool llama_flash_attn = false;
   int load_reps = 5;
   bool interleave = true;
   std::string json_path;
@@ -132,6 +144,9 @@ Result<Options> parse_options(int argc, char** argv) {
        SettingRange::between(1, 1000)},
       {"pp", 'p', SettingType::kInt, "512", "prompt tokens per prompt-processing run", "", SettingRange::between(1, 65536)},
       {"tg", 'n', SettingType::kInt, "128", "tokens per generation run", "", SettingRange::between(1, 65536)},
+      {"depth", 'd', SettingType::kInt, "0", "context tokens before each generation run (llama-bench -d)", "",
+       SettingRange::between(0, 131072)},
+      {"llama_fa", 0, SettingType::kBool, "false", "run llama.cpp with flash attention (llama-bench -fa 1)", ""},
       {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", "", SettingRange::between(1, 1000)},
       {"weights", 0, SettingType::kString, "interleaved",
        "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
@@ -166,6 +181,8 @@ Result<Options> parse_options(int argc, char** argv) {
   o.rounds = static_cast<int>(s.get_int("rounds"));
   o.pp = static_cast<int>(s.get_int("pp"));
   o.tg = static_cast<int>(s.get_int("tg"));
+  o.depth = static_cast<int>(s.get_int("depth"));
+  o.llama_flash_attn = s.get_bool("llama_fa");
   o.load_reps = static_cast<int>(s.get_int("load_reps"));
   const std::string layout = s.get_string("weights");
   if (layout != "interleaved" && layout != "gguf") {
@@ -192,7 +209,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
     m.file_bytes = f->file_size();
     m.decode_weight_bytes = decode_weight_bytes(*f);
   }
-  const int n_ctx = o.pp + o.tg;
+  const int n_ctx = std::max(o.pp, o.depth + o.tg) + 1;
   // Warm loads: the first one brings the file into the page cache and is not counted.
   for (int i = 0; i <= o.load_reps; ++i) {
     auto start = std::chrono::steady_clock::now();
@@ -223,7 +240,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
 
   // One measurement of one kind (prompt processing or generation) by each engine.
   auto hearth_run = [&](bool prompt) -> bool {
-    auto tps = prompt ? (*runner)->prompt_tps(o.pp) : (*runner)->generation_tps(o.tg);
+    auto tps = prompt ? (*runner)->prompt_tps(o.pp) : (*runner)->generation_tps(o.tg, o.depth);
     if (!tps.ok()) {
       m.error = tps.error().to_string();
       return false;
@@ -234,7 +251,8 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   };
   auto llama_run = [&](bool prompt) {
     if (!llama || !m.llama_error.empty()) return;
-    LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, prompt ? o.pp : 0, prompt ? 0 : o.tg);
+    LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, prompt ? o.pp : 0, prompt ? 0 : o.tg,
+                                         prompt ? 0 : o.depth, o.llama_flash_attn);
     if (!r.error.empty()) {
       m.llama_error = r.error;
       return;
@@ -273,6 +291,8 @@ int main(int argc, char** argv) {
   info.threads = o.threads;
   info.pp = o.pp;
   info.tg = o.tg;
+  info.depth = o.depth;
+  info.llama_flash_attn = o.llama_flash_attn;
   info.rounds = o.rounds;
   info.date = utc_date();
   info.command = o.command_line;

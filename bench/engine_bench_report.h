@@ -16,6 +16,8 @@ namespace hearth::bench {
 struct RunInfo {
   std::string cpu, date, command, llama_bin, llama_commit;
   int threads = 0, pp = 0, tg = 0, rounds = 0;
+  int depth = 0;                  // context tokens before each tg run
+  bool llama_flash_attn = false;  // llama.cpp ran with -fa 1
   double memcpy_gbs = 0, read_gbs = 0;
 };
 
@@ -51,7 +53,7 @@ inline std::string ratio_text(double a, double b) { return b > 0 && a > 0 ? fmt(
 
 // The Markdown table shared by the console and the doc.
 inline std::string markdown_table(const RunInfo& info, const std::vector<ModelResult>& results) {
-  const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg);
+  const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg) + (info.depth > 0 ? "@d" + std::to_string(info.depth) : "");
   std::string out = "| model | MiB | " + pp + " Hearth | " + pp + " llama.cpp | ratio | " + tg + " Hearth | " + tg +
                     " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | load ms | RSS MiB (budget) |\n";
   out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -136,7 +138,9 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
   nlohmann::json j;
   j["machine"] = {{"cpu", info.cpu},           {"threads", info.threads},   {"memcpy_gbs", info.memcpy_gbs},
                   {"read_gbs", info.read_gbs}, {"date", info.date}};
-  j["settings"] = {{"pp", info.pp}, {"tg", info.tg}, {"rounds", info.rounds}, {"command", info.command}};
+  j["settings"] = {{"pp", info.pp},         {"tg", info.tg},
+                   {"depth", info.depth},   {"llama_flash_attn", info.llama_flash_attn},
+                   {"rounds", info.rounds}, {"command", info.command}};
   j["llama_cpp"] = {{"bin", info.llama_bin}, {"commit", info.llama_commit}};
   for (const auto& m : results) {
     nlohmann::json r = {{"name", m.name},
@@ -175,7 +179,9 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "This run: `" + info.command + "` on " + info.date + ".\n\n"
       "- Machine: " + machine_line(info) + ".\n"
       "- llama.cpp: `llama-bench` build " + (info.llama_commit.empty() ? std::string("(not run)") : info.llama_commit) +
-      ", default settings (mmap, F16 KV cache, no flash attention), one repetition per run. In each of " +
+      ", default settings (mmap, F16 KV cache" + (info.llama_flash_attn ? ", flash attention on (-fa 1)" : ", no flash attention") +
+      (info.depth > 0 ? ", generation after " + std::to_string(info.depth) + " context tokens (-d)" : std::string()) +
+      "), one repetition per run. In each of " +
       std::to_string(info.rounds) + " rounds the two engines' pp runs and then their tg runs go back to back, the "
       "engine that goes first alternating by round (the machine's bandwidth drifts over minutes); the table shows "
       "medians.\n"

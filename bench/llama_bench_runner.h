@@ -73,12 +73,16 @@ inline std::string run_capture(const std::vector<std::string>& argv, int& exit_c
 // One llama-bench process: pp (prompt tokens in one batch) and tg (generated tokens), one
 // repetition each, `threads` threads, defaults otherwise (mmap on, F16 KV cache, no flash
 // attention), the same settings as Hearth's side of the benchmark.
-inline LlamaBenchResult run_llama_bench(const std::string& exe, const std::string& model, int threads, int pp, int tg) {
+// depth > 0: the runs start after that many context tokens (-d); flash_attn: -fa 1.
+inline LlamaBenchResult run_llama_bench(const std::string& exe, const std::string& model, int threads, int pp, int tg,
+                                        int depth = 0, bool flash_attn = false) {
   LlamaBenchResult r;
   int code = 0;
-  const std::string out = run_capture({exe, "-m", model, "-t", std::to_string(threads), "-p", std::to_string(pp), "-n",
-                                       std::to_string(tg), "-r", "1", "-o", "json"},
-                                      code, &r.peak_rss_bytes);
+  std::vector<std::string> argv = {exe, "-m", model, "-t", std::to_string(threads), "-p", std::to_string(pp), "-n",
+                                   std::to_string(tg), "-r", "1", "-o", "json"};
+  if (depth > 0) argv.insert(argv.end(), {"-d", std::to_string(depth)});
+  if (flash_attn) argv.insert(argv.end(), {"-fa", "1"});
+  const std::string out = run_capture(argv, code, &r.peak_rss_bytes);
   if (code != 0) {
     r.error = code < 0 ? "could not start " + exe : "llama-bench exited with status " + std::to_string(code);
     return r;

@@ -44,6 +44,10 @@ void softmax_with_sink(float* x, int64_t n, float sink) {
 
 }  // namespace
 
+static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                         int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                         std::vector<float>& scratch);
+
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
                std::vector<float>& scratch) {
   attention_heads(q, q_pos, n_kv, kv, p, 0, p.n_head, out, scratch);
@@ -51,8 +55,37 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
 
 void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                      int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
+  attention_heads_any(q, q_pos, n_kv, kv, p, head_begin, head_end, nullptr, out, scratch);
+}
+
+void attention_heads_part(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                          int32_t head_begin, int32_t head_end, const KeyPart& part, float* out,
+                          std::vector<float>& scratch) {
+  attention_heads_any(q, q_pos, n_kv, kv, p, head_begin, head_end, &part, out, scratch);
+}
+
+void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out) {
+  float max = -INFINITY;
+  for (int32_t i = 0; i < n_parts; ++i) max = std::max(max, stats[i][0]);
+  std::fill(out, out + dv, 0.0f);
+  if (max == -INFINITY) return;
+  double total = 0.0;
+  for (int32_t i = 0; i < n_parts; ++i) {
+    if (stats[i][1] <= 0.0f) continue;
+    total += static_cast<double>(stats[i][1]) * std::exp(static_cast<double>(stats[i][0]) - max);
+  }
+  for (int32_t i = 0; i < n_parts; ++i) {
+    if (stats[i][1] <= 0.0f) continue;
+    const auto w = static_cast<float>(static_cast<double>(stats[i][1]) * std::exp(static_cast<double>(stats[i][0]) - max) / total);
+    for (int32_t d = 0; d < dv; ++d) out[d] += w * parts[i][d];
+  }
+}
+
+static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                         int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                         std::vector<float>& scratch) {
   const KernelTable& k = active_kernels();
-  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, out, scratch)) {
+  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)) {
     return;
   }
   const int dk = p.head_dim_k;
@@ -61,9 +94,20 @@ void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& 
   head_end = std::min(head_end, p.n_head);
   if (head_end <= head_begin) return;
   std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
+  float* stats = part != nullptr ? part->stats : nullptr;
+  if (stats != nullptr) {
+    for (int h = head_begin; h < head_end; ++h) {
+      stats[2 * h] = -INFINITY;
+      stats[2 * h + 1] = 0.0f;
+    }
+  }
   if (n_kv <= 0 || p.n_head <= 0 || p.n_head_kv <= 0) return;
-  const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
-  const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
+  int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  if (part != nullptr) {
+    lo = std::max(lo, part->begin);
+    hi = std::min(hi, part->end - 1);
+  }
   if (hi < lo) return;
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
@@ -96,6 +140,13 @@ void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& 
       s *= p.scale;
       if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
       scores[j] = s;
+    }
+    if (stats != nullptr) {  // the part's maximum and sum, for attention_merge (never with sinks)
+      const float max = *std::max_element(scores + lo, scores + hi + 1);
+      double sum = 0.0;
+      for (int32_t j = lo; j <= hi; ++j) sum += std::exp(static_cast<double>(scores[j]) - max);
+      stats[2 * h] = max;
+      stats[2 * h + 1] = static_cast<float>(sum);
     }
     if (p.sinks != nullptr) {
       softmax_with_sink(scores + lo, hi - lo + 1, p.sinks[h]);

@@ -15,6 +15,11 @@ namespace hearth::kernels {
 struct KvSpan;           // ops.h
 struct AttentionParams;  // ops.h
 struct RopeParams;       // ops.h
+struct AttentionTile;    // ops.h
+struct KeyPart;          // ops.h
+
+// Floats of work space an attention_tile kernel needs for these shapes (the largest variant's).
+size_t attention_tile_work_floats(const AttentionParams& p);
 
 // Dot product of one weight row (n elements of the weight type) with one activation row (n
 // elements of the activation type that weight type pairs with, see activation_type).
@@ -82,8 +87,15 @@ struct KernelTable {
   // Optional attention of one query over an F16 cache for the heads [head_begin, head_end) (same
   // contract as ops.h attention_heads()); returns false for shapes it does not handle, which then
   // take the generic path.
+  // With a KeyPart (may be null: all keys), the contract of ops.h attention_heads_part().
   bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                        int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) = nullptr;
+                        int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                        std::vector<float>& scratch) = nullptr;
+
+  // Flash-style attention of a query tile (ops.h attention_tile); work holds
+  // attention_tile_work_floats(p) floats. Returns false for shapes it does not handle, which
+  // then take the scalar reference (always filled).
+  bool (*attention_tile)(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work) = nullptr;
 
   // ---- the pointwise ops of ops.h, same contracts (softcap, run once per token over the
   // logits, stays scalar and is not here). The reference fills them with the scalar code
@@ -123,6 +135,9 @@ void fill_avx512_gemm_f16_kernels(KernelTable& t);
 void fill_avx512_attention_kernels(KernelTable& t);
 // Called by fill_avx512_kernels: dot products and whole-matrix kernels for IQ4_NL, IQ4_XS, MXFP4.
 void fill_avx512_nonlinear_kernels(KernelTable& t);
+void fill_avx2_attention_tile_kernels(KernelTable& t);
+void fill_avx512_attention_tile_kernels(KernelTable& t);
+bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work);
 
 // The pointwise-op entries, filled by fill_reference_kernels, fill_avx2_kernels and
 // fill_avx512_kernels respectively.

@@ -140,6 +140,44 @@ void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, co
 void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                      int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch);
 
+// One part of a decode step split by keys: attention_heads restricted to keys [begin, end)
+// (besides the masks), normalized over that part alone; stats[2 * h] gets head h's maximum
+// score and stats[2 * h + 1] the sum of e^(score - maximum) over the part (-inf and 0 when the
+// part holds no visible key, its output then being zeros). attention_merge combines parts.
+struct KeyPart {
+  int32_t begin = 0;
+  int32_t end = 0;
+  float* stats = nullptr;  // 2 * n_head floats, written for heads [head_begin, head_end)
+};
+void attention_heads_part(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                          int32_t head_begin, int32_t head_end, const KeyPart& part, float* out,
+                          std::vector<float>& scratch);
+// out (dv floats) = the softmax-weighted combination of n_parts partial outputs of one head
+// (parts[i], with stats[i] = {max, sum} as attention_heads_part writes them).
+void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out);
+
+// A run of query tokens of one sequence at consecutive positions (a prefill chunk), for the
+// query heads of one KV head (GQA group). Token t (< n_q) is at position q_pos0 + t; its query
+// heads (all n_head of them) start at q + t * q_stride and its output heads at out + t * out_stride;
+// only the group's heads kv_head * group .. + group are read and written.
+struct AttentionTile {
+  const float* q = nullptr;
+  int64_t q_stride = 0;
+  float* out = nullptr;
+  int64_t out_stride = 0;
+  int32_t q_pos0 = 0;
+  int32_t n_q = 0;
+  int32_t n_kv = 0;     // keys [0, n_kv) are in the cache (a causal query still sees only up to its own position)
+  int32_t kv_head = 0;
+};
+
+// Flash-style attention of a tile: K and V are read in tiles of a few dozen keys that every
+// query row of the tile (tokens x group heads) uses while they are in cache, with an online
+// softmax (running maximum and sum per row), so nothing grows with n_q * n_kv; key tiles past
+// the last query's position (causal) or before the first query's window are skipped. Same masks
+// and Q rounding as attention(); probabilities stay F32. F16, F32 and Q8_0 caches.
+void attention_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, std::vector<float>& scratch);
+
 // Converts n floats to the KV cache's storage type (F16, F32 or Q8_0) and back.
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n);

@@ -100,7 +100,65 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
   ap.sinks = model_.weights().layers[static_cast<size_t>(il)].attn_sinks;
 
   if (attn_scratch_.size() < static_cast<size_t>(pool_.size())) attn_scratch_.resize(static_cast<size_t>(pool_.size()));
-  const int32_t head_chunks = attention_head_chunks(n, h.n_head, pool_.size());
+  // Work items: prefill runs as (tile, KV head), the rest as (token, head chunk). Tiles are
+  // listed from the end of each run, where causal tiles see the most keys, so that the dynamic
+  // split hands out the longest items first.
+  attend_items_.clear();
+  split_tokens_.clear();
+  int32_t n_slots = 0;
+  // Attention sinks (gpt-oss) add a term to each softmax that neither the tile kernel nor the
+  // merge of key parts knows: such layers take the per-token path over all their keys.
+  const bool sinks = ap.sinks != nullptr;
+  const bool tiles = !sinks && h.n_head_kv > 0 && h.n_head % h.n_head_kv == 0;
+  int64_t loose_tokens = 0;
+  for (int64_t t = 0; t < n;) {
+    int64_t e = t + 1;
+    while (e < n && batch[static_cast<size_t>(e)].seq == batch[static_cast<size_t>(t)].seq &&
+           batch[static_cast<size_t>(e)].pos == batch[static_cast<size_t>(e - 1)].pos + 1) {
+      ++e;
+    }
+    if (!tiles || e - t < kAttentionTileMinRun) loose_tokens += e - t;
+    t = e;
+  }
+  const int32_t head_chunks = attention_head_chunks(loose_tokens, h.n_head, pool_.size());
+  for (int64_t t = 0; t < n;) {
+    int64_t e = t + 1;
+    while (e < n && batch[static_cast<size_t>(e)].seq == batch[static_cast<size_t>(t)].seq &&
+           batch[static_cast<size_t>(e)].pos == batch[static_cast<size_t>(e - 1)].pos + 1) {
+      ++e;
+    }
+    if (tiles && e - t >= kAttentionTileMinRun) {
+      for (int64_t tile_end = e; tile_end > t; tile_end -= kAttentionTileTokens) {
+        const int64_t tile_begin = std::max(t, tile_end - kAttentionTileTokens);
+        for (int32_t kvh = 0; kvh < h.n_head_kv; ++kvh) {
+          attend_items_.push_back({static_cast<int32_t>(tile_begin), static_cast<int32_t>(tile_end - tile_begin), kvh});
+        }
+      }
+    } else {
+      for (int64_t i = t; i < e; ++i) {
+        const BatchToken& bt = batch[static_cast<size_t>(i)];
+        const int32_t n_kv = h.causal ? bt.pos + 1 : kv.seq_length(bt.seq);
+        const int32_t n_parts = !sinks && n_kv > kAttentionKeyPart ? (n_kv + kAttentionKeyPart - 1) / kAttentionKeyPart : 1;
+        const int32_t first_slot = n_parts > 1 ? n_slots : -1;
+        if (n_parts > 1) {
+          split_tokens_.push_back({static_cast<int32_t>(i), n_slots, n_parts});
+          n_slots += n_parts;
+        }
+        for (int32_t kp = n_parts - 1; kp >= 0; --kp) {
+          for (int32_t c = 0; c < head_chunks; ++c) {
+            attend_items_.push_back({static_cast<int32_t>(i), 1, c, kp, n_parts > 1 ? first_slot + kp : -1});
+          }
+        }
+      }
+    }
+    t = e;
+  }
+  if (part_out_.size() < static_cast<size_t>(n_slots) * static_cast<size_t>(dims.o)) {
+    part_out_.resize(static_cast<size_t>(n_slots) * static_cast<size_t>(dims.o));
+  }
+  if (part_stats_.size() < static_cast<size_t>(n_slots) * 2 * static_cast<size_t>(h.n_head)) {
+    part_stats_.resize(static_cast<size_t>(n_slots) * 2 * static_cast<size_t>(h.n_head));
+  }
   // Everything the workers need, captured by one reference so the std::function the pool
   // takes does not allocate.
   struct Work {
@@ -113,17 +171,15 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
     const kernels::AttentionParams* ap;
     int64_t q_dim, o_dim;
   } work{this, batch, &kv, il, kv.pool().layout().type, head_chunks, &ap, dims.q, dims.o};
-  pool_.parallel_for(static_cast<size_t>(n) * static_cast<size_t>(head_chunks),
-                     [&work](size_t begin, size_t end, int thread) {
+  pool_.parallel_for_dynamic(attend_items_.size(), 1, [&work](size_t begin, size_t end, int thread) {
     const auto& hp = work.self->model_.hparams();
     kv::KvBlockPool& blocks = work.kv->pool();
     AttentionScratch& scratch = work.self->attn_scratch_[static_cast<size_t>(thread)];
     int32_t span_seq = -1;  // the sequence whose blocks scratch.k_blocks/v_blocks hold
     kernels::KvSpan span;
-    for (size_t item = begin; item < end; ++item) {
-      const size_t t = item / static_cast<size_t>(work.head_chunks);
-      const int64_t chunk = static_cast<int64_t>(item % static_cast<size_t>(work.head_chunks));
-      const auto& bt = work.batch[t];
+    for (size_t i = begin; i < end; ++i) {
+      const AttendItem& item = work.self->attend_items_[i];
+      const auto& bt = work.batch[static_cast<size_t>(item.first)];
       if (bt.seq != span_seq) {
         auto table = work.kv->block_table(bt.seq);
         scratch.k_blocks.resize(table.size());
@@ -140,15 +196,53 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         span.type = work.kv_type;
         span_seq = bt.seq;
       }
-      // Causal: the keys up to the token's own position; otherwise the whole sequence.
+      const float* q = work.self->q_.data() + static_cast<int64_t>(item.first) * work.q_dim;
+      float* out = work.self->attn_.data() + static_cast<int64_t>(item.first) * work.o_dim;
+      if (item.n_q > 1) {
+        kernels::AttentionTile tile;
+        tile.q = q;
+        tile.q_stride = work.q_dim;
+        tile.out = out;
+        tile.out_stride = work.o_dim;
+        tile.q_pos0 = bt.pos;
+        tile.n_q = item.n_q;
+        // Causal: the keys up to the tile's last position; otherwise the whole sequence.
+        tile.n_kv = hp.causal ? bt.pos + item.n_q : work.kv->seq_length(bt.seq);
+        tile.kv_head = item.part;
+        kernels::attention_tile(tile, span, *work.ap, scratch.scores);
+        continue;
+      }
       const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
-      const auto head_begin = static_cast<int32_t>(chunk * hp.n_head / work.head_chunks);
-      const auto head_end = static_cast<int32_t>((chunk + 1) * hp.n_head / work.head_chunks);
-      kernels::attention_heads(work.self->q_.data() + static_cast<int64_t>(t) * work.q_dim, bt.pos, n_kv, span,
-                               *work.ap, head_begin, head_end,
-                               work.self->attn_.data() + static_cast<int64_t>(t) * work.o_dim, scratch.scores);
+      const auto head_begin = static_cast<int32_t>(int64_t{item.part} * hp.n_head / work.head_chunks);
+      const auto head_end = static_cast<int32_t>(int64_t{item.part + 1} * hp.n_head / work.head_chunks);
+      if (item.slot < 0) {
+        kernels::attention_heads(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, out, scratch.scores);
+        continue;
+      }
+      const kernels::KeyPart key_part{item.key_part * kAttentionKeyPart, (item.key_part + 1) * kAttentionKeyPart,
+                                      work.self->part_stats_.data() + static_cast<size_t>(item.slot) * 2 * hp.n_head};
+      kernels::attention_heads_part(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, key_part,
+                                    work.self->part_out_.data() + static_cast<size_t>(item.slot) * work.o_dim,
+                                    scratch.scores);
     }
   });
+  // The parts of split decode steps, merged head by head.
+  const int32_t dv = h.head_dim_v;
+  std::vector<const float*>& parts = merge_parts_;
+  std::vector<const float*>& stats = merge_stats_;
+  for (const SplitToken& st : split_tokens_) {
+    for (int32_t hd = 0; hd < h.n_head; ++hd) {
+      parts.clear();
+      stats.clear();
+      for (int32_t i = 0; i < st.n_parts; ++i) {
+        const size_t slot = static_cast<size_t>(st.first_slot + i);
+        parts.push_back(part_out_.data() + slot * static_cast<size_t>(dims.o) + static_cast<size_t>(hd) * dv);
+        stats.push_back(part_stats_.data() + slot * 2 * static_cast<size_t>(h.n_head) + 2 * static_cast<size_t>(hd));
+      }
+      kernels::attention_merge(st.n_parts, parts.data(), stats.data(), dv,
+                               attn_.data() + static_cast<int64_t>(st.index) * dims.o + static_cast<int64_t>(hd) * dv);
+    }
+  }
 }
 
 void ForwardPass::project_output(const LayerWeights& L, int64_t n) {

@@ -136,6 +136,27 @@ class ForwardPass {
     std::vector<const uint8_t*> k_blocks, v_blocks;
   };
   std::vector<AttentionScratch> attn_scratch_;  // one per pool thread
+  // One unit of attend()'s work: n_q > 1 consecutive tokens of one sequence from batch index
+  // `first` for KV head `part` (a flash tile), or one token (n_q == 1) for head chunk `part`.
+  // A single token may further cover only keys [key_part * kAttentionKeyPart, +kAttentionKeyPart)
+  // into partial-result slot `slot` (-1: the whole span, straight into attn_).
+  struct AttendItem {
+    int32_t first = 0;
+    int32_t n_q = 0;
+    int32_t part = 0;
+    int32_t key_part = 0;
+    int32_t slot = -1;
+  };
+  std::vector<AttendItem> attend_items_;
+  // Decode steps split by keys: per (token, key part) slot, the part's output heads and per-head
+  // {max, sum}; merged into attn_ after the parallel pass. split_tokens_: {batch index, first
+  // slot, number of parts}.
+  std::vector<float> part_out_, part_stats_;
+  struct SplitToken {
+    int32_t index, first_slot, n_parts;
+  };
+  std::vector<SplitToken> split_tokens_;
+  std::vector<const float*> merge_parts_, merge_stats_;
   Status status_;                               // first error inside a block
 };
 
@@ -144,5 +165,17 @@ class ForwardPass {
 // batch of fewer tokens than threads (a decode step has one) still gives every thread work.
 // Heads are computed independently, so the split never changes the numbers.
 int32_t attention_head_chunks(int64_t n_tokens, int32_t n_head, int n_threads);
+
+// Runs of at least this many consecutive tokens of one sequence (prefill) take the flash tile
+// path (kernels::attention_tile) in tiles of kAttentionTileTokens tokens, one work item per
+// (tile, KV head); shorter runs (decode steps) take the per-token path. Both sizes are fixed,
+// so the split, and the numbers, never depend on the thread count.
+inline constexpr int32_t kAttentionTileMinRun = 2;
+inline constexpr int32_t kAttentionTileTokens = 16;
+// A per-token (decode) item whose sequence holds more keys than this is split into parts of
+// this many keys, each over its own items, merged after (attention_merge), so that one long
+// sequence's step keeps each part's scores in cache and spreads over every thread. Fixed, so
+// results do not depend on the thread count.
+inline constexpr int32_t kAttentionKeyPart = 1024;
 
 }  // namespace hearth::model

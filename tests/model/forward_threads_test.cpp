@@ -4,6 +4,8 @@
 // (llama), soft-capping and sliding windows (gemma2), and per-head Q/K norms (qwen3).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -67,6 +69,49 @@ TEST(ForwardThreads, DecodeLogitsAreBitIdenticalForAnyThreadCount) {
           << stem << ": " << threads << " threads";
     }
   }
+}
+
+// A decode step over more than kAttentionKeyPart keys is split by keys and merged: its logits
+// agree with the same token's logits from a prefill (the flash tile path) within F16 rounding,
+// and stay bit-identical whatever the thread count.
+TEST(ForwardThreads, LongDecodeSplitByKeysMatchesPrefill) {
+  const std::string path = test::models_dir() + "/random/llama-F32.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const int32_t n = kAttentionKeyPart + 77;
+  std::vector<BatchToken> batch;
+  for (int32_t i = 0; i < n; ++i) batch.push_back({i == 0 ? 1 : 2 + (i * 37) % 1100, 0, i, i == n - 1});
+  auto last_logits = [&](int threads, bool split_last) {
+    ThreadPool pool(threads);
+    auto kv = kv::KvCache::create((*m)->kv_layout(DType::kF16), n / 16 + 2);
+    EXPECT_TRUE(kv.ok());
+    const int32_t seq = kv->seq_create();
+    EXPECT_EQ(seq, 0);
+    ForwardPass fwd(**m, pool);
+    std::vector<float> out;
+    std::span<const BatchToken> all(batch);
+    if (!split_last) {
+      EXPECT_TRUE(fwd.run(all, *kv, &out).ok());
+      return out;
+    }
+    EXPECT_TRUE(fwd.run(all.first(static_cast<size_t>(n - 1)), *kv, &out).ok());
+    EXPECT_TRUE(fwd.run(all.last(1), *kv, &out).ok());
+    return out;
+  };
+  const std::vector<float> prefill = last_logits(2, false);
+  const std::vector<float> decode = last_logits(1, true);
+  ASSERT_EQ(prefill.size(), decode.size());
+  ASSERT_FALSE(decode.empty());
+  double sq = 0, max_diff = 0;
+  for (size_t i = 0; i < decode.size(); ++i) {
+    sq += static_cast<double>(prefill[i]) * prefill[i];
+    max_diff = std::max(max_diff, static_cast<double>(std::fabs(prefill[i] - decode[i])));
+  }
+  const double rms = std::sqrt(sq / static_cast<double>(decode.size()));
+  EXPECT_LT(max_diff, 1e-2 * rms) << "rms " << rms;
+  const std::vector<float> decode3 = last_logits(3, true);
+  EXPECT_EQ(std::memcmp(decode3.data(), decode.data(), decode.size() * sizeof(float)), 0);
 }
 
 }  // namespace

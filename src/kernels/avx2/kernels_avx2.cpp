@@ -406,6 +406,7 @@ void fill_avx2_kernels(KernelTable& t) {
   t.axpy_f32 = axpy_f32;
   fill_avx2_more_kernels(t);
   fill_avx2_nonlinear_kernels(t);
+  fill_avx2_attention_tile_kernels(t);
   fill_avx2_pointwise_kernels(t);
 }
 

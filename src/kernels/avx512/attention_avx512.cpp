@@ -57,7 +57,7 @@ void add_values(const KvSpan& kv, int32_t lo, int32_t n, size_t v_off, const flo
 }
 
 bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                   int32_t head_begin, int32_t head_end, float* out, std::vector<float>& scratch) {
+                   int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
   if (p.sinks != nullptr) return false;  // the portable path handles sinks
   const int dk = p.head_dim_k, dv = p.head_dim_v;
   if (kv.type != DType::kF16 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim ||
@@ -68,9 +68,19 @@ bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv
   head_end = std::min(head_end, p.n_head);
   if (head_end <= head_begin) return true;
   std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
+  if (part != nullptr && part->stats != nullptr) {
+    for (int h = head_begin; h < head_end; ++h) {
+      part->stats[2 * h] = -INFINITY;
+      part->stats[2 * h + 1] = 0.0f;
+    }
+  }
   if (n_kv <= 0 || p.n_head <= 0) return true;
-  const int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
-  const int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
+  int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  if (part != nullptr) {
+    lo = std::max(lo, part->begin);
+    hi = std::min(hi, part->end - 1);
+  }
   if (hi < lo) return true;
   const int full_group = p.n_head / p.n_head_kv;
   const int32_t n = hi - lo + 1;
@@ -140,7 +150,12 @@ bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv
         sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
         sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
       }
-      const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1))));
+      const double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+      if (part != nullptr && part->stats != nullptr) {
+        part->stats[2 * (h0 + g)] = _mm512_reduce_max_ps(mx);
+        part->stats[2 * (h0 + g) + 1] = static_cast<float>(total);
+      }
+      const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / total));
       for (int32_t j = 0; j < n_pad; j += 16) {
         const __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(s + j), inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         _mm512_storeu_ps(s + j, _mm512_cvtph_ps(h));

@@ -224,6 +224,7 @@ void fill_avx512_kernels(KernelTable& t) {
   fill_avx512_gemm_f16_kernels(t);
   fill_avx512_attention_kernels(t);
   fill_avx512_nonlinear_kernels(t);
+  fill_avx512_attention_tile_kernels(t);
 }
 
 }  // namespace hearth::kernels

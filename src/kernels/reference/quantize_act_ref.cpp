@@ -89,6 +89,7 @@ void fill_reference_kernels(KernelTable& t) {
   t.dot_f16 = r::dot_f16;
   t.axpy_f16 = r::axpy_f16;
   t.axpy_f32 = r::axpy_f32;
+  t.attention_tile = attention_tile_reference;
   fill_reference_pointwise_kernels(t);
 }
 

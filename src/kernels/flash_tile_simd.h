@@ -1,0 +1,241 @@
+// The flash-style attention tile (ops.h attention_tile) written once over an ISA's vector
+// traits (S: kLanes, V, load/store/set1/fmadd/mul/add/max/exp, mask_range, exp_below, f16 row
+// conversion), and compiled by avx2/ and avx512/ with their own flags. Include only from such a
+// file: everything is in an anonymous namespace, so each ISA gets its own copy (isa_local.h).
+//
+// Layout: the query rows of a sub-tile (tokens x group heads, row r = token * group + head) lie
+// across vector lanes, so a K row's element broadcast against a vector of rows gives 16 (8)
+// scores at once, and the online softmax (running max, sum, rescale) runs lane-wise with no
+// horizontal reduction. Qt[c][r] (Q transposed, F16-rounded for an F16 cache), St/Pt[j][r]
+// (scores, then probabilities), Ot[d][r] (the running output) are all row-vectorized; K and V
+// tiles are converted to F32 rows once and used by every row of the sub-tile.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kFlashKeys = 32;   // keys per K/V tile
+constexpr int kFlashRowVecs = 4; // row vectors per sub-tile
+constexpr int kFlashMaxHeadDim = 512;
+
+// The work floats for lanes L (see flash_tile): Qt, Kf, Vf, St, Ot, m, l, lo, hi.
+constexpr size_t flash_work_floats(int lanes, int dk, int dv) {
+  const size_t rp = static_cast<size_t>(kFlashRowVecs) * lanes;
+  return rp * dk + static_cast<size_t>(kFlashKeys) * dk + static_cast<size_t>(kFlashKeys) * dv +
+         static_cast<size_t>(kFlashKeys) * rp + rp * dv + 4 * rp + 64;
+}
+
+inline const uint8_t* flash_kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
+  return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
+}
+
+// n keys' head rows (starting at position j0) as F32 rows of d floats.
+template <class S>
+void flash_load_rows(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes, int32_t j0, int n, int kvh,
+                     int d, float* dst) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = flash_kv_row(blocks, kv.block_tokens, row_bytes, j0 + j);
+    float* o = dst + static_cast<size_t>(j) * d;
+    if (j + 2 < n) S::prefetch(flash_kv_row(blocks, kv.block_tokens, row_bytes, j0 + j + 2));
+    switch (kv.type) {
+      case DType::kF16: S::f16_to_f32(reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * d, o, d); break;
+      case DType::kF32: std::memcpy(o, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * d, sizeof(float) * d); break;
+      default: {  // Q8_0 (d and the head offset are multiples of 32)
+        const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + static_cast<size_t>(kvh) * d / kQK;
+        S::q8_0_to_f32(b, o, d);
+        break;
+      }
+    }
+  }
+}
+
+// St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV row vectors.
+template <class S, int JB, int NV>
+inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j0, float* st) {
+  using V = typename S::V;
+  V acc[JB][NV];
+  for (int i = 0; i < JB; ++i) {
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+  }
+  const float* k0 = kf + static_cast<size_t>(j0) * dk;
+  for (int c = 0; c < dk; ++c) {
+    V q[NV];
+    for (int v = 0; v < NV; ++v) q[v] = S::load(qt + static_cast<size_t>(c) * rp + v * S::kLanes);
+    for (int i = 0; i < JB; ++i) {
+      const V k = S::set1(k0[static_cast<size_t>(i) * dk + c]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(k, q[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < JB; ++i) {
+    for (int v = 0; v < NV; ++v) S::store(st + static_cast<size_t>(j0 + i) * rp + v * S::kLanes, acc[i][v]);
+  }
+}
+
+// Ot[d0..d0+DB][rv] = Ot * alpha + sum_j Vf[j][d] * Pt[j][rv].
+template <class S, int DB, int NV>
+inline void flash_values(const float* pt, int rp, const float* vf, int dv, int nk, int d0, const typename S::V* alpha,
+                         float* ot) {
+  using V = typename S::V;
+  V acc[DB][NV];
+  for (int i = 0; i < DB; ++i) {
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::mul(S::load(ot + static_cast<size_t>(d0 + i) * rp + v * S::kLanes), alpha[v]);
+  }
+  for (int j = 0; j < nk; ++j) {
+    V pr[NV];
+    for (int v = 0; v < NV; ++v) pr[v] = S::load(pt + static_cast<size_t>(j) * rp + v * S::kLanes);
+    const float* vr = vf + static_cast<size_t>(j) * dv + d0;
+    for (int i = 0; i < DB; ++i) {
+      const V x = S::set1(vr[i]);
+      for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(x, pr[v], acc[i][v]);
+    }
+  }
+  for (int i = 0; i < DB; ++i) {
+    for (int v = 0; v < NV; ++v) S::store(ot + static_cast<size_t>(d0 + i) * rp + v * S::kLanes, acc[i][v]);
+  }
+}
+
+// One sub-tile of at most kFlashRowVecs * kLanes rows (NV row vectors).
+template <class S, int NV>
+void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, const AttentionParams& p, float* work) {
+  using V = typename S::V;
+  constexpr int L = S::kLanes;
+  constexpr int RP = NV * L;
+  const int dk = p.head_dim_k, dv = p.head_dim_v;
+  const int group = p.n_head / p.n_head_kv;
+  const int rows = nt * group;
+  float* qt = work;
+  float* kf = qt + static_cast<size_t>(RP) * dk;
+  float* vf = kf + static_cast<size_t>(kFlashKeys) * dk;
+  float* st = vf + static_cast<size_t>(kFlashKeys) * dv;
+  float* ot = st + static_cast<size_t>(kFlashKeys) * RP;
+  float* lo_f = ot + static_cast<size_t>(RP) * dv;
+  float* hi_f = lo_f + RP;
+
+  // Rows past `rows` repeat the last real row (their results are dropped), so every lane has a
+  // finite maximum whenever a real row does.
+  const bool round_q = kv.type == DType::kF16;
+  for (int r = 0; r < RP; ++r) {
+    const int rr = std::min(r, rows - 1);
+    const int tok = t0 + rr / group, g = rr % group;
+    const float* qh = t.q + static_cast<int64_t>(tok) * t.q_stride + static_cast<int64_t>(t.kv_head * group + g) * dk;
+    for (int c = 0; c < dk; ++c) qt[static_cast<size_t>(c) * RP + r] = qh[c];
+    const int32_t pos = t.q_pos0 + tok;
+    const int32_t hi = p.causal ? std::min(pos, t.n_kv - 1) : t.n_kv - 1;
+    const int32_t lo = p.window > 0 ? std::max(0, pos - p.window + 1) : 0;
+    lo_f[r] = static_cast<float>(lo);
+    hi_f[r] = static_cast<float>(hi);
+  }
+  if (round_q) S::round_f16(qt, static_cast<size_t>(RP) * dk);
+  std::fill(ot, ot + static_cast<size_t>(RP) * dv, 0.0f);
+  V m[NV], l[NV], lo[NV], hi[NV];
+  for (int v = 0; v < NV; ++v) {
+    m[v] = S::set1(-INFINITY);
+    l[v] = S::zero();
+    lo[v] = S::load(lo_f + v * L);
+    hi[v] = S::load(hi_f + v * L);
+  }
+  const int32_t pos_first = t.q_pos0 + t0, pos_last = t.q_pos0 + t0 + nt - 1;
+  const int32_t key_hi = p.causal ? std::min(pos_last, t.n_kv - 1) : t.n_kv - 1;
+  // Key tiles start at multiples of kFlashKeys whatever the sub-tile, so a row's arithmetic
+  // does not depend on which rows share its tile (tiles fully masked for a row leave it exactly
+  // unchanged: alpha = e^0 = 1, no terms added).
+  const int32_t key_lo = p.window > 0 ? std::max(0, pos_first - p.window + 1) / kFlashKeys * kFlashKeys : 0;
+  const V scale = S::set1(p.scale);
+  const V neg_inf = S::set1(-INFINITY);
+
+  for (int32_t j0 = key_lo; j0 <= key_hi; j0 += kFlashKeys) {
+    const int nk = std::min<int32_t>(kFlashKeys, key_hi - j0 + 1);
+    flash_load_rows<S>(kv, kv.k_blocks, kv.k_row_bytes, j0, nk, t.kv_head, dk, kf);
+    flash_load_rows<S>(kv, kv.v_blocks, kv.v_row_bytes, j0, nk, t.kv_head, dv, vf);
+    int j = 0;
+    for (; j + 4 <= nk; j += 4) flash_scores<S, 4, NV>(qt, RP, kf, dk, j, st);
+    for (; j < nk; ++j) flash_scores<S, 1, NV>(qt, RP, kf, dk, j, st);
+    // Masks are needed only where some row's range cuts the tile.
+    const bool full = j0 + nk - 1 <= (p.causal ? std::min(pos_first, t.n_kv - 1) : t.n_kv - 1) &&
+                      (p.window <= 0 || j0 >= pos_last - p.window + 1);
+    V tile_max[NV];
+    for (int v = 0; v < NV; ++v) tile_max[v] = neg_inf;
+    for (j = 0; j < nk; ++j) {
+      const V jf = S::set1(static_cast<float>(j0 + j));
+      for (int v = 0; v < NV; ++v) {
+        float* sp = st + static_cast<size_t>(j) * RP + v * L;
+        V s = S::mul(S::load(sp), scale);
+        if (p.softcap != 0.0f) {
+          S::store(sp, s);
+          for (int i = 0; i < L; ++i) sp[i] = p.softcap * std::tanh(sp[i] * (1.0f / p.softcap));
+          s = S::load(sp);
+        }
+        if (!full) s = S::mask_range(s, jf, lo[v], hi[v]);
+        S::store(sp, s);
+        tile_max[v] = S::max(tile_max[v], s);
+      }
+    }
+    V alpha[NV], m_use[NV];
+    for (int v = 0; v < NV; ++v) {
+      const V m_new = S::max(m[v], tile_max[v]);
+      m_use[v] = S::finite_or_zero(m_new);
+      alpha[v] = S::exp(S::sub(m[v], m_use[v]));  // m = -inf (nothing yet): ~0, and l, Ot are 0
+      m[v] = m_new;
+    }
+    V sum[NV];
+    for (int v = 0; v < NV; ++v) sum[v] = S::zero();
+    for (j = 0; j < nk; ++j) {
+      for (int v = 0; v < NV; ++v) {
+        float* sp = st + static_cast<size_t>(j) * RP + v * L;
+        const V e = S::exp_below(S::load(sp), m_use[v]);
+        S::store(sp, e);
+        sum[v] = S::add(sum[v], e);
+      }
+    }
+    for (int v = 0; v < NV; ++v) l[v] = S::add(S::mul(l[v], alpha[v]), sum[v]);
+    for (int d = 0; d < dv; d += 4) flash_values<S, 4, NV>(st, RP, vf, dv, nk, d, alpha, ot);
+  }
+
+  float l_out[RP];
+  for (int v = 0; v < NV; ++v) S::store(l_out + v * L, l[v]);
+  for (int r = 0; r < rows; ++r) {
+    const int tok = t0 + r / group, g = r % group;
+    float* oh = t.out + static_cast<int64_t>(tok) * t.out_stride + static_cast<int64_t>(t.kv_head * group + g) * dv;
+    const float inv = l_out[r] > 0.0f ? 1.0f / l_out[r] : 0.0f;
+    for (int d = 0; d < dv; ++d) oh[d] = ot[static_cast<size_t>(d) * RP + r] * inv;
+  }
+}
+
+template <class S>
+bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work) {
+  const int dk = p.head_dim_k, dv = p.head_dim_v;
+  if (p.n_head_kv <= 0 || p.n_head <= 0 || p.n_head % p.n_head_kv != 0) return false;
+  if (dk % 32 != 0 && !(dk % 16 == 0 && kv.type != DType::kQ8_0)) return false;
+  if (dv % 32 != 0 && !(dv % 16 == 0 && kv.type != DType::kQ8_0)) return false;
+  if (dk > kFlashMaxHeadDim || dv > kFlashMaxHeadDim) return false;
+  if (kv.type != DType::kF16 && kv.type != DType::kF32 && kv.type != DType::kQ8_0) return false;
+  const int group = p.n_head / p.n_head_kv;
+  constexpr int kMaxRows = kFlashRowVecs * S::kLanes;
+  if (group > kMaxRows) return false;
+  if (t.n_q <= 0 || t.n_kv <= 0) return true;
+  const int per_sub = kMaxRows / group;
+  for (int t0 = 0; t0 < t.n_q; t0 += per_sub) {
+    const int nt = std::min(per_sub, t.n_q - t0);
+    const int nv = (nt * group + S::kLanes - 1) / S::kLanes;
+    switch (nv) {
+      case 1: flash_subtile<S, 1>(t, t0, nt, kv, p, work); break;
+      case 2: flash_subtile<S, 2>(t, t0, nt, kv, p, work); break;
+      case 3: flash_subtile<S, 3>(t, t0, nt, kv, p, work); break;
+      default: flash_subtile<S, 4>(t, t0, nt, kv, p, work); break;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+}  // namespace hearth::kernels

@@ -1,0 +1,87 @@
+// Test helpers for the attention kernels: a paged KV cache filled with random rows (and the
+// floats it holds), and attention of one query token in double precision.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/ops.h"
+#include "tensor/fp16.h"
+#include "tensor/quantize.h"
+
+namespace hearth::kernels {
+namespace {
+
+using test::random_floats;
+
+struct PagedKv {
+  std::vector<std::vector<uint8_t>> k_storage, v_storage;
+  std::vector<const uint8_t*> k_ptrs, v_ptrs;
+  KvSpan span;
+  std::vector<std::vector<float>> k_values, v_values;  // what the cache holds, as floats
+};
+
+PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, int dv, uint32_t seed) {
+  PagedKv kv;
+  const int64_t k_elems = static_cast<int64_t>(n_head_kv) * dk, v_elems = static_cast<int64_t>(n_head_kv) * dv;
+  const size_t k_row = *dtype_row_bytes(type, k_elems), v_row = *dtype_row_bytes(type, v_elems);
+  const int n_blocks = (n_kv + block_tokens - 1) / block_tokens;
+  kv.k_storage.assign(n_blocks, std::vector<uint8_t>(k_row * block_tokens));
+  kv.v_storage.assign(n_blocks, std::vector<uint8_t>(v_row * block_tokens));
+  for (int j = 0; j < n_kv; ++j) {
+    const std::vector<float> k = random_floats(k_elems, seed + 2 * j, -2.0f, 2.0f);
+    const std::vector<float> v = random_floats(v_elems, seed + 2 * j + 1, -2.0f, 2.0f);
+    uint8_t* kd = kv.k_storage[j / block_tokens].data() + (j % block_tokens) * k_row;
+    uint8_t* vd = kv.v_storage[j / block_tokens].data() + (j % block_tokens) * v_row;
+    EXPECT_TRUE(kv_store_row(type, k.data(), kd, k_elems).ok());
+    EXPECT_TRUE(kv_store_row(type, v.data(), vd, v_elems).ok());
+    std::vector<float> kf(k_elems), vf(v_elems);
+    EXPECT_TRUE(kv_load_row(type, kd, kf.data(), k_elems).ok());
+    EXPECT_TRUE(kv_load_row(type, vd, vf.data(), v_elems).ok());
+    kv.k_values.push_back(kf);
+    kv.v_values.push_back(vf);
+  }
+  for (auto& b : kv.k_storage) kv.k_ptrs.push_back(b.data());
+  for (auto& b : kv.v_storage) kv.v_ptrs.push_back(b.data());
+  kv.span = KvSpan{kv.k_ptrs.data(), kv.v_ptrs.data(), block_tokens, k_row, v_row, type};
+  return kv;
+}
+
+std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, int n_kv, const PagedKv& kv,
+                                        const AttentionParams& p) {
+  std::vector<double> out(static_cast<size_t>(p.n_head) * p.head_dim_v, 0.0);
+  const int group = p.n_head / p.n_head_kv;
+  for (int h = 0; h < p.n_head; ++h) {
+    const int kvh = h / group;
+    std::vector<double> s(n_kv, -INFINITY);
+    double max = -INFINITY;
+    for (int j = 0; j < n_kv; ++j) {
+      if (p.causal && j > q_pos) continue;
+      if (p.window > 0 && j < q_pos - p.window + 1) continue;
+      double d = 0.0;
+      for (int c = 0; c < p.head_dim_k; ++c) {
+        double qv = q[h * p.head_dim_k + c];
+        if (kv.span.type == DType::kF16) qv = fp16_to_fp32(fp32_to_fp16(q[h * p.head_dim_k + c]));
+        d += qv * kv.k_values[j][kvh * p.head_dim_k + c];
+      }
+      d *= p.scale;
+      if (p.softcap != 0.0f) d = p.softcap * std::tanh(d / p.softcap);
+      s[j] = d;
+      max = std::max(max, d);
+    }
+    double sum = 0.0;
+    for (int j = 0; j < n_kv; ++j) sum += std::isinf(s[j]) ? 0.0 : std::exp(s[j] - max);
+    for (int j = 0; j < n_kv; ++j) {
+      if (std::isinf(s[j])) continue;
+      const double prob = std::exp(s[j] - max) / sum;
+      for (int c = 0; c < p.head_dim_v; ++c) out[h * p.head_dim_v + c] += prob * kv.v_values[j][kvh * p.head_dim_v + c];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+}  // namespace hearth::kernels
