@@ -279,8 +279,11 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
   // Over the KV limit, completions wait in the queue (running ones go on) until it is raised
   // or running sequences end; cancellations and embeddings still wake the engine.
   // (A pool merely full of idle slots' cached blocks is not a hold: admission reuses a slot.)
-  const bool kv_open = ctx_.kv().pool().limit_admits_blocks(1);
+  // Read again at every check: a limit set while the engine waits must hold the submission
+  // that wakes it.
+  bool kv_open = ctx_.kv().pool().limit_admits_blocks(1);
   auto work = [&] {
+    kv_open = ctx_.kv().pool().limit_admits_blocks(1);
     if (stop_ || busy || limit_changed_) return true;
     return std::any_of(queue_.begin(), queue_.end(),
                        [&](const Task& t) { return kv_open || t.embedding || t.stream->cancelled(); });
@@ -302,6 +305,7 @@ std::vector<Task> ServingEngine::Impl::take_tasks(bool& stop) {
     stop = true;
     return taken;
   }
+  kv_open = ctx_.kv().pool().limit_admits_blocks(1);
   take_admissible(taken, cancelled, kv_open);
   lock.unlock();
   for (Task& t : cancelled) {

@@ -129,7 +129,9 @@ describe('openai client: text generation', { skip: !stories && 'stories model mi
       assert.ok(t.top_logprobs[1].logprob <= t.top_logprobs[0].logprob);
       assert.ok(t.top_logprobs[2].logprob <= t.top_logprobs[1].logprob);
     }
-    // Streaming carries the same logprobs.
+    // Streaming carries the same logprobs. The second request finds its prompt cached, and a
+    // prompt evaluated through the prefill attention tile and one evaluated token by token differ
+    // by float rounding (docs/decisions.md): tokens are equal, logprobs within 1e-3.
     const stream = await openai.chat.completions.create({
       model: server.modelName,
       messages: [{ role: 'user', content: 'Hello' }],
@@ -141,10 +143,8 @@ describe('openai client: text generation', { skip: !stories && 'stories model mi
     });
     const streamed = [];
     for await (const chunk of stream) streamed.push(...(chunk.choices[0]?.logprobs?.content ?? []));
-    assert.deepEqual(
-      streamed.map((t) => [t.token, t.logprob.toFixed(4)]),
-      lp.map((t) => [t.token, t.logprob.toFixed(4)]),
-    );
+    assert.deepEqual(streamed.map((t) => t.token), lp.map((t) => t.token));
+    streamed.forEach((t, i) => assert.ok(Math.abs(t.logprob - lp[i].logprob) < 1e-3, `${t.logprob} vs ${lp[i].logprob}`));
   });
 
   it('legacy completion logprobs', async () => {

@@ -101,7 +101,7 @@ TEST(DeviceOffload, BatchEqualsSingleTokensAndMatchesTheCpu) {
   }
   std::printf("[ max err  ] stories260K last logits: device vs CPU %.3g, batch vs single %.3g\n", vs_cpu,
               batch_vs_single);
-  EXPECT_LT(vs_cpu, 1e-3);
+  EXPECT_LT(vs_cpu, 5e-3);  // the CPU's prefill tile rounds Q to F16; the device keeps F32
   EXPECT_LT(batch_vs_single, 1e-4);
   EXPECT_EQ(argmax(batched.data(), static_cast<int32_t>(batched.size())),
             argmax(want.data(), static_cast<int32_t>(want.size())));
