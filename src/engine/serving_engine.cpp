@@ -450,15 +450,9 @@ void ServingEngine::Impl::run_embedding(Task& task) {
   const EmbeddingInput& req = *task.embedding;
   const int32_t bt = ctx_.kv().block_tokens();
   const int32_t need = (static_cast<int32_t>(req.tokens.size()) + bt - 1) / bt;
-  while (ctx_.kv().pool().n_free() < need) {
-    ServingSlot* victim = nullptr;
-    for (ServingSlot& s : slots_) {
-      if (!s.busy() && !s.cached().empty() && (victim == nullptr || s.last_used() < victim->last_used())) victim = &s;
-    }
-    if (victim == nullptr) break;
-    (void)ctx_.seq_truncate(victim->seq(), 0);
-    victim->drop_cache(0);
+  while (ctx_.kv().pool().n_free() < need && drop_least_recent_idle_sequence(slots_, ctx_)) {
   }
+
   EngineEvent ev;
   auto t0 = EngineClock::now();
   auto result = ctx_.embed(req.tokens, req.normalize);
@@ -629,14 +623,7 @@ void ServingEngine::Impl::enforce_kv_limit() {
   for (;;) {
     const kv::KvPoolStats p = kv.pool().stats();
     if (p.committed_bytes <= p.limit_bytes) return;
-    ServingSlot* victim = nullptr;
-    for (ServingSlot& s : slots_) {
-      if (s.busy() || ctx_.seq_length(s.seq()) == 0) continue;
-      if (victim == nullptr || s.last_used() < victim->last_used()) victim = &s;
-    }
-    if (victim == nullptr) return;
-    (void)ctx_.seq_truncate(victim->seq(), 0);
-    victim->drop_cache(0);
+    if (!drop_least_recent_idle_sequence(slots_, ctx_)) return;
     kv.enforce_limit();
   }
 }

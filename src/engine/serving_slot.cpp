@@ -2,6 +2,7 @@
 // (see serving_slot.h).
 #include "engine/serving_slot.h"
 
+#include "engine/inference_context.h"
 #include "util/log.h"
 
 namespace hearth::engine {
@@ -231,6 +232,17 @@ SlotInfo ServingSlot::info(int32_t n_ctx_slot) const {
     s.generated = active_->n_generated;
   }
   return s;
+}
+
+bool drop_least_recent_idle_sequence(std::vector<ServingSlot>& slots, InferenceContext& ctx) {
+  ServingSlot* victim = nullptr;
+  for (ServingSlot& s : slots) {
+    if (!s.busy() && !s.cached().empty() && (victim == nullptr || s.last_used() < victim->last_used())) victim = &s;
+  }
+  if (victim == nullptr) return false;
+  (void)ctx.seq_truncate(victim->seq(), 0);
+  victim->drop_cache(0);
+  return true;
 }
 
 }  // namespace hearth::engine

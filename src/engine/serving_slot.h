@@ -141,4 +141,9 @@ class ServingSlot {
   std::optional<Active> active_;
 };
 
+// Cuts the sequence of the least recently used idle slot that still holds tokens (its full
+// blocks stay in the prefix cache while they survive). False when no idle slot holds any.
+// Used wherever KV memory must be found without touching running requests.
+bool drop_least_recent_idle_sequence(std::vector<ServingSlot>& slots, InferenceContext& ctx);
+
 }  // namespace hearth::engine

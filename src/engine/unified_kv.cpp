@@ -56,14 +56,7 @@ int32_t UnifiedKv::available_now() const {
 
 bool UnifiedKv::make_room(int32_t blocks) {
   while (available_now() < blocks) {
-    ServingSlot* victim = nullptr;
-    for (ServingSlot& s : slots_) {
-      if (s.busy() || ctx_.seq_length(s.seq()) == 0) continue;
-      if (victim == nullptr || s.last_used() < victim->last_used()) victim = &s;
-    }
-    if (victim == nullptr) return false;
-    (void)ctx_.seq_truncate(victim->seq(), 0);
-    victim->drop_cache(0);
+    if (!drop_least_recent_idle_sequence(slots_, ctx_)) return false;
   }
   return true;
 }
