@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -130,9 +131,9 @@ double ttft_ms(const std::string& path, bool sharing) {
   return finish(*engine->submit(request(b, 1, 1))).timings.ttft_ms;
 }
 
-double decode_tps(engine::InferenceContext& ctx, bool is_static) {
+double decode_tps(engine::InferenceContext& ctx, bool is_static, int32_t n_tokens) {
   auto engine = serve(ctx, is_static);
-  const auto ev = finish(*engine->submit(request(tokens(16, 7, ctx.n_vocab()), 1024)));
+  const auto ev = finish(*engine->submit(request(tokens(16, 7, ctx.n_vocab()), n_tokens)));
   return ev.timings.predicted_ms > 0 ? (ev.timings.predicted_n - 1) * 1000.0 / ev.timings.predicted_ms : 0;
 }
 
@@ -194,22 +195,27 @@ Served served_at_once(const std::string& path, const LengthMix& mix, bool unifie
 
 int main(int argc, char** argv) {
   using namespace hearth::bench;
-  std::string model = "../shared/models/random/llama-Q4_0.gguf", json_path, doc_path;
+  std::string model = "../shared/models/random/llama-Q4_0.gguf", json_path, doc_path, decode_model;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json" && i + 1 < argc) {
       json_path = argv[++i];
     } else if (a == "--write-doc" && i + 1 < argc) {
       doc_path = argv[++i];
+    } else if (a == "--decode-model" && i + 1 < argc) {
+      decode_model = argv[++i];
     } else if (!a.empty() && a[0] != '-') {
       model = a;
     } else {
-      std::fprintf(stderr, "usage: bench_kv_elastic_bench [MODEL.gguf] [--json FILE] [--write-doc FILE]\n");
+      std::fprintf(stderr, "usage: bench_kv_elastic_bench [MODEL.gguf] [--decode-model BIG.gguf] [--json FILE] [--write-doc FILE]\n");
       return 2;
     }
   }
   hearth::set_log_level(hearth::LogLevel::kWarn);
+  double load_at_start = 0;
+  getloadavg(&load_at_start, 1);
   nlohmann::json j;
+  j["load_average_at_start"] = load_at_start;
   j["model"] = model;
   j["date"] = utc_date();
   j["slots"] = kSlots;
@@ -254,14 +260,20 @@ int main(int argc, char** argv) {
   }
   j["sequences_at_once"] = mixes_json;
 
-  auto ctx = load(model, false, true);
-  auto ctx_static = load(model, true, true);
+  // Decode speed on --decode-model when given (a realistic size, where the KV read is a real
+  // share of each token's time), else on the mixes' model.
+  if (decode_model.empty()) decode_model = model;
+  const int32_t n_decode = decode_model == model ? 1024 : 256;
+  auto ctx = load(decode_model, false, true);
+  auto ctx_static = load(decode_model, true, true);
   std::vector<double> tps_static, tps_elastic;
   for (int round = 0; round < 5; ++round) {  // the first engine alternates by round
-    if (round % 2 == 0) tps_static.push_back(decode_tps(*ctx_static, true));
-    tps_elastic.push_back(decode_tps(*ctx, false));
-    if (round % 2 == 1) tps_static.push_back(decode_tps(*ctx_static, true));
+    if (round % 2 == 0) tps_static.push_back(decode_tps(*ctx_static, true, n_decode));
+    tps_elastic.push_back(decode_tps(*ctx, false, n_decode));
+    if (round % 2 == 1) tps_static.push_back(decode_tps(*ctx_static, true, n_decode));
   }
+  j["decode_model"] = decode_model;
+  j["decode_tokens"] = n_decode;
   std::sort(tps_static.begin(), tps_static.end());
   std::sort(tps_elastic.begin(), tps_elastic.end());
   j["decode_tps"] = {{"static", tps_static}, {"elastic", tps_elastic}};
@@ -275,7 +287,8 @@ int main(int argc, char** argv) {
       << "Written by `bench_kv_elastic_bench --write-doc docs/performance.md` (bench/kv_elastic_bench.cpp). Model: `" << model
       << "`, a KV pool of " << kSlots << " x " << kSlotCtx << " tokens, 2 threads, " << utc_date()
       << ". Static: the same engine with every KV chunk committed up front and " << kSlots
-      << " slots splitting the pool (llama-server's and ollama's way). Timings come from a machine shared with other jobs.\n\n"
+      << " slots splitting the pool (llama-server's and ollama's way). Load average when the run started: " << load_at_start
+      << " (2 cores; above ~1 the timings share the machine with other jobs).\n\n"
       << "| figure | static | elastic |\n|---|---|---|\n";
     char row[512];
     std::snprintf(row, sizeof row, "| RSS after load (MiB) | %.1f | %.1f |\n", mib(st.loaded), mib(el.loaded));
@@ -285,8 +298,8 @@ int main(int argc, char** argv) {
     std::snprintf(row, sizeof row, "| RSS 1.2 s after the last request, idle cache 0 (MiB) | %.1f | %.1f (KV committed %.1f) |\n",
                   mib(st.idle), mib(el.idle), mib(el.committed_idle));
     d << row;
-    std::snprintf(row, sizeof row, "| decode tok/s, one stream of 1,024 tokens (median of 5) | %.1f | %.1f (%+.1f%%) |\n",
-                  tps_static[2], tps_elastic[2], 100.0 * (tps_elastic[2] / tps_static[2] - 1.0));
+    std::snprintf(row, sizeof row, "| decode tok/s, one stream of %d tokens on `%s` (median of 5, interleaved) | %.1f | %.1f (%+.1f%%) |\n",
+                  n_decode, decode_model.c_str(), tps_static[2], tps_elastic[2], 100.0 * (tps_elastic[2] / tps_static[2] - 1.0));
     d << row;
     d << "\nSequences holding KV at once in the same pool (`--kv-unified`: slots share it, requests are admitted by the "
          "blocks they need and preempted/recomputed when it runs short), each request generating "
