@@ -158,6 +158,10 @@ int main(int argc, char** argv) {
   for (const Figures& f : all) {
     j["servers"].push_back({{"server", f.server}, {"ran", f.ran}, {"loaded_mib", f.loaded}, {"peak_mib", f.peak},
                             {"after_1_2s_mib", f.after_1s}, {"after_5s_mib", f.after_5s}, {"failed", f.failed_requests}});
+    if (!f.ran) {
+      std::printf("%-42s did not start\n", f.server.c_str());
+      continue;
+    }
     std::printf("%-42s %10.1f %6.1f %13.1f %11.1f %8d\n", f.server.c_str(), f.loaded, f.peak, f.after_1s, f.after_5s,
                 f.failed_requests);
   }
@@ -173,6 +177,10 @@ int main(int argc, char** argv) {
       << "| server | RSS after load (MiB) | peak | 1.2 s after the last request | 5 s after | failed |\n|---|---|---|---|---|---|\n";
     char row[512];
     for (const Figures& f : all) {
+      if (!f.ran) {
+        d << "| " << f.server << " | did not start | | | | |\n";
+        continue;
+      }
       std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %.1f | %.1f | %d |\n", f.server.c_str(), f.loaded, f.peak,
                     f.after_1s, f.after_5s, f.failed_requests);
       d << row;
@@ -183,5 +191,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  return 0;
+  const bool all_ran = std::all_of(all.begin(), all.end(), [](const Figures& f) { return f.ran && f.failed_requests == 0; });
+  return all_ran ? 0 : 1;
 }
