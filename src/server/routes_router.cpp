@@ -31,7 +31,7 @@ bool require_router(const RouteCall& call) {
 // Every stored model's status object as llama-server's router reports it: "value" is loaded,
 // loading or unloaded; a loading model adds "progress" (0..1, Hearth's addition), and a model
 // whose last load failed adds "failed": true with the reason.
-std::map<std::string, Json> model_statuses(State& s) {
+std::map<std::string, Json> model_statuses(State& s, const std::vector<protocol::ModelInfo>& cards) {
   std::map<std::string, Json> status;
   for (const auto& m : s.router->loaded()) {
     Json st = {{"value", m.loading ? "loading" : "loaded"}};
@@ -39,7 +39,7 @@ std::map<std::string, Json> model_statuses(State& s) {
     status[m.name] = std::move(st);
   }
   const auto failed = s.router->failed_loads();
-  for (const auto& card : stored_model_cards(s)) {
+  for (const auto& card : cards) {
     if (status.count(card.name) != 0) continue;
     Json st = {{"value", "unloaded"}};
     if (auto it = failed.find(card.name); it != failed.end()) {
@@ -71,7 +71,7 @@ void model_status_feed(const RouteCall& call) {
       std::string text;
       if (first || now_version != version) {
         version = now_version;
-        auto statuses = model_statuses(*state);
+        auto statuses = model_statuses(*state, stored_model_cards(*state));
         for (const auto& [name, st] : sent) {
           if (statuses.count(name) == 0) statuses[name] = Json{{"value", "unloaded"}};  // removed from the store
         }
@@ -102,9 +102,10 @@ void register_router_routes(State& s) {
   constexpr api::Dialect kDialect = api::Dialect::kOpenAI;
   add_route(s, kDialect, "GET", "/models", [](const RouteCall& call) {
     if (!require_router(call)) return;
-    const auto statuses = model_statuses(call.state);
+    const auto cards = stored_model_cards(call.state);
+    const auto statuses = model_statuses(call.state, cards);
     Json data = Json::array();
-    for (const auto& card : stored_model_cards(call.state)) {
+    for (const auto& card : cards) {
       auto it = statuses.find(card.name);
       data.push_back(Json{{"id", card.name},
                           {"object", "model"},
