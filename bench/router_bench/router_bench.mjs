@@ -6,10 +6,13 @@
 //     in-process = process start to /health 200;
 //   - per-request latency of a 1-token completion (the hop's added time is the difference of
 //     medians), time to first token and decode tokens/s of a streamed completion;
+//   - decode tokens/s also as the client sees it (tokens after the first over the time after it);
+//   - aggregate tokens/s with --clients streams at once (both servers have that many slots);
 //   - the router process's RSS idle (no model) and with the model loaded (the runner apart).
-// Prints a table and writes JSON. Usage:
+// Records the load average before and after: figures taken with a load average above ~3 (other
+// work on the machine) are not overhead figures. Prints and writes JSON. Usage:
 //   node bench/router_bench/router_bench.mjs --model FILE.gguf [--threads N] [--runs 30]
-//        [--n-predict 64] [--hearth build/release/src/app/hearth] [--json router_bench.json]
+//        [--n-predict 64] [--clients 8] [--hearth build/release/src/app/hearth] [--json router_bench.json]
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
@@ -30,11 +33,14 @@ const threads = opt('threads', '2');
 const runs = Number(opt('runs', '30'));
 const nPredict = Number(opt('n-predict', '64'));
 const jsonOut = opt('json', 'router_bench.json');
+const clients = Number(opt('clients', '8'));
+const loadBefore = os.loadavg()[0];
+if (loadBefore >= 3) console.error(`warning: load average ${loadBefore.toFixed(1)}: the machine is busy; overhead figures will be noisy`);
 const stem = path.basename(model).replace(/\.gguf$/, '');
 
 function start(argv, env) {
   const t0 = performance.now();
-  const proc = spawn(hearth, ['serve', '--port', '0', '--threads', threads, '--parallel', '1', ...argv], {
+  const proc = spawn(hearth, ['serve', '--port', '0', '--threads', threads, '--parallel', String(clients), ...argv], {
     env: { ...process.env, HEARTH_LOG_LEVEL: 'warn', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -93,7 +99,9 @@ async function generate(url, name, n, stream) {
   }
   if (buf.trim()) final = JSON.parse(buf);
   if (!final || !final.done) throw new Error('stream ended without a final line: ' + buf);
-  return { total: performance.now() - t0, ttft, tps: final.eval_count / (final.eval_duration / 1e9) };
+  const total = performance.now() - t0;
+  return { total, ttft, tps: final.eval_count / (final.eval_duration / 1e9), client_tps: (final.eval_count - 1) / ((total - ttft) / 1000),
+           tokens: final.eval_count };
 }
 
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -123,6 +131,7 @@ try {
   const lat = { router: [], direct: [] };
   const ttft = { router: [], direct: [] };
   const tps = { router: [], direct: [] };
+  const ctps = { router: [], direct: [] };
   for (let i = 0; i < 3; ++i) {  // warm up both
     await generate(routed.url, 'bench', 1, false);
     await generate(direct.url, stem, 1, false);
@@ -134,6 +143,16 @@ try {
     const d = await generate(direct.url, stem, nPredict, true);
     ttft.router.push(r.ttft); ttft.direct.push(d.ttft);
     tps.router.push(r.tps); tps.direct.push(d.tps);
+    ctps.router.push(r.client_tps); ctps.direct.push(d.client_tps);
+  }
+  // Aggregate: `clients` streams at once, router and in-process alternately.
+  const agg = { router: [], direct: [] };
+  for (let round = 0; round < 3; ++round) {
+    for (const [key, url, name] of [['router', routed.url, 'bench'], ['direct', direct.url, stem]]) {
+      const t0 = performance.now();
+      const done = await Promise.all(Array.from({ length: clients }, () => generate(url, name, nPredict, true)));
+      agg[key].push(done.reduce((n, r) => n + r.tokens, 0) / ((performance.now() - t0) / 1000));
+    }
   }
   const result = {
     model: path.basename(model), threads: Number(threads), runs, n_predict: nPredict,
@@ -141,6 +160,9 @@ try {
     request_ms_p50: { router: median(lat.router), in_process: median(lat.direct), added: median(lat.router) - median(lat.direct) },
     ttft_ms_p50: { router: median(ttft.router), in_process: median(ttft.direct), added: median(ttft.router) - median(ttft.direct) },
     decode_tps_p50: { router: median(tps.router), in_process: median(tps.direct), ratio: median(tps.router) / median(tps.direct) },
+    client_decode_tps_p50: { router: median(ctps.router), in_process: median(ctps.direct), ratio: median(ctps.router) / median(ctps.direct) },
+    aggregate_tps_p50: { clients, router: median(agg.router), in_process: median(agg.direct), ratio: median(agg.router) / median(agg.direct) },
+    load_average: { before: loadBefore, after: os.loadavg()[0] },
     router_rss_kib: { idle: idleRss, with_model_loaded: loadedRss },
   };
   console.log(JSON.stringify(result, null, 2));

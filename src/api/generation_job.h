@@ -42,6 +42,7 @@ struct EmbeddingJob {
   bool base64 = false;      // OpenAI encoding_format "base64"
   int32_t dimensions = 0;   // keep only the first N values (renormalised); 0: all
   bool legacy = false;      // ollama /api/embeddings (one `prompt`, key `embedding`)
+  std::optional<int64_t> keep_alive_ms;  // ollama's keep_alive (store mode: how long the model stays loaded)
 };
 
 }  // namespace hearth::api

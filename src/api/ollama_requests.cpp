@@ -178,6 +178,11 @@ Result<EmbeddingJob> parse_ollama_embed(const Json& body, bool legacy) {
   HEARTH_TRY(read_model(body, job.request.model));
   HEARTH_ASSIGN(const Json* options, read_object(body, "options"));
   (void)options;  // sampler options have no meaning for embeddings
+  auto keep_alive = body.find("keep_alive");
+  if (keep_alive != body.end() && !keep_alive->is_null()) {
+    HEARTH_ASSIGN(int64_t ms, parse_keep_alive_ms(*keep_alive));
+    job.keep_alive_ms = ms;
+  }
   if (legacy) {
     // /api/embeddings returns the raw pooled vector, as ollama does.
     job.request.normalize = false;

@@ -94,6 +94,15 @@ int run_runner(const CommandArgs& args) {
   }
 
   auto kv_budget = ServeKvBudget::start(alias.empty() ? std::filesystem::path(path).stem().string() : alias);
+  // The load's progress goes to the router as loading states, one per percent at most.
+  double sent = -1.0;
+  ctx_opts->on_progress = [&channel, &sent](double fraction) {
+    if (fraction < 1.0 && fraction - sent < 0.01) return;
+    sent = fraction;
+    protocol::RunnerState st;
+    st.progress = fraction;
+    (void)channel.send({protocol::RunnerMessage::kState, 0, 0, protocol::encode_runner_state(st)});
+  };
   auto ctx = engine::InferenceContext::load(path, *ctx_opts);
   if (!ctx.ok()) return send_failed(channel, ctx.error()), 1;
   protocol::ModelInfo card = build_model_info(**ctx, path, alias, *template_source);

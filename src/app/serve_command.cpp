@@ -21,6 +21,7 @@
 #include "app/sampling_flags.h"
 #include "app/serve_kv_budget.h"
 #include "app/serve_settings.h"
+#include "kv/kv_budget_directory.h"
 #include "api/keep_alive.h"
 #include "router/model_router.h"
 #include "router/runner_client.h"
@@ -312,6 +313,19 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
   if (!max_memory.ok()) return make_error(ErrorKind::kInvalidArgument, "--max-memory: " + max_memory.error().message);
   ro.memory_limit = *max_memory;
   ro.available_memory = [] { return memory_available_bytes(); };
+  // The cross-process KV budget: its machine-wide limit, and the KV committed by processes that
+  // are not this router's runners (its children; their KV is in their reported memory).
+  ro.kv_budget = []() -> std::optional<router::KvBudgetView> {
+    const std::string dir = kv::budget_directory_path();
+    auto limit = kv::read_machine_limit(dir);
+    if (!limit.ok() || *limit == kv::kNoBudgetLimit) return std::nullopt;
+    router::KvBudgetView view;
+    view.machine_limit = std::max<uint64_t>(*limit, 1);  // a limit of 0 admits no KV at all
+    const int64_t self = ::getpid();
+    view.committed_by_others =
+        kv::budget_committed_bytes(kv::list_budget_entries(dir), [self](int64_t pid) { return kv::process_parent_pid(pid) == self; });
+    return view;
+  };
 
   std::error_code ec;
   const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
@@ -328,7 +342,8 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
   const auto batch = static_cast<int32_t>(s.get_int("batch_tokens"));
   // Paths by key: the starter gets only the spec.
   auto paths = std::make_shared<std::pair<std::mutex, std::map<std::string, std::string>>>();
-  auto starter = [exe, forwarded, load_timeout, paths](const router::ModelLoadSpec& spec) -> Result<std::shared_ptr<router::ModelRunner>> {
+  auto starter = [exe, forwarded, load_timeout, paths](const router::ModelLoadSpec& spec,
+                                                       const router::LoadProgress& progress) -> Result<std::shared_ptr<router::ModelRunner>> {
     std::string path;
     {
       std::lock_guard lock(paths->first);
@@ -339,6 +354,7 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
     launch.argv.insert(launch.argv.end(), forwarded.begin(), forwarded.end());
     launch.model_name = spec.name;
     launch.load_timeout = load_timeout;
+    launch.on_progress = progress;
     const auto t0 = std::chrono::steady_clock::now();
     HEARTH_ASSIGN(auto client, router::RunnerClient::start(launch));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -346,7 +362,8 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
     std::fflush(stdout);
     return std::shared_ptr<router::ModelRunner>(client);
   };
-  auto make_spec = [base, batch, paths, &s](const store::ModelDescription& d) {
+  const auto slots = static_cast<uint64_t>(std::max<int64_t>(1, s.get_int("parallel")));
+  auto make_spec = [base, batch, paths, slots](const store::ModelDescription& d) {
     router::ModelLoadSpec spec;
     spec.name = d.stored.name.display();
     spec.key = d.stored.manifest_digest + " " + spec.name;
@@ -356,7 +373,8 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
     constexpr uint64_t kRunnerOverhead = 32u << 20;  // the runner process itself, tokenizer, a first KV chunk
     auto need = engine::estimate_memory(d.model_path, o, batch);
     spec.need_bytes = (need.ok() ? need->weights_bytes + need->work_bytes : 0) + kRunnerOverhead;
-    (void)s;
+    // Its first KV, for the machine-wide KV budget: one slot's full context.
+    spec.kv_need_bytes = need.ok() ? need->kv_bytes / slots : 0;
     std::lock_guard lock(paths->first);
     paths->second[spec.key] = d.model_path;
     return spec;

@@ -43,7 +43,13 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   // pool interleaves the matrices: it reads only the file's metadata.
   Result<Tokenizer> tok = make_error(ErrorKind::kInternal, "tokenizer not built");
   std::thread tokenizer_thread([&] { tok = Tokenizer::from_gguf(c->model_->file()); });
-  const Status interleaved = interleave ? c->model_->interleave_matrices(*c->pool_) : ok_status();
+  // The weights' pass is all but the last step of the load (KV and buffers are reserved, not
+  // touched): it fills the progress up to 0.99, and a ready context reports 1.
+  if (o.on_progress) o.on_progress(0.0);
+  auto on_bytes = [&o](size_t done, size_t total) {
+    if (o.on_progress && total > 0) o.on_progress(0.99 * static_cast<double>(done) / static_cast<double>(total));
+  };
+  const Status interleaved = interleave ? c->model_->interleave_matrices(*c->pool_, on_bytes) : ok_status();
   tokenizer_thread.join();
   if (!interleaved.ok()) return interleaved.error().with_context(path);
   if (!tok.ok()) return tok.error().with_context(path);
@@ -71,6 +77,7 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
     HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, n_blocks));
   }
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  if (o.on_progress) o.on_progress(1.0);
   return c;
 }
 

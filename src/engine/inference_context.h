@@ -5,6 +5,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -37,6 +38,10 @@ struct ContextOptions {
   // Layers to run on a GPU (model::DeviceOffload): -1 as many as fit, 0 none, N at most N.
   // The device is the one HEARTH_GPU names, else the best listed (never a CPU driver).
   int32_t gpu_layers = -1;
+  // The load's progress, 0..1, on the loading thread: the share of the weights' bytes prepared
+  // (moved into the interleaved layout, the load's real pass over them), then 1 once the
+  // context is ready. Values never decrease; the last is 1 (not called for a failed load).
+  std::function<void(double fraction)> on_progress;
 };
 
 class InferenceContext {

@@ -153,22 +153,45 @@ Status ensure_budget_directory(const std::string& dir) {
   return ok_status();
 }
 
-std::optional<uint64_t> parse_proc_stat_start_ticks(std::string_view stat_text) {
+// Field `wanted` (3 or more) of /proc/<pid>/stat's text as a number.
+static std::optional<uint64_t> proc_stat_field(std::string_view stat_text, int wanted) {
   // "pid (comm) state ppid ..." where comm may hold spaces and parentheses: fields count from
-  // the last ')'. starttime is field 22, the 20th after comm.
+  // the last ')'.
   const size_t close = stat_text.rfind(')');
   if (close == std::string_view::npos) return std::nullopt;
   std::string_view rest = stat_text.substr(close + 1);
-  for (int field = 3; field <= 22; ++field) {
+  for (int field = 3; field <= wanted; ++field) {
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     const size_t end = std::min(rest.find(' '), rest.size());
     std::string_view word = rest.substr(0, end);
     if (!word.empty() && word.back() == '\n') word.remove_suffix(1);
-    if (field == 22) return parse_u64(word);
+    if (field == wanted) return parse_u64(word);
     if (word.empty()) return std::nullopt;
     rest.remove_prefix(end);
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> parse_proc_stat_start_ticks(std::string_view stat_text) {
+  return proc_stat_field(stat_text, 22);  // starttime
+}
+
+std::optional<int64_t> process_parent_pid(int64_t pid) {
+  auto text = read_file("/proc/" + std::to_string(pid) + "/stat");
+  if (!text.ok()) return std::nullopt;
+  auto ppid = proc_stat_field(*text, 4);
+  if (!ppid) return std::nullopt;
+  return static_cast<int64_t>(*ppid);
+}
+
+uint64_t budget_committed_bytes(const std::vector<BudgetEntry>& entries, const std::function<bool(int64_t pid)>& skip) {
+  uint64_t sum = 0;
+  for (const BudgetEntry& e : entries) {
+    if (!e.owner_alive || !e.snapshot) continue;
+    if (skip && skip(e.snapshot->pid)) continue;
+    sum += e.snapshot->committed_bytes;
+  }
+  return sum;
 }
 
 std::optional<uint64_t> process_start_ticks(int64_t pid) {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -34,6 +35,8 @@ Status ensure_budget_directory(const std::string& dir);
 // Start time (clock ticks since boot, field 22) from the text of /proc/<pid>/stat.
 std::optional<uint64_t> parse_proc_stat_start_ticks(std::string_view stat_text);
 std::optional<uint64_t> process_start_ticks(int64_t pid);
+// The parent of `pid` (field 4 of /proc/<pid>/stat); nullopt when it cannot be read.
+std::optional<int64_t> process_parent_pid(int64_t pid);
 // True when `pid` exists and, where /proc can tell, started at `start_ticks` (not a reused pid).
 bool budget_owner_alive(int64_t pid, uint64_t start_ticks);
 
@@ -67,6 +70,9 @@ std::vector<BudgetEntry> collect_budget_garbage(const std::string& dir);
 Result<uint64_t> read_machine_limit(const std::string& dir);
 // Sets (kNoBudgetLimit: removes) the machine-wide limit, under the lock, atomically.
 Status write_machine_limit(const std::string& dir, uint64_t limit_bytes);
+// The KV committed by every live owner with a readable segment, leaving out those `skip`
+// names (a router leaves out its own runners: their KV is already in its accounting).
+uint64_t budget_committed_bytes(const std::vector<BudgetEntry>& entries, const std::function<bool(int64_t pid)>& skip = {});
 // Sets one process's requested limit in its segment (kNoBudgetLimit: none).
 Status write_requested_limit(const BudgetEntry& entry, uint64_t limit_bytes);
 

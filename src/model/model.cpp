@@ -39,9 +39,9 @@ Result<std::unique_ptr<Model>> Model::from_file(gguf::File file, const LoadOptio
   return m;
 }
 
-Status Model::interleave_matrices(ThreadPool& pool) {
+Status Model::interleave_matrices(ThreadPool& pool, const std::function<void(size_t done, size_t total)>& on_bytes) {
   if (interleaved_.size() > 0) return ok_status();
-  HEARTH_ASSIGN(interleaved_, model::interleave_matrices(weights_, file_, pool));
+  HEARTH_ASSIGN(interleaved_, model::interleave_matrices(weights_, file_, pool, on_bytes));
   return ok_status();
 }
 

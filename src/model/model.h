@@ -2,6 +2,7 @@
 // after load and shared by every request; request state lives in the KV cache and engine.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -32,7 +33,8 @@ class Model {
   // Moves the matrices into the interleaved layout (see LoadOptions::interleave), for a model
   // loaded without it. Only while nothing else uses the weights: a loader may run it alongside
   // work that reads the file's metadata (InferenceContext builds the tokenizer meanwhile).
-  Status interleave_matrices(ThreadPool& pool);
+  // `on_bytes`: see model::interleave_matrices (weight_interleaving.h).
+  Status interleave_matrices(ThreadPool& pool, const std::function<void(size_t done, size_t total)>& on_bytes = {});
 
   const ModelHparams& hparams() const { return hparams_; }
   const ModelWeights& weights() const { return weights_; }

@@ -35,7 +35,8 @@ constexpr size_t kReadBytes = 256 * 1024;
 
 }  // namespace
 
-Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& file, ThreadPool& pool) {
+Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& file, ThreadPool& pool,
+                                            const InterleaveProgress& on_bytes) {
   // Distinct matrices to interleave, by their data in the file.
   // (An MoE model has thousands of expert matrices, so lookups by data go through a hash map.)
   std::vector<kernels::WeightView*> todo;
@@ -81,6 +82,7 @@ Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& f
     iv.data = dst;
     iv.interleaved = true;
     moved.emplace(v->data, iv);
+    if (on_bytes) on_bytes(at, total);
   }
   // Point every view (also the second of a tied pair) at its interleaved copy.
   for (kernels::WeightView* v : all_matrices(w)) {

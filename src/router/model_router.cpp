@@ -12,6 +12,7 @@ struct ModelRouter::Entry {
   ModelLoadSpec spec;
   std::shared_ptr<ModelRunner> runner;
   bool loading = true;
+  double progress = 0.0;
   bool failed = false;
   Error error;
   int32_t leases = 0;
@@ -30,6 +31,11 @@ std::string mib(uint64_t bytes) { return std::to_string((bytes + (1u << 19)) >> 
 ModelRouter::ModelRouter(RouterOptions options, RunnerStarter starter) : options_(std::move(options)), starter_(std::move(starter)) {}
 
 ModelRouter::~ModelRouter() { stop_all(); }
+
+void ModelRouter::changed_locked() {
+  ++version_;
+  change_cv_.notify_all();
+}
 
 bool ModelRouter::busy(const Entry& e) const { return e.loading || e.leases > 0 || (e.runner && e.runner->in_flight() > 0); }
 
@@ -53,16 +59,30 @@ Result<bool> ModelRouter::make_room_locked(const ModelLoadSpec& spec, std::vecto
     return make_error(ErrorKind::kOutOfRange, "model '" + spec.name + "' needs " + mib(spec.need_bytes) + " but only " +
                                                   mib(*avail + used_memory_locked()) + " would be available with no other model loaded");
   }
-  uint64_t freed = 0;  // memory of runners shrunk or stopped here, not yet visible in `avail`
+  // The machine-wide KV limit (kv/kv_budget_directory.h) is shared with other processes: what
+  // they committed is not ours to free, so a model whose first KV cannot fit beside it fails.
+  const std::optional<KvBudgetView> kvb = options_.kv_budget ? options_.kv_budget() : std::nullopt;
+  const uint64_t kv_limit = kvb ? kvb->machine_limit : 0;
+  const uint64_t kv_others = kvb ? kvb->committed_by_others : 0;
+  if (kv_limit > 0 && kv_others + spec.kv_need_bytes > kv_limit) {
+    return make_error(ErrorKind::kOutOfRange, "model '" + spec.name + "' needs " + mib(spec.kv_need_bytes) + " of KV memory but other processes hold " +
+                                                  mib(kv_others) + " of the machine-wide KV limit of " + mib(kv_limit) + " (see `hearth kv`)");
+  }
+  uint64_t freed = 0;     // memory of runners shrunk or stopped here, not yet visible in `avail`
+  uint64_t kv_freed = 0;  // of that, their committed KV
   bool shrunk = false;
   for (;;) {
     const uint64_t used = used_memory_locked();
     const uint64_t used_after = used > freed ? used - freed : 0;
+    uint64_t kv_ours = 0;
+    for (const auto& [key, e] : entries_) kv_ours += e->runner ? e->runner->kv_committed_bytes() : 0;
+    kv_ours = kv_ours > kv_freed ? kv_ours - kv_freed : 0;
     const bool fits_limit = limit == 0 || used_after + spec.need_bytes <= limit;
     const bool fits_avail = !avail || spec.need_bytes <= *avail + freed;
+    const bool fits_kv = kv_limit == 0 || kv_others + kv_ours + spec.kv_need_bytes <= kv_limit;
     const bool fits_count = options_.max_loaded <= 0 || static_cast<int32_t>(entries_.size()) < options_.max_loaded;
-    if (fits_limit && fits_avail && fits_count) return true;
-    if ((!fits_limit || !fits_avail) && !shrunk) {
+    if (fits_limit && fits_avail && fits_kv && fits_count) return true;
+    if ((!fits_limit || !fits_avail || !fits_kv) && !shrunk) {
       // Idle runners give their cached KV back first: cheaper than unloading a model.
       shrunk = true;
       uint64_t reclaim = 0;
@@ -76,6 +96,7 @@ Result<bool> ModelRouter::make_room_locked(const ModelLoadSpec& spec, std::vecto
       if (reclaim > 0) {
         log_info("router: asked idle models to return their KV memory", {{"model", spec.name}, {"bytes", static_cast<long long>(reclaim)}});
         freed += reclaim;
+        kv_freed += reclaim;
         continue;
       }
     }
@@ -88,8 +109,10 @@ Result<bool> ModelRouter::make_room_locked(const ModelLoadSpec& spec, std::vecto
     log_info("router: unloading the least recently used idle model to make room",
              {{"model", victim->spec.name}, {"for", spec.name}, {"memory", mib(victim->runner ? victim->runner->memory_bytes() : 0)}});
     freed += victim->runner ? victim->runner->memory_bytes() : 0;
+    kv_freed += victim->runner ? victim->runner->kv_committed_bytes() : 0;
     to_stop.push_back(victim->runner);
     entries_.erase(victim->spec.key);
+    changed_locked();
   }
 }
 
@@ -153,6 +176,7 @@ Result<std::shared_ptr<ModelLease>> ModelRouter::acquire(const ModelLoadSpec& sp
       }
       to_stop.push_back(e->runner);  // died: reaped here, a fresh runner is started below
       entries_.erase(it);
+      changed_locked();
       continue;
     }
     auto room = make_room_locked(spec, to_stop);
@@ -164,20 +188,36 @@ Result<std::shared_ptr<ModelLease>> ModelRouter::acquire(const ModelLoadSpec& sp
     auto e = std::make_shared<Entry>();
     e->spec = spec;
     entries_[spec.key] = e;
+    changed_locked();
     lock.unlock();
     stop_evicted();
-    auto runner = starter_(spec);
+    // Progress arrives on the runner's reader thread while the starter waits; it only grows.
+    // (A weak reference: the runner keeps this callback, and the entry keeps the runner.)
+    auto progress = [this, weak = std::weak_ptr<Entry>(e)](double fraction) {
+      auto e = weak.lock();
+      if (!e) return;
+      std::lock_guard plock(mu_);
+      if (!e->loading || fraction <= e->progress) return;
+      e->progress = std::min(fraction, 1.0);
+      changed_locked();
+    };
+    auto runner = starter_(spec, progress);
     lock.lock();
     e->loading = false;
     if (!runner.ok()) {
       e->failed = true;
       e->error = runner.error();
+      failed_[spec.name] = runner.error();
       auto cur = entries_.find(spec.key);
       if (cur != entries_.end() && cur->second == e) entries_.erase(cur);
+      changed_locked();
       cv_.notify_all();
       return runner.error();
     }
     e->runner = std::move(runner).value();
+    e->progress = 1.0;
+    failed_.erase(spec.name);
+    changed_locked();
     cv_.notify_all();
     if (stopped_) {
       e->runner->stop();
@@ -207,6 +247,7 @@ bool ModelRouter::unload(const std::string& key) {
     if (!busy(e)) {
       stop = e.runner;
       entries_.erase(it);
+      changed_locked();
     }
   }
   if (stop) stop->stop();
@@ -229,6 +270,7 @@ void ModelRouter::tick() {
         if (e.leases == 0) {
           to_stop.push_back(e.runner);
           it = entries_.erase(it);
+          changed_locked();
           continue;
         }
         ++it;
@@ -245,6 +287,7 @@ void ModelRouter::tick() {
         log_info("router: unloading model (keep_alive expired)", {{"model", e.spec.name}});
         to_stop.push_back(e.runner);
         it = entries_.erase(it);
+        changed_locked();
         continue;
       }
       ++it;
@@ -278,6 +321,7 @@ std::vector<LoadedModelStatus> ModelRouter::loaded() const {
     s.key = key;
     s.name = e->spec.name;
     s.loading = e->loading;
+    s.progress = e->progress;
     s.runner = e->runner;
     s.memory_bytes = e->runner ? std::max(e->runner->memory_bytes(), e->spec.need_bytes) : e->spec.need_bytes;
     s.in_flight = e->runner ? e->runner->in_flight() : 0;
@@ -287,6 +331,17 @@ std::vector<LoadedModelStatus> ModelRouter::loaded() const {
   return out;
 }
 
+std::map<std::string, Error> ModelRouter::failed_loads() const {
+  std::lock_guard lock(mu_);
+  return failed_;
+}
+
+uint64_t ModelRouter::wait_for_change(uint64_t seen, std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(mu_);
+  change_cv_.wait_for(lock, timeout, [&] { return version_ != seen || stopped_; });
+  return version_;
+}
+
 void ModelRouter::stop_all() {
   std::map<std::string, std::shared_ptr<Entry>> all;
   {
@@ -294,6 +349,7 @@ void ModelRouter::stop_all() {
     if (stopped_ && entries_.empty() && !timer_.joinable()) return;
     stopped_ = true;
     all.swap(entries_);
+    changed_locked();
   }
   timer_cv_.notify_all();
   cv_.notify_all();

@@ -30,9 +30,20 @@ struct ModelLoadSpec {
   std::string key;
   std::string name;
   uint64_t need_bytes = 0;
+  uint64_t kv_need_bytes = 0;  // of need_bytes, the KV it commits first (for the cross-process KV budget)
 };
 
-using RunnerStarter = std::function<Result<std::shared_ptr<ModelRunner>>(const ModelLoadSpec& spec)>;
+// A load reports its progress (0..1) through this while the starter runs.
+using LoadProgress = std::function<void(double fraction)>;
+using RunnerStarter = std::function<Result<std::shared_ptr<ModelRunner>>(const ModelLoadSpec& spec, const LoadProgress& progress)>;
+
+// The machine-wide KV budget as the router sees it (kv/kv_budget_directory.h, read by the app):
+// the limit on all serving processes' KV together, and what processes other than this router's
+// runners have committed of it.
+struct KvBudgetView {
+  uint64_t machine_limit = 0;        // 0: none set
+  uint64_t committed_by_others = 0;  // live processes that are not this router's runners
+};
 
 struct RouterOptions {
   int32_t max_loaded = 3;                  // HEARTH_MAX_LOADED_MODELS (0: no cap)
@@ -42,6 +53,9 @@ struct RouterOptions {
   std::function<std::optional<uint64_t>()> available_memory;  // MemAvailable (nullopt: unknown)
   std::function<RouterClock::time_point()> now = [] { return RouterClock::now(); };
   std::chrono::milliseconds wait_for_room{std::chrono::minutes(5)};  // a request waits this long for a busy model to go idle
+  // The cross-process KV budget (nullopt or unset: none). With a machine-wide limit, a model
+  // loads only when its first KV fits beside what others and the loaded runners committed.
+  std::function<std::optional<KvBudgetView>()> kv_budget;
 };
 
 // A loaded model held for one request: while any lease is held the model counts as busy, and
@@ -67,6 +81,7 @@ class ModelLease {
 struct LoadedModelStatus {
   std::string key, name;
   bool loading = false;
+  double progress = 0.0;  // loading: 0..1 as the runner reports it; 1 once loaded
   uint64_t memory_bytes = 0;
   int32_t in_flight = 0;
   std::optional<RouterClock::time_point> expires;  // nullopt: never (or busy)
@@ -90,6 +105,13 @@ class ModelRouter {
   void tick();
   void start_timer();
   std::vector<LoadedModelStatus> loaded() const;
+  // The last load of each model that failed and has not loaded since (name -> error), for
+  // llama-server's `"failed": true` status.
+  std::map<std::string, Error> failed_loads() const;
+  // A counter that grows at every change of what loaded() or failed_loads() return (a model
+  // starts loading, makes progress, is ready, fails, is unloaded). Blocks until it differs from
+  // `seen` or `timeout` passes (or the router stops); returns its value then.
+  uint64_t wait_for_change(uint64_t seen, std::chrono::milliseconds timeout) const;
   void stop_all();
 
  private:
@@ -99,12 +121,16 @@ class ModelRouter {
   // Makes room for `spec` (shrinks and evicts idle runners); false when it has to wait.
   Result<bool> make_room_locked(const ModelLoadSpec& spec, std::vector<std::shared_ptr<ModelRunner>>& to_stop);
   void release(const std::shared_ptr<Entry>& e);
+  void changed_locked();
 
   RouterOptions options_;
   RunnerStarter starter_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::string, std::shared_ptr<Entry>> entries_;
+  std::map<std::string, Error> failed_;  // by name
+  uint64_t version_ = 0;
+  mutable std::condition_variable change_cv_;
   int32_t waiting_ = 0;
   bool stopped_ = false;
   std::thread timer_;

@@ -119,9 +119,13 @@ void RunnerClient::read_loop() {
           log_warn("runner sent a bad state", {{"model", launch_.model_name}, {"error", s.error().to_string()}});
           break;
         }
-        std::lock_guard lock(mu_);
-        state_ = *s;
+        const bool loading = s->phase == protocol::RunnerState::Phase::kLoading;
+        {
+          std::lock_guard lock(mu_);
+          state_ = *s;
+        }
         cv_.notify_all();
+        if (loading && launch_.on_progress) launch_.on_progress(s->progress);
         break;
       }
       case RunnerMessage::kModelInfo: {

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,8 @@ struct RunnerLaunch {
   std::chrono::milliseconds load_timeout{std::chrono::minutes(5)};  // a load that takes longer is killed
   std::chrono::milliseconds stop_grace{std::chrono::seconds(5)};    // kStop, then SIGKILL after this
   std::chrono::milliseconds call_timeout{std::chrono::seconds(60)}; // a submit or call unanswered this long fails
+  // Called (on the reader thread) with each loading progress the runner reports, 0..1.
+  std::function<void(double fraction)> on_progress;
 };
 
 class RunnerStream;

@@ -1,8 +1,13 @@
 // Routes outside the three dialects (the web UI at / is web_ui.cpp's): /health (503 while the
-// model loads; 200 at once in store mode, where models load on demand), /metrics (Prometheus text), and llama-server's /props, /slots, /tokenize,
-// /detokenize and /apply-template.
+// model loads; 200 at once in store mode, where models load on demand), /metrics (Prometheus
+// text), and llama-server's /props, /slots, /tokenize, /detokenize and /apply-template.
+// In store and router mode those five answer for the model a `model` query parameter or JSON
+// field names (loading it first, as llama-server's router does); without one, for the loaded
+// model (router mode: the loaded model whose key sorts last, when several are; /props then
+// answers with the store's summary, as before any model is loaded).
 #include "api/openai.h"
 #include "server/server_state.h"
+#include "server/stored_models.h"
 
 namespace hearth::server {
 namespace {
@@ -21,6 +26,25 @@ bool valid_utf8(const std::string& s) {
     i += n;
   }
   return true;
+}
+
+// The model a single-model route answers for: the one `model` names (query parameter, else the
+// JSON body's field) in store mode, else the loaded one; nullopt after answering the error.
+// The returned lease (router mode) keeps the model loaded while the route uses it.
+std::optional<LoadedModel> model_for(const RouteCall& call, const Json* body) {
+  std::string name = call.req.has_param("model") ? call.req.get_param_value("model") : "";
+  if (name.empty() && body != nullptr && body->contains("model")) {
+    const Json& m = (*body)["model"];
+    if (!m.is_string()) {
+      send_error(call.res, call.dialect, HttpError{400, "'model' must be a string (a stored model's name)"});
+      return std::nullopt;
+    }
+    name = m.get<std::string>();
+  }
+  if (!name.empty() && call.state.store_mode()) return require_stored_model(call, name, false);
+  auto m = require_model(call);
+  if (!m) return std::nullopt;
+  return LoadedModel{m, nullptr};
 }
 
 void tokenize(const RouteCall& call) {
@@ -43,8 +67,9 @@ void tokenize(const RouteCall& call) {
     send_error(call.res, call.dialect, HttpError{400, "'content' is required"});
     return;
   }
-  auto model = require_model(call);
-  if (!model) return;
+  auto loaded = model_for(call, &*body);
+  if (!loaded) return;
+  const auto& model = loaded->backend;
   const bool with = with_pieces->value_or(false);
   auto pieces = model->tokenize(**content, add_special->value_or(false), parse_special->value_or(true), with);
   if (!pieces.ok()) {
@@ -74,8 +99,9 @@ void detokenize(const RouteCall& call) {
     send_status_error(call, tokens.error());
     return;
   }
-  auto model = require_model(call);
-  if (!model) return;
+  auto loaded = model_for(call, &*body);
+  if (!loaded) return;
+  const auto& model = loaded->backend;
   std::vector<int32_t> ids;
   if (*tokens) {
     for (const auto& t : **tokens) {
@@ -111,9 +137,9 @@ void apply_template(const RouteCall& call) {
     send_status_error(call, job.error());
     return;
   }
-  auto model = require_model(call);
-  if (!model) return;
-  auto prompt = model->apply_template(job->request.prompts.at(0).chat);
+  auto loaded = model_for(call, &*body);
+  if (!loaded) return;
+  auto prompt = loaded->backend->apply_template(job->request.prompts.at(0).chat);
   if (!prompt.ok()) {
     send_status_error(call, prompt.error());
     return;
@@ -144,14 +170,15 @@ void register_extra_routes(State& s) {
   });
   add_route(s, kDialect, "GET", "/props", [](const RouteCall& call) {
     const char* mode = call.state.store_mode() ? "store" : "single";
-    if (call.state.store_mode() && !call.state.model()) {
+    const bool named = call.req.has_param("model") && !call.req.get_param_value("model").empty();
+    if (call.state.store_mode() && !named && !call.state.model()) {
       // Store mode before any model is loaded: what the web UI needs to offer the store.
       send_json(call.res, Json{{"hearth_mode", mode}, {"build_info", "hearth " + call.state.options.version}});
       return;
     }
-    auto model = require_model(call);
-    if (!model) return;
-    const protocol::ModelInfo& card = model->model_info();
+    auto loaded = model_for(call, nullptr);
+    if (!loaded) return;
+    const protocol::ModelInfo& card = loaded->backend->model_info();
     send_json(call.res, Json{{"default_generation_settings", {{"n_ctx", card.n_ctx_slot}, {"model", card.name}, {"params", sampling_defaults()}}},
                              {"hearth_mode", mode},
                              {"total_slots", card.n_slots},
@@ -165,10 +192,10 @@ void register_extra_routes(State& s) {
                              {"embedding_only", card.embedding_only}});
   });
   add_route(s, kDialect, "GET", "/slots", [](const RouteCall& call) {
-    auto model = require_model(call);
-    if (!model) return;
+    auto loaded = model_for(call, nullptr);
+    if (!loaded) return;
     Json slots = Json::array();
-    for (const auto& slot : model->slots()) {
+    for (const auto& slot : loaded->backend->slots()) {
       slots.push_back(Json{{"id", slot.id},
                            {"n_ctx", slot.n_ctx},
                            {"is_processing", slot.busy},

@@ -20,7 +20,7 @@ void embed(const RouteCall& call, bool legacy) {
   std::shared_ptr<protocol::InferenceBackend> model;
   std::shared_ptr<router::ModelLease> lease;
   if (call.state.store_mode()) {
-    auto chosen = require_stored_model(call, job->request.model, false);
+    auto chosen = require_stored_model(call, job->request.model, false, job->keep_alive_ms);
     if (!chosen) return;
     model = chosen->backend;
     lease = chosen->lease;

@@ -1,6 +1,7 @@
 // Router mode's own routes, as llama-server's router mode has them: GET /models (every stored
 // model with its status: loaded, loading or unloaded), POST /models/load and /models/unload
-// ({"model": NAME}); and /metrics with each loaded model's engine series labelled by model.
+// ({"model": NAME}), GET /models/sse (the status feed: loading progress, loaded, unloaded);
+// and /metrics with each loaded model's engine series labelled by model.
 #include "api/openai.h"
 #include "server/stored_models.h"
 
@@ -27,24 +28,96 @@ bool require_router(const RouteCall& call) {
   return false;
 }
 
+// Every stored model's status object as llama-server's router reports it: "value" is loaded,
+// loading or unloaded; a loading model adds "progress" (0..1, Hearth's addition), and a model
+// whose last load failed adds "failed": true with the reason.
+std::map<std::string, Json> model_statuses(State& s, const std::vector<protocol::ModelInfo>& cards) {
+  std::map<std::string, Json> status;
+  for (const auto& m : s.router->loaded()) {
+    Json st = {{"value", m.loading ? "loading" : "loaded"}};
+    if (m.loading) st["progress"] = m.progress;
+    status[m.name] = std::move(st);
+  }
+  const auto failed = s.router->failed_loads();
+  for (const auto& card : cards) {
+    if (status.count(card.name) != 0) continue;
+    Json st = {{"value", "unloaded"}};
+    if (auto it = failed.find(card.name); it != failed.end()) {
+      st["failed"] = true;
+      st["error"] = it->second.message;
+    }
+    status[card.name] = std::move(st);
+  }
+  return status;
+}
+
+// GET /models/sse: the model status feed of llama-server's router mode. Each change (a model
+// starts loading, makes progress, is loaded, fails, is unloaded) is one event whose data is the
+// model's /models entry ({"id", "status"}); the stream opens with every stored model's status
+// and sends a comment line every 15 s while nothing changes. It ends when the client leaves or
+// the server stops.
+void model_status_feed(const RouteCall& call) {
+  State* state = &call.state;
+  call.res.set_header("Cache-Control", "no-cache");
+  call.res.set_chunked_content_provider("text/event-stream", [state](size_t, httplib::DataSink& sink) {
+    std::map<std::string, Json> sent;
+    uint64_t version = 0;
+    auto quiet_since = std::chrono::steady_clock::now();
+    bool first = true;
+    while (!state->stopping.load()) {
+      // Read the version before the statuses: a change made in between is sent next round.
+      const uint64_t now_version = first ? state->router->wait_for_change(~uint64_t{0}, std::chrono::milliseconds(0))
+                                         : state->router->wait_for_change(version, std::chrono::milliseconds(500));
+      std::string text;
+      if (first || now_version != version) {
+        version = now_version;
+        auto statuses = model_statuses(*state, stored_model_cards(*state));
+        for (const auto& [name, st] : sent) {
+          if (statuses.count(name) == 0) statuses[name] = Json{{"value", "unloaded"}};  // removed from the store
+        }
+        for (auto& [name, st] : statuses) {
+          auto it = sent.find(name);
+          if (it != sent.end() && it->second == st) continue;
+          text += "event: model_status\ndata: " + api::dump_json(Json{{"id", name}, {"status", st}}) + "\n\n";
+          sent[name] = st;
+        }
+        first = false;
+      }
+      if (text.empty() && std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(15)) text = ": keep-alive\n\n";
+      if (!text.empty()) {
+        quiet_since = std::chrono::steady_clock::now();
+        if (!sink.write(text.data(), text.size()) || !sink.is_writable()) return false;
+      } else if (!sink.is_writable()) {
+        return false;
+      }
+    }
+    sink.done();
+    return true;
+  });
+}
+
 }  // namespace
 
 void register_router_routes(State& s) {
   constexpr api::Dialect kDialect = api::Dialect::kOpenAI;
   add_route(s, kDialect, "GET", "/models", [](const RouteCall& call) {
     if (!require_router(call)) return;
-    std::map<std::string, std::string> status;  // stored name -> loaded / loading
-    for (const auto& m : call.state.router->loaded()) status[m.name] = m.loading ? "loading" : "loaded";
+    const auto cards = stored_model_cards(call.state);
+    const auto statuses = model_statuses(call.state, cards);
     Json data = Json::array();
-    for (const auto& card : stored_model_cards(call.state)) {
-      auto it = status.find(card.name);
+    for (const auto& card : cards) {
+      auto it = statuses.find(card.name);
       data.push_back(Json{{"id", card.name},
                           {"object", "model"},
                           {"owned_by", "hearth"},
                           {"created", card.modified_unix},
-                          {"status", {{"value", it == status.end() ? "unloaded" : it->second}}}});
+                          {"status", it == statuses.end() ? Json{{"value", "unloaded"}} : it->second}});
     }
     send_json(call.res, Json{{"object", "list"}, {"data", std::move(data)}});
+  });
+  add_route(s, kDialect, "GET", "/models/sse", [](const RouteCall& call) {
+    if (!require_router(call)) return;
+    model_status_feed(call);
   });
   add_route(s, kDialect, "POST", "/models/load", [](const RouteCall& call) {
     if (!require_router(call)) return;

@@ -444,6 +444,24 @@ TEST(RequestTranslation, EmbeddingInputs) {
   EXPECT_EQ(legacy->request.texts, std::vector<std::string>{"x"});
 }
 
+TEST(RequestTranslation, EmbeddingKeepAliveIsReadLikeGenerates) {
+  auto none = parse_ollama_embed(*parse_json_object(R"({"model":"m","input":"x"})"), false);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->keep_alive_ms.has_value());
+  auto zero = parse_ollama_embed(*parse_json_object(R"({"model":"m","input":"x","keep_alive":0})"), false);
+  ASSERT_TRUE(zero.ok());
+  EXPECT_EQ(zero->keep_alive_ms, 0);
+  auto legacy = parse_ollama_embed(*parse_json_object(R"({"model":"m","prompt":"x","keep_alive":"1m30s"})"), true);
+  ASSERT_TRUE(legacy.ok());
+  EXPECT_EQ(legacy->keep_alive_ms, 90000);
+  auto forever = parse_ollama_embed(*parse_json_object(R"({"model":"m","input":"x","keep_alive":-1})"), false);
+  ASSERT_TRUE(forever.ok());
+  EXPECT_LT(*forever->keep_alive_ms, 0);
+  auto bad = parse_ollama_embed(*parse_json_object(R"({"model":"m","input":"x","keep_alive":"soon"})"), false);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.error().message.find("keep_alive"), std::string::npos) << bad.error().message;
+}
+
 TEST(RequestTranslation, Base64FloatsAreLittleEndianFloat32) {
   // 1.0f = 00 00 80 3f, 2.0f = 00 00 00 40 → base64 of those 8 bytes.
   EXPECT_EQ(base64_floats({1.0f, 2.0f}), "AACAPwAAAEA=");

@@ -2,7 +2,9 @@
 // process. Two chat models and an embedding model used at once through one port with the
 // official ollama client; /api/ps; keep_alive 0 and keep_alive expiry (measured); a runner
 // killed with SIGKILL mid-stream fails only its own stream and is restarted by the next
-// request; a burst past the queue gets 503 + Retry-After while every accepted request completes.
+// request; a burst past the queue gets 503 + Retry-After while every accepted request completes;
+// llama-server's /models/sse status feed with load progress; single-model routes that name a
+// model; keep_alive on the embedding routes; a client that leaves while its model loads.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -186,6 +188,137 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     assert.match(r.json.error, /cannot load model 'broken:latest'/);
     await sleep(200);
     assert.equal(runners(server.proc.pid)['broken:latest'], undefined);
+  });
+
+  // llama-server's /models/sse as a reader: every event's JSON data, in order, pushed to `events`.
+  function modelFeed() {
+    const controller = new AbortController();
+    const events = [];
+    const done = (async () => {
+      const res = await server.fetch('/models/sse', { signal: controller.signal });
+      assert.equal(res.status, 200);
+      assert.match(res.headers.get('content-type'), /^text\/event-stream/);
+      const decoder = new TextDecoder();
+      let buf = '';
+      try {
+        for await (const chunk of res.body) {
+          buf += decoder.decode(chunk, { stream: true });
+          let cut;
+          while ((cut = buf.indexOf('\n\n')) >= 0) {
+            const block = buf.slice(0, cut);
+            buf = buf.slice(cut + 2);
+            const data = block.split('\n').find((l) => l.startsWith('data: '));
+            if (data) events.push(JSON.parse(data.slice(6)));
+          }
+        }
+      } catch { /* aborted */ }
+    })();
+    const until = async (pred, what, ms = 20000 * scale) => {
+      const t0 = Date.now();
+      while (!events.some(pred)) {
+        if (Date.now() - t0 > ms) throw new Error(`no ${what} event in ${JSON.stringify(events)}`);
+        await sleep(5);
+      }
+    };
+    return { events, until, close: async () => { controller.abort(); await done; } };
+  }
+
+  it('streams model status events (loading with progress, loaded, unloaded) on /models/sse', async () => {
+    const feed = modelFeed();
+    // The feed opens with every stored model's status; the model that failed says so.
+    await feed.until((e) => e.id === 'embedder:latest', 'initial embedder');
+    await feed.until((e) => e.id === 'broken:latest', 'initial broken');
+    assert.equal(feed.events.find((e) => e.id === 'embedder:latest').status.value, 'unloaded');
+    const broken = feed.events.find((e) => e.id === 'broken:latest').status;
+    assert.equal(broken.failed, true);
+    assert.match(broken.error, /zzzzz|architecture/);
+    const before = feed.events.length;
+    assert.equal((await server.request('POST', '/models/load', { model: 'embedder' })).status, 200);
+    await feed.until((e) => e.id === 'embedder:latest' && e.status.value === 'loaded', 'loaded');
+    const mine = feed.events.slice(before).filter((e) => e.id === 'embedder:latest');
+    const loading = mine.filter((e) => e.status.value === 'loading');
+    assert.ok(loading.length >= 1, JSON.stringify(mine));
+    assert.equal(mine.at(-1).status.value, 'loaded');
+    assert.ok(mine.indexOf(loading.at(-1)) < mine.length - 1, 'loading comes before loaded');
+    const progress = loading.map((e) => e.status.progress);
+    for (let i = 0; i < progress.length; ++i) {
+      assert.ok(progress[i] >= 0 && progress[i] <= 1, `progress ${progress[i]}`);
+      if (i > 0) assert.ok(progress[i] >= progress[i - 1], `progress went back: ${progress}`);
+    }
+    assert.equal((await server.request('POST', '/models/unload', { model: 'embedder' })).status, 200);
+    await feed.until((e) => e.id === 'embedder:latest' && e.status.value === 'unloaded' && feed.events.indexOf(e) > before, 'unloaded');
+    await feed.close();
+  });
+
+  it('single-model routes answer for the model a request names, loading it', async () => {
+    const tiny = await server.request('POST', '/tokenize', { model: 'tiny', content: 'Once upon a time' });
+    const rand = await server.request('POST', '/tokenize', { model: 'rand', content: 'Once upon a time' });
+    assert.equal(tiny.status, 200);
+    assert.equal(rand.status, 200);
+    assert.notDeepEqual(tiny.json.tokens, rand.json.tokens, 'two vocabularies, two answers');
+    const back = await server.request('POST', '/detokenize', { model: 'rand', tokens: rand.json.tokens });
+    assert.match(back.json.content, /Once upon a time/);
+    // Query parameter: /props and /slots of a model that is not loaded yet load it.
+    await server.request('POST', '/models/unload', { model: 'tiny' });
+    const props = await server.request('GET', '/props?model=tiny');
+    assert.equal(props.status, 200);
+    assert.equal(props.json.model_alias, 'tiny:latest');
+    const slots = await server.request('GET', '/slots?model=rand');
+    assert.equal(slots.status, 200);
+    assert.equal(slots.json.length, 2);
+    const tmpl = await server.request('POST', '/apply-template', { model: 'tiny', messages: [{ role: 'user', content: 'hi' }] });
+    assert.equal(tmpl.status, 200);
+    assert.match(tmpl.json.prompt, /hi/);
+    assert.equal((await server.request('GET', '/props?model=nobody')).status, 404);
+    assert.equal((await server.request('POST', '/tokenize', { model: 5, content: 'x' })).status, 400);
+    // Without a model: a loaded model answers, as before.
+    assert.equal((await server.request('POST', '/tokenize', { content: 'x' })).status, 200);
+  });
+
+  it('honours keep_alive on /api/embed and /api/embeddings', async () => {
+    const e = await ollama.embed({ model: 'embedder', input: 'hello', keep_alive: 0 });
+    assert.equal(e.embeddings.length, 1);
+    const t0 = Date.now();
+    while ((await ollama.ps()).models.some((m) => m.name === 'embedder:latest')) {
+      assert.ok(Date.now() - t0 < 3000 * scale, 'keep_alive 0 unloads the embedding model');
+      await sleep(10);
+    }
+    const legacy = await ollama.embeddings({ model: 'embedder', prompt: 'hello', keep_alive: '1s' });
+    assert.ok(legacy.embedding.length > 0);
+    const ps = await ollama.ps();
+    const expires = new Date(ps.models.find((m) => m.name === 'embedder:latest').expires_at).getTime();
+    assert.ok(Math.abs(expires - (Date.now() + 1000)) < 1000, 'expires_at is about a second away');
+    const bad = await server.request('POST', '/api/embed', { model: 'embedder', input: 'x', keep_alive: 'soon' });
+    assert.equal(bad.status, 400);
+    assert.match(bad.json.error, /keep_alive/);
+  });
+
+  it('a client that disconnects while its model loads leaves nothing behind; the next request works', async () => {
+    await server.request('POST', '/models/unload', { model: 'embedder' });
+    while ((await ollama.ps()).models.some((m) => m.name === 'embedder:latest')) await sleep(10);
+    const feed = modelFeed();
+    await feed.until((e) => e.id === 'embedder:latest', 'initial');
+    const before = feed.events.length;
+    const controller = new AbortController();
+    const gone = server.fetch('/api/embed', {
+      method: 'POST', signal: controller.signal, body: JSON.stringify({ model: 'embedder', input: 'x' }),
+    }).catch((e) => e);
+    await feed.until((e) => e.id === 'embedder:latest' && e.status.value === 'loading' && feed.events.indexOf(e) >= before, 'loading');
+    controller.abort();
+    assert.equal((await gone).name, 'AbortError');
+    // The load completes and the model is idle (no request is left holding it): it unloads at once.
+    await feed.until((e) => e.id === 'embedder:latest' && e.status.value === 'loaded' && feed.events.indexOf(e) >= before, 'loaded');
+    await feed.close();
+    const pid = runners(server.proc.pid)['embedder:latest'];
+    assert.ok(pid, 'one runner for the model');
+    assert.equal((await server.request('POST', '/models/unload', { model: 'embedder' })).status, 200);
+    const t0 = Date.now();
+    while (runners(server.proc.pid)['embedder:latest']) {
+      assert.ok(Date.now() - t0 < 5000 * scale, 'the idle runner stopped');
+      await sleep(20);
+    }
+    const next = await ollama.embed({ model: 'embedder', input: ['again'] });
+    assert.equal(next.embeddings.length, 1);
   });
 
   it('answers an unknown model with ollama\'s 404', async () => {

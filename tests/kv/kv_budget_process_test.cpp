@@ -60,6 +60,35 @@ std::optional<BudgetEntry> entry_of(const std::string& dir, pid_t pid) {
   return std::nullopt;
 }
 
+TEST(KvBudgetProcess, CommittedBytesAddUpLiveEntriesLeavingOutTheSkippedOnes) {
+  // Two serving processes: a router sums what both committed, or only the one that is not its
+  // own runner (here told apart by pid, as the router tells them apart by parent pid).
+  TempBudgetDir tmp;
+  ChildProcess a = serving_child(tmp.path(), "a", 512 * kMiB);
+  ChildProcess b = serving_child(tmp.path(), "b", 512 * kMiB);
+  ASSERT_EQ(a.receive(5000), 1u);
+  ASSERT_EQ(b.receive(5000), 1u);
+  a.send(64 * kMiB);
+  b.send(16 * kMiB);
+  uint64_t both = 0;
+  for (int i = 0; i < 400 && both != 80 * kMiB; ++i) {
+    both = budget_committed_bytes(list_budget_entries(tmp.path()));
+    if (both != 80 * kMiB) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(both, 80 * kMiB);
+  const pid_t a_pid = a.pid();
+  EXPECT_EQ(budget_committed_bytes(list_budget_entries(tmp.path()), [a_pid](int64_t pid) { return pid == a_pid; }), 16 * kMiB);
+  EXPECT_EQ(process_parent_pid(a.pid()), static_cast<int64_t>(::getpid()));
+  // A dead owner's committed bytes no longer count.
+  ::kill(b.pid(), SIGKILL);
+  uint64_t after = both;
+  for (int i = 0; i < 400 && after != 64 * kMiB; ++i) {
+    after = budget_committed_bytes(list_budget_entries(tmp.path()));
+    if (after != 64 * kMiB) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(after, 64 * kMiB);
+}
+
 TEST(KvBudgetProcess, ReaderSeesWhatTheOwnerPublishes) {
   TempBudgetDir tmp;
   ChildProcess child = serving_child(tmp.path(), "llama-1b", 512 * kMiB);

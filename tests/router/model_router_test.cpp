@@ -43,6 +43,7 @@ struct Harness {
   std::map<std::string, std::shared_ptr<FakeRunner>> started;  // latest per key
   std::atomic<int> loads{0};
   std::function<Result<std::shared_ptr<ModelRunner>>(const ModelLoadSpec&)> on_load;
+  std::function<void(const LoadProgress&)> on_progress;  // runs inside the load
   std::mutex mu;
 
   RouterOptions options() {
@@ -52,7 +53,8 @@ struct Harness {
     return o;
   }
   RunnerStarter starter() {
-    return [this](const ModelLoadSpec& spec) -> Result<std::shared_ptr<ModelRunner>> {
+    return [this](const ModelLoadSpec& spec, const LoadProgress& progress) -> Result<std::shared_ptr<ModelRunner>> {
+      if (on_progress) on_progress(progress);
       loads++;
       if (on_load) return on_load(spec);
       auto r = std::make_shared<FakeRunner>(spec.need_bytes);
@@ -246,6 +248,99 @@ TEST(ModelRouter, ALoadFailureReachesEveryWaiterAndLeavesNothingLoaded) {
   EXPECT_EQ(a.error().message, "not a model");
   EXPECT_EQ(b.error().message, "not a model");
   EXPECT_TRUE(loaded_keys(r).empty());
+}
+
+TEST(ModelRouter, LoadProgressIsVisibleWhileLoadingAndEveryChangeIsSignalled) {
+  Harness h;
+  std::promise<void> at_half, go_on;
+  auto go_on_future = go_on.get_future().share();
+  h.on_progress = [&](const LoadProgress& progress) {
+    progress(0.25);
+    progress(0.5);
+    progress(0.4);  // a value that goes back is ignored
+    at_half.set_value();
+    go_on_future.wait();
+  };
+  ModelRouter r(h.options(), h.starter());
+  const uint64_t v0 = r.wait_for_change(~uint64_t{0}, std::chrono::milliseconds(0));
+  auto lease = std::async(std::launch::async, [&] { return r.acquire(spec("a"), std::nullopt); });
+  at_half.get_future().wait();
+  const uint64_t v1 = r.wait_for_change(v0, std::chrono::seconds(2));
+  EXPECT_NE(v1, v0);
+  auto during = r.loaded();
+  ASSERT_EQ(during.size(), 1u);
+  EXPECT_TRUE(during[0].loading);
+  EXPECT_DOUBLE_EQ(during[0].progress, 0.5);
+  // Nothing changes: the wait times out with the same value.
+  EXPECT_EQ(r.wait_for_change(v1, std::chrono::milliseconds(30)), v1);
+  go_on.set_value();
+  ASSERT_TRUE(lease.get().ok());
+  const uint64_t v2 = r.wait_for_change(v1, std::chrono::seconds(2));
+  EXPECT_NE(v2, v1);
+  auto after = r.loaded();
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_FALSE(after[0].loading);
+  EXPECT_DOUBLE_EQ(after[0].progress, 1.0);
+  EXPECT_TRUE(r.unload("a"));
+  EXPECT_NE(r.wait_for_change(v2, std::chrono::seconds(2)), v2);
+  EXPECT_TRUE(r.loaded().empty());
+}
+
+TEST(ModelRouter, AFailedLoadIsRememberedUntilTheModelLoads) {
+  Harness h;
+  bool fail = true;
+  h.on_load = [&](const ModelLoadSpec& s) -> Result<std::shared_ptr<ModelRunner>> {
+    if (fail) return make_error(ErrorKind::kCorrupt, "not a model");
+    return std::shared_ptr<ModelRunner>(std::make_shared<FakeRunner>(s.need_bytes));
+  };
+  ModelRouter r(h.options(), h.starter());
+  EXPECT_FALSE(r.acquire(spec("m"), std::nullopt).ok());
+  auto failed = r.failed_loads();
+  ASSERT_EQ(failed.count("m"), 1u);
+  EXPECT_EQ(failed["m"].message, "not a model");
+  fail = false;
+  EXPECT_TRUE(r.acquire(spec("m"), std::nullopt).ok());
+  EXPECT_TRUE(r.failed_loads().empty());
+}
+
+TEST(ModelRouter, TheMachineWideKvLimitCountsOtherProcessesKv) {
+  Harness h;
+  auto o = h.options();
+  // Two other processes hold 300 + 200 MiB of a 1 GiB machine-wide KV limit.
+  uint64_t others = 500 * kMiB;
+  o.kv_budget = [&others] { return std::optional<KvBudgetView>(KvBudgetView{1024 * kMiB, others}); };
+  ModelRouter r(o, h.starter());
+  auto with_kv = [](const std::string& key, uint64_t kv) {
+    ModelLoadSpec s = spec(key);
+    s.kv_need_bytes = kv;
+    return s;
+  };
+  // 600 MiB of KV cannot fit beside the others' 500: refused with the numbers, nothing started.
+  auto big = r.acquire(with_kv("big", 600 * kMiB), std::nullopt);
+  ASSERT_FALSE(big.ok());
+  EXPECT_EQ(big.error().kind, ErrorKind::kOutOfRange);
+  EXPECT_NE(big.error().message.find("600 MiB"), std::string::npos) << big.error().message;
+  EXPECT_NE(big.error().message.find("500 MiB"), std::string::npos) << big.error().message;
+  EXPECT_NE(big.error().message.find("1024 MiB"), std::string::npos) << big.error().message;
+  EXPECT_EQ(h.loads.load(), 0);
+  // a fits (500 + 300 <= 1024) and then commits 400 MiB of KV while serving.
+  { ASSERT_TRUE(r.acquire(with_kv("a", 300 * kMiB), std::nullopt).ok()); }
+  auto a = h.runner("a");
+  a->kv_ = 400 * kMiB;
+  a->memory_ += 400 * kMiB;
+  // b needs 200: 500 + 400 + 200 > 1024, so the idle a gives its KV back first (not evicted).
+  { ASSERT_TRUE(r.acquire(with_kv("b", 200 * kMiB), std::nullopt).ok()); }
+  EXPECT_EQ(a->shrinks_.load(), 1);
+  EXPECT_FALSE(a->stopped_.load());
+  // The others grow to 800 and a is busy: c (200) fits once the idle b gives its KV back.
+  others = 800 * kMiB;
+  h.runner("b")->kv_ = 100 * kMiB;
+  a->in_flight_ = 1;
+  a->kv_ = 20 * kMiB;
+  { ASSERT_TRUE(r.acquire(with_kv("c", 200 * kMiB), std::nullopt).ok()); }
+  EXPECT_FALSE(a->stopped_.load()) << "a busy model is never evicted";
+  EXPECT_FALSE(h.runner("b")->stopped_.load()) << "shrinking b's KV made room";
+  EXPECT_EQ(h.runner("b")->shrinks_.load(), 1);
 }
 
 TEST(ModelRouter, ADeadRunnerIsReapedAndTheNextRequestStartsAFreshOne) {
