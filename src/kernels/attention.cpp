@@ -90,7 +90,7 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
                          int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                          std::vector<float>& scratch) {
   const KernelTable& k = active_kernels();
-  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)) {
+  if (k.attention_decode != nullptr && k.attention_decode(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)) {
     return;
   }
   const int dk = p.head_dim_k;
