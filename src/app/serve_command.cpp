@@ -122,6 +122,10 @@ std::vector<SettingSpec> serve_settings() {
                               "more run at once, and one the cache cannot hold any more waits and is recomputed",
                               "HEARTH_KV_UNIFIED"}
                       .with_aliases({"-kvu"}));
+  specs.push_back({"context_shift", 0, SettingType::kBool, "",
+                   "a generation that fills its context keeps n_keep tokens (+ BOS), drops half of the rest and goes on "
+                   "(llama-server's context shift) instead of stopping",
+                   "HEARTH_CONTEXT_SHIFT"});
   specs.push_back({"allow_local_files", 0, SettingType::kBool, "",
                    "store mode: let /api/create name GGUF files by their path on this machine (registered in place by hard "
                    "link); off, clients upload files with POST /api/blobs",
@@ -260,7 +264,9 @@ Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t
 
 // --kv-unified: the slots share the pool. Each request may then use the whole --ctx-size when one
 // is given (llama-server's meaning), else its own context (--request-ctx or the model's).
-void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
+// --context-shift: every generation shifts its context when full instead of stopping.
+void apply_serving_flags(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
+  serving.context_shift = s.get_bool("context_shift");
   serving.kv_unified = s.get_bool("kv_unified");
   if (serving.kv_unified) serving.n_ctx_slot = s.get_int("ctx_size") > 0 ? 0 : per_request_ctx;
 }
@@ -271,7 +277,7 @@ namespace {
 // runners inherit, carries the rest).
 const char* const kRunnerForwarded[] = {"ctx_size", "threads", "kv_type", "cache_type_k", "cache_type_v", "request_ctx",
                                         "parallel", "batch_tokens", "max_queue", "kv_idle_cache", "chat_template",
-                                        "chat_template_file", "no_memory_check", "kv_unified"};
+                                        "chat_template_file", "no_memory_check", "kv_unified", "context_shift"};
 
 // Router mode: the scheduler, and how a stored model becomes a runner and a memory figure.
 Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>>
@@ -298,7 +304,10 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
     std::string flag = "--";
     for (const char* c = name; *c; ++c) flag += *c == '_' ? '-' : *c;
     forwarded.push_back(flag);
-    if (std::string(name) != "no_memory_check" && std::string(name) != "kv_unified") forwarded.push_back(s.get_string(name));
+    const std::string flag_name = name;
+    if (flag_name != "no_memory_check" && flag_name != "kv_unified" && flag_name != "context_shift") {
+      forwarded.push_back(s.get_string(name));
+    }
   }
   const auto load_timeout = std::chrono::seconds(s.get_int("load_timeout"));
   const auto batch = static_cast<int32_t>(s.get_int("batch_tokens"));
@@ -404,7 +413,7 @@ int run_serve(const CommandArgs& args) {
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
   serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
-  if (!store_mode) apply_kv_unified(s, per_request_ctx, serving);
+  if (!store_mode) apply_serving_flags(s, per_request_ctx, serving);
 
   auto template_source = chat_template_from(s);
   if (!template_source.ok()) return fail(template_source.error().message);

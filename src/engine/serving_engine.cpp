@@ -170,6 +170,7 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
                                                                     ctx_.model().hparams().arch_name +
                                                                     "); it cannot generate text (use the embeddings routes)"));
   }
+  if (opts_.context_shift) request.context_shift = true;
   const int32_t n_ctx_seq = sequence_context(request, n_ctx_slot_);
   auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_seq, opts_.n_slots});
   if (!truncated_n.ok()) return error_stream(id, truncated_n.error());
