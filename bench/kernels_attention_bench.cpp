@@ -2,14 +2,16 @@
 // 64, F16 paged cache of 16-token blocks), single-threaded, active CPU variant: prefill of the
 // last `chunk` tokens of an n-token prompt by the per-token path (attention_heads, one token at a
 // time, as decode does) and by the flash tile path (attention_tile, 16-token tiles per KV head),
-// and one decode step at depth n (per-token kernel and tile kernel). Reports GFLOP/s (4 * head_dim * n_head per visible key); rates
+// and one decode step at depth n (per-token kernel, for F16, Q8_0 and Q4_0 caches, and tile kernel). Reports GFLOP/s (4 * head_dim * n_head per visible key); rates
 // use CPU time, which stays meaningful on a shared machine. Run with --benchmark_filter to pick.
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/ops.h"
+#include "model/forward.h"
 #include "tensor/dtype.h"
 
 namespace {
@@ -24,25 +26,27 @@ struct Fixture {
   KvSpan span;
   AttentionParams p;
   std::vector<float> q, out, scratch;
+  double kv_bytes = 0;  // K and V bytes of n keys
 
-  explicit Fixture(int n) {
+  explicit Fixture(int n, hearth::DType type = hearth::DType::kF16) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-    const size_t row = kKvHeads * kDim * 2;
+    const size_t row = *hearth::dtype_row_bytes(type, kKvHeads * kDim);
     std::vector<float> x(kKvHeads * kDim);
     for (int b = 0; b < (n + kBlock - 1) / kBlock; ++b) {
       k_blocks.emplace_back(row * kBlock);
       v_blocks.emplace_back(row * kBlock);
       for (int j = 0; j < kBlock; ++j) {
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(hearth::DType::kF16, x.data(), k_blocks.back().data() + j * row, kKvHeads * kDim);
+        (void)kv_store_row(type, x.data(), k_blocks.back().data() + j * row, kKvHeads * kDim);
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(hearth::DType::kF16, x.data(), v_blocks.back().data() + j * row, kKvHeads * kDim);
+        (void)kv_store_row(type, x.data(), v_blocks.back().data() + j * row, kKvHeads * kDim);
       }
     }
     for (auto& b : k_blocks) k_ptrs.push_back(b.data());
     for (auto& b : v_blocks) v_ptrs.push_back(b.data());
-    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, hearth::DType::kF16};
+    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type};
+    kv_bytes = 2.0 * static_cast<double>(row) * n;
     p.n_head = kHeads;
     p.n_head_kv = kKvHeads;
     p.head_dim_k = p.head_dim_v = kDim;
@@ -88,15 +92,47 @@ void BM_PrefillTile(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(chunk_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One decode step at depth n (range 0) over a cache of type range 1 (0: F16, 1: Q8_0, 2: Q4_0);
+// GB/s counts the K and V bytes the step reads.
 void BM_DecodeStep(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  Fixture f(n);
+  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0};
+  Fixture f(n, types[state.range(1)]);
+  state.SetLabel(std::string(hearth::dtype_name(types[state.range(1)])));
   for (auto _ : state) {
     attention(f.q.data(), n - 1, n, f.span, f.p, f.out.data(), f.scratch);
     benchmark::DoNotOptimize(f.out.data());
   }
-  const double kv_bytes = static_cast<double>(n) * kKvHeads * kDim * 2 * 2;
-  state.counters["GB/s"] = benchmark::Counter(kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GB/s"] = benchmark::Counter(f.kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The step as the engine runs it at depth: parts of kAttentionKeyPart keys (one thread here), then
+// the merge of the partial softmaxes; the cache type as BM_DecodeStep.
+void BM_DecodeParts(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0};
+  Fixture f(n, types[state.range(1)]);
+  state.SetLabel(std::string(hearth::dtype_name(types[state.range(1)])));
+  constexpr int kPart = hearth::model::kAttentionKeyPart;
+  const int n_parts = (n + kPart - 1) / kPart;
+  std::vector<float> outs(static_cast<size_t>(n_parts) * kHeads * kDim), stats(static_cast<size_t>(n_parts) * 2 * kHeads);
+  std::vector<const float*> parts(n_parts), part_stats(n_parts);
+  for (auto _ : state) {
+    for (int i = 0; i < n_parts; ++i) {
+      const KeyPart part{i * kPart, (i + 1) * kPart, stats.data() + static_cast<size_t>(i) * 2 * kHeads};
+      attention_heads_part(f.q.data(), n - 1, n, f.span, f.p, 0, kHeads, part,
+                           outs.data() + static_cast<size_t>(i) * kHeads * kDim, f.scratch);
+    }
+    for (int h = 0; h < kHeads; ++h) {
+      for (int i = 0; i < n_parts; ++i) {
+        parts[i] = outs.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
+        part_stats[i] = stats.data() + static_cast<size_t>(i) * 2 * kHeads + 2 * h;
+      }
+      attention_merge(n_parts, parts.data(), part_stats.data(), kDim, f.out.data() + h * kDim);
+    }
+    benchmark::DoNotOptimize(f.out.data());
+  }
+  state.counters["GB/s"] = benchmark::Counter(f.kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // The same step through the tile kernel (one query token, 4 of a vector's rows used).
@@ -116,7 +152,8 @@ void BM_DecodeTile(benchmark::State& state) {
 
 BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillTile)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DecodeStep)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeStep)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

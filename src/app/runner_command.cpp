@@ -110,7 +110,7 @@ int run_runner(const CommandArgs& args) {
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
-  apply_kv_unified(s, per_request_ctx, serving);
+  apply_serving_flags(s, per_request_ctx, serving);
   const double load_ms = (*ctx)->load_ms();
   auto backend = engine::LocalBackend::create(std::move(ctx).value(), serving, std::move(card));
   if (!backend.ok()) return send_failed(channel, backend.error()), 1;

@@ -127,6 +127,10 @@ std::vector<SettingSpec> serve_settings() {
                               "more run at once, and one the cache cannot hold any more waits and is recomputed",
                               "HEARTH_KV_UNIFIED"}
                       .with_aliases({"-kvu"}));
+  specs.push_back({"context_shift", 0, SettingType::kBool, "",
+                   "a generation that fills its context keeps n_keep tokens (+ BOS), drops half of the rest and goes on "
+                   "(llama-server's context shift) instead of stopping",
+                   "HEARTH_CONTEXT_SHIFT"});
   specs.push_back({"allow_local_files", 0, SettingType::kBool, "",
                    "store mode: let /api/create name GGUF files by their path on this machine (registered in place by hard "
                    "link); off, clients upload files with POST /api/blobs",
@@ -268,8 +272,7 @@ Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t
   return ok_status();
 }
 
-// --kv-unified: the slots share the pool. Each request may then use the whole --ctx-size when one
-// is given (llama-server's meaning), else its own context (--request-ctx or the model's).
+// --kv-idle-cache and --kv-busy-cache, parsed once for serve and runner.
 Status apply_kv_cache_caps(const Settings& s, engine::ServingOptions& serving) {
   const std::pair<const char*, size_t*> caps[] = {{"kv_idle_cache", &serving.idle_cache_bytes},
                                                   {"kv_busy_cache", &serving.busy_cache_bytes}};
@@ -285,7 +288,11 @@ Status apply_kv_cache_caps(const Settings& s, engine::ServingOptions& serving) {
   return {};
 }
 
-void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
+// --kv-unified: the slots share the pool. Each request may then use the whole --ctx-size when one
+// is given (llama-server's meaning), else its own context (--request-ctx or the model's).
+// --context-shift: every generation shifts its context when full instead of stopping.
+void apply_serving_flags(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
+  serving.context_shift = s.get_bool("context_shift");
   serving.kv_unified = s.get_bool("kv_unified");
   if (serving.kv_unified) serving.n_ctx_slot = s.get_int("ctx_size") > 0 ? 0 : per_request_ctx;
 }
@@ -296,7 +303,7 @@ namespace {
 // runners inherit, carries the rest).
 const char* const kRunnerForwarded[] = {"ctx_size", "threads", "kv_type", "cache_type_k", "cache_type_v", "request_ctx",
                                         "parallel", "batch_tokens", "max_queue", "kv_idle_cache", "kv_busy_cache", "chat_template",
-                                        "chat_template_file", "no_memory_check", "kv_unified"};
+                                        "chat_template_file", "no_memory_check", "kv_unified", "context_shift"};
 
 // Router mode: the scheduler, and how a stored model becomes a runner and a memory figure.
 Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>>
@@ -336,7 +343,10 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
     std::string flag = "--";
     for (const char* c = name; *c; ++c) flag += *c == '_' ? '-' : *c;
     forwarded.push_back(flag);
-    if (std::string(name) != "no_memory_check" && std::string(name) != "kv_unified") forwarded.push_back(s.get_string(name));
+    const std::string flag_name = name;
+    if (flag_name != "no_memory_check" && flag_name != "kv_unified" && flag_name != "context_shift") {
+      forwarded.push_back(s.get_string(name));
+    }
   }
   const auto load_timeout = std::chrono::seconds(s.get_int("load_timeout"));
   const auto batch = static_cast<int32_t>(s.get_int("batch_tokens"));
@@ -444,7 +454,7 @@ int run_serve(const CommandArgs& args) {
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
-  if (!store_mode) apply_kv_unified(s, per_request_ctx, serving);
+  if (!store_mode) apply_serving_flags(s, per_request_ctx, serving);
 
   auto template_source = chat_template_from(s);
   if (!template_source.ok()) return fail(template_source.error().message);

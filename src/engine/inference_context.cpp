@@ -70,6 +70,12 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
                                std::to_string(h.n_embd) + "|" + std::to_string(h.n_vocab);
   std::vector<int32_t> identity_codes(identity.begin(), identity.end());
   kv_options.model_seed = kv::chain_hash(0, identity_codes);
+  // Q8_0 and Q4_0 rows are 32-element blocks, and each head must start and end on a block.
+  if ((o.kv_type == DType::kQ8_0 || o.kv_type == DType::kQ4_0) && (h.head_dim_k % 32 != 0 || h.head_dim_v % 32 != 0)) {
+    return make_error(ErrorKind::kInvalidArgument,
+                      path + ": a " + std::string(dtype_name(o.kv_type)) + " KV cache needs head sizes that are multiples of 32 (this model's are " +
+                          std::to_string(h.head_dim_k) + " and " + std::to_string(h.head_dim_v) + "); use --kv-type f16");
+  }
   HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks, kv_options));
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);

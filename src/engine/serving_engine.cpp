@@ -171,6 +171,7 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
                                                                     ctx_.model().hparams().arch_name +
                                                                     "); it cannot generate text (use the embeddings routes)"));
   }
+  if (opts_.context_shift) request.context_shift = true;
   const int32_t n_ctx_seq = sequence_context(request, n_ctx_slot_);
   auto truncated_n = admit_generation(request, AdmissionLimits{ctx_.n_vocab(), n_ctx_seq, opts_.n_slots});
   if (!truncated_n.ok()) return error_stream(id, truncated_n.error());
@@ -537,6 +538,14 @@ void ServingEngine::Impl::step() {
     ServingSlot& s = slots_[static_cast<size_t>(output_slots[row])];
     const bool keep_prefix = s.cache_prompt();
     SampleOutcome out = s.on_logits(logits_.data() + row * n_vocab, ctx_.tokenizer(), n_ctx_slot_, now, ++use_stamps_, finals_);
+    if (out.shift_keep >= 0) {  // context shift: the kept tail is evaluated again from here
+      log_info("context shift", {{"slot", s.id()}, {"task", static_cast<long long>(s.request_id())}, {"kept", out.shift_keep}});
+      if (Status cut = ctx_.seq_truncate(s.seq(), out.shift_keep); !cut.ok()) {
+        s.fail(cut.error(), ++use_stamps_, finals_);
+        ++m_.requests_total;
+      }
+      continue;
+    }
     if (out.sampled) {
       ++m_.generated_tokens_total;
       (out.first ? m_.ttft : m_.inter_token).observe(out.since_previous_s);

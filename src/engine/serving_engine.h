@@ -87,6 +87,8 @@ struct ServingOptions {
   // (0: the whole context), requests are admitted by the blocks they need, and a request the
   // pool cannot hold any more is preempted and recomputed later, never dropped (unified_kv.h).
   bool kv_unified = false;
+  // Every generation request gets context_shift (--context-shift; see GenerationRequest).
+  bool context_shift = false;
   int32_t step_token_budget = 512; // tokens in one batch (decode tokens + prefill chunks); at
                                    //   least n_slots, so every generating slot fits in every step
   int32_t max_queue = 512;         // waiting requests beyond this are refused (kOutOfRange)

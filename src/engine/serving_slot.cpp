@@ -94,6 +94,23 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
     out.reason = StopReason::kLength;
     return out;
   }
+  if (in_cache >= n_ctx_slot && req.context_shift) {
+    // llama-server's arithmetic: keep n_keep tokens plus BOS (n_keep < 0: the whole prompt),
+    // discard half of the rest.
+    const bool bos = !cached_.empty() && cached_.front() == tokenizer.bos_id();
+    const int32_t asked = req.n_keep < 0 ? static_cast<int32_t>(req.prompt.size()) : req.n_keep + (bos ? 1 : 0);
+    const int32_t keep = std::clamp(asked, 0, in_cache);
+    const int32_t discard = (in_cache - keep) / 2;
+    if (discard > 0) {
+      std::vector<int32_t> feed(cached_.begin(), cached_.begin() + keep);
+      feed.insert(feed.end(), cached_.begin() + keep + discard, cached_.end());
+      a.feed = std::move(feed);
+      a.n_prompt_done = keep;
+      cached_.resize(static_cast<size_t>(keep));
+      out.shift_keep = keep;
+      return out;
+    }
+  }
   if (in_cache >= n_ctx_slot) {
     finish_with_text(StopReason::kContext, a.streamer.flush(), now, use_stamp, finals);
     out.finished = true;
@@ -149,8 +166,9 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
       reason = StopReason::kEog;
     } else if (req.n_predict >= 0 && a.n_generated >= req.n_predict) {
       reason = StopReason::kLength;
-    } else if (in_cache + 1 >= n_ctx_slot) {
-      // The token would take the slot's last position; the next one could not be sampled.
+    } else if (in_cache + 1 >= n_ctx_slot && !req.context_shift) {
+      // The token would take the slot's last position; the next one could not be sampled
+      // (with context_shift it is decoded there, and the shift comes with its logits).
       reason = StopReason::kContext;
     }
     if (reason != StopReason::kNone && reason != StopReason::kStopString) text += a.streamer.flush();

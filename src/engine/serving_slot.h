@@ -50,6 +50,7 @@ struct SampleOutcome {
   bool finished = false;       // the request ended (its final event was pushed)
   StopReason reason = StopReason::kNone;
   double since_previous_s = 0; // time since the previous token (or since submission if first)
+  int32_t shift_keep = -1;     // a context shift: the sequence must be cut to this many tokens
 };
 
 class ServingSlot {
@@ -90,7 +91,10 @@ class ServingSlot {
   void on_decoded(int32_t n_prompt, bool decoded_pending);
   // The logits of the slot's output token: samples (unless the request is done), pushes the
   // text that became safe and finishes the request when a stop condition holds (its kDone
-  // goes to `finals`).
+  // goes to `finals`). A full context with the request's context_shift instead drops tokens
+  // (see GenerationRequest): the kept tail becomes feed to evaluate again at its new
+  // positions, and shift_keep tells the engine where to cut the sequence; the next token is
+  // sampled from the logits of that evaluation.
   SampleOutcome on_logits(const float* logits, const Tokenizer& tokenizer, int32_t n_ctx_slot,
                           EngineClock::time_point now, uint64_t use_stamp, FinalEvents& finals);
   // Unified KV (slots share the pool): the engine took the sequence's blocks back because the

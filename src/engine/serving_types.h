@@ -27,6 +27,10 @@ struct GenerationRequest {
   int32_t top_logprobs = 0;           // ... and the top-n alternatives (implies logprobs)
   bool truncate = false;              // prompt longer than the slot's context: keep the first
   int32_t n_keep = 0;                 //   n_keep tokens and the newest tail instead of failing
+  bool context_shift = false;         // the sequence filled its context while generating: keep
+                                      //   the first n_keep tokens (+ BOS; -1: the prompt), drop
+                                      //   half of the rest and go on (llama-server's context
+                                      //   shift) instead of ending with the context reason
   bool cache_prompt = true;           // reuse the KV of the longest cached prompt prefix
   int32_t slot = -1;                  // a specific slot, or -1 to let the engine choose
   int32_t n_ctx = 0;                  // the request's own context (ollama's num_ctx): a limit on

@@ -20,8 +20,13 @@ size_t kv_elem_offset_bytes(DType type, int64_t elem) {
   switch (type) {
     case DType::kF16: return static_cast<size_t>(elem) * 2;
     case DType::kF32: return static_cast<size_t>(elem) * 4;
+    case DType::kQ4_0: return static_cast<size_t>(elem / kQK) * sizeof(BlockQ4_0);  // elem % 32 == 0
     default: return static_cast<size_t>(elem / kQK) * sizeof(BlockQ8_0);  // Q8_0: elem % 32 == 0
   }
+}
+
+bool kv_type_supported(DType type) {
+  return type == DType::kF16 || type == DType::kF32 || type == DType::kQ8_0 || type == DType::kQ4_0;
 }
 
 const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
@@ -85,7 +90,7 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
                          int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                          std::vector<float>& scratch) {
   const KernelTable& k = active_kernels();
-  if (k.attention_f16 != nullptr && k.attention_f16(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)) {
+  if (k.attention_decode != nullptr && k.attention_decode(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)) {
     return;
   }
   const int dk = p.head_dim_k;
@@ -111,9 +116,9 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   if (hi < lo) return;
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
-  const bool q8 = kv.type == DType::kQ8_0;
+  const bool quantized = kv.type == DType::kQ8_0 || kv.type == DType::kQ4_0;
   const float inv_softcap = p.softcap != 0.0f ? 1.0f / p.softcap : 0.0f;  // scale, tanh, scale
-  // scores, then (for Q8_0 caches) one dequantized K or V head
+  // scores, then (for Q8_0 / Q4_0 caches) one dequantized K or V head
   scratch.resize(static_cast<size_t>(n_kv) + static_cast<size_t>(std::max(dk, dv)));
   float* scores = scratch.data();
   float* deq = scratch.data() + n_kv;
@@ -131,8 +136,8 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
       float s;
       if (f16) {
         s = k.dot_f16(dk, q16.data(), reinterpret_cast<const uint16_t*>(krow));
-      } else if (q8) {
-        dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(krow), deq, dk);
+      } else if (quantized) {
+        (void)dequantize_row(kv.type, krow, deq, dk);
         s = k.vec_dot[static_cast<int>(DType::kF32)](dk, deq, qh);
       } else {
         s = k.vec_dot[static_cast<int>(DType::kF32)](dk, krow, qh);
@@ -159,8 +164,8 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
       const float prob = scores[j];
       if (f16) {
         k.axpy_f16(dv, fp16_to_fp32(fp32_to_fp16(prob)), reinterpret_cast<const uint16_t*>(vrow), oh);
-      } else if (q8) {
-        dequantize_row_q8_0(reinterpret_cast<const BlockQ8_0*>(vrow), deq, dv);
+      } else if (quantized) {
+        (void)dequantize_row(kv.type, vrow, deq, dv);
         k.axpy_f32(dv, prob, deq, oh);
       } else {
         k.axpy_f32(dv, prob, reinterpret_cast<const float*>(vrow), oh);
@@ -179,22 +184,28 @@ Status kv_store_row(DType type, const float* x, void* dst, int64_t n) {
       fp32_to_fp16_row(x, static_cast<uint16_t*>(dst), n);
       return ok_status();
     case DType::kQ8_0:
+    case DType::kQ4_0:
       if (n % kQK != 0) {
-        return make_error(ErrorKind::kInvalidArgument,
-                          "kv_store_row: Q8_0 row length " + std::to_string(n) + " is not a multiple of 32");
+        return make_error(ErrorKind::kInvalidArgument, "kv_store_row: " + std::string(dtype_name(type)) +
+                                                           " row length " + std::to_string(n) +
+                                                           " is not a multiple of 32");
       }
-      active_kernels().quantize_act[static_cast<int>(DType::kQ8_0)](x, dst, n);
+      if (type == DType::kQ8_0) {
+        active_kernels().quantize_act[static_cast<int>(DType::kQ8_0)](x, dst, n);
+      } else {
+        quantize_row_q4_0(x, static_cast<BlockQ4_0*>(dst), n);
+      }
       return ok_status();
     default:
-      return make_error(ErrorKind::kUnsupported,
-                        "KV cache type " + std::string(dtype_name(type)) + " is not supported (F16, F32 or Q8_0)");
+      return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(type)) +
+                                                     " is not supported (F16, F32, Q8_0 or Q4_0)");
   }
 }
 
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {
-  if (type != DType::kF32 && type != DType::kF16 && type != DType::kQ8_0) {
-    return make_error(ErrorKind::kUnsupported,
-                      "KV cache type " + std::string(dtype_name(type)) + " is not supported (F16, F32 or Q8_0)");
+  if (!kv_type_supported(type)) {
+    return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(type)) +
+                                                   " is not supported (F16, F32, Q8_0 or Q4_0)");
   }
   return dequantize_row(type, src, dst, n);
 }

@@ -50,6 +50,11 @@ void flash_load_rows(const KvSpan& kv, const uint8_t* const* blocks, size_t row_
     switch (kv.type) {
       case DType::kF16: S::f16_to_f32(reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * d, o, d); break;
       case DType::kF32: std::memcpy(o, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * d, sizeof(float) * d); break;
+      case DType::kQ4_0: {  // d and the head offset are multiples of 32
+        const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + static_cast<size_t>(kvh) * d / kQK;
+        S::q4_0_to_f32(b, o, d);
+        break;
+      }
       default: {  // Q8_0 (d and the head offset are multiples of 32)
         const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + static_cast<size_t>(kvh) * d / kQK;
         S::q8_0_to_f32(b, o, d);
@@ -215,10 +220,11 @@ template <class S>
 bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work) {
   const int dk = p.head_dim_k, dv = p.head_dim_v;
   if (p.n_head_kv <= 0 || p.n_head <= 0 || p.n_head % p.n_head_kv != 0) return false;
-  if (dk % 32 != 0 && !(dk % 16 == 0 && kv.type != DType::kQ8_0)) return false;
-  if (dv % 32 != 0 && !(dv % 16 == 0 && kv.type != DType::kQ8_0)) return false;
+  const bool blocks = kv.type == DType::kQ8_0 || kv.type == DType::kQ4_0;  // 32-element blocks
+  if (dk % 32 != 0 && !(dk % 16 == 0 && !blocks)) return false;
+  if (dv % 32 != 0 && !(dv % 16 == 0 && !blocks)) return false;
   if (dk > kFlashMaxHeadDim || dv > kFlashMaxHeadDim) return false;
-  if (kv.type != DType::kF16 && kv.type != DType::kF32 && kv.type != DType::kQ8_0) return false;
+  if (kv.type != DType::kF16 && kv.type != DType::kF32 && !blocks) return false;
   const int group = p.n_head / p.n_head_kv;
   constexpr int kMaxRows = kFlashRowVecs * S::kLanes;
   if (group > kMaxRows) return false;

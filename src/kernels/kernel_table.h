@@ -84,13 +84,13 @@ struct KernelTable {
   void (*axpy_f16)(int64_t n, float a, const uint16_t* v, float* y) = nullptr;
   // y[i] += x[i] * a in F32 (attention P.V for F32 / Q8_0 caches)
   void (*axpy_f32)(int64_t n, float a, const float* x, float* y) = nullptr;
-  // Optional attention of one query over an F16 cache for the heads [head_begin, head_end) (same
-  // contract as ops.h attention_heads()); returns false for shapes it does not handle, which then
-  // take the generic path.
+  // Optional attention of one query (a decode step) for the heads [head_begin, head_end) (same
+  // contract as ops.h attention_heads()); returns false for cache types and shapes it does not
+  // handle, which then take the generic path.
   // With a KeyPart (may be null: all keys), the contract of ops.h attention_heads_part().
-  bool (*attention_f16)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                        int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
-                        std::vector<float>& scratch) = nullptr;
+  bool (*attention_decode)(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                           int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                           std::vector<float>& scratch) = nullptr;
 
   // Flash-style attention of a query tile (ops.h attention_tile); work holds
   // attention_tile_work_floats(p) floats. Returns false for shapes it does not handle, which

@@ -175,10 +175,10 @@ struct AttentionTile {
 // query row of the tile (tokens x group heads) uses while they are in cache, with an online
 // softmax (running maximum and sum per row), so nothing grows with n_q * n_kv; key tiles past
 // the last query's position (causal) or before the first query's window are skipped. Same masks
-// and Q rounding as attention(); probabilities stay F32. F16, F32 and Q8_0 caches.
+// and Q rounding as attention(); probabilities stay F32. F16, F32, Q8_0 and Q4_0 caches.
 void attention_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, std::vector<float>& scratch);
 
-// Converts n floats to the KV cache's storage type (F16, F32 or Q8_0) and back.
+// Converts n floats to the KV cache's storage type (F16, F32, Q8_0 or Q4_0) and back.
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
 

@@ -88,9 +88,10 @@ Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks
       n_blocks <= 0) {
     return make_error(ErrorKind::kInvalidArgument, "KV layout needs positive layers, row sizes, block size and count");
   }
-  if (layout.type != DType::kF16 && layout.type != DType::kF32 && layout.type != DType::kQ8_0) {
-    return make_error(ErrorKind::kUnsupported,
-                      "KV cache type " + std::string(dtype_name(layout.type)) + " is not supported (use f16, f32 or q8_0)");
+  if (layout.type != DType::kF16 && layout.type != DType::kF32 && layout.type != DType::kQ8_0 &&
+      layout.type != DType::kQ4_0) {
+    return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(layout.type)) +
+                                                   " is not supported (use f16, f32, q8_0 or q4_0)");
   }
   if (options.reserve_chunks < 0) return make_error(ErrorKind::kInvalidArgument, "reserve_chunks must not be negative");
   HEARTH_ASSIGN(size_t need, bytes_needed(layout, n_blocks));

@@ -32,7 +32,7 @@ struct KvLayout {
   int32_t k_row_elems = 0;   // n_kv_heads * head_dim_k: one token's K in one layer
   int32_t v_row_elems = 0;   // n_kv_heads * head_dim_v
   int32_t block_tokens = 16;
-  DType type = DType::kF16;  // F16 (default), F32 or Q8_0
+  DType type = DType::kF16;  // F16 (default), F32, Q8_0 or Q4_0
 };
 
 struct KvPoolOptions {

@@ -101,7 +101,8 @@ TEST(ServeStartup, AModelBiggerThanMemoryIsRefusedAtOnceWithTheNumbers) {
 }
 
 TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
-  const std::string model = models_dir() + "/stories260K-llama-f32.gguf";
+  // Head size 64: a quantized KV cache needs heads of whole 32-element blocks.
+  const std::string model = models_dir() + "/random/llama-F32.gguf";
   HEARTH_REQUIRE_FILE(model);
   const std::string key_file = ::testing::TempDir() + "/hearth-key-" + std::to_string(::getpid());
   {
@@ -109,7 +110,7 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
   }
   ServerProcess server;
   ASSERT_TRUE(server.start({"-m", model, "-np", "2", "-c", "2048", "-t", "1", "-ub", "256", "-b", "512", "--jinja",
-                            "-ngl", "auto", "-fa", "-ctk", "q8_0", "-ctv", "q8_0", "--chat-template", "chatml",
+                            "-ngl", "auto", "-fa", "-ctk", "q8_0", "-ctv", "q8_0", "--context-shift", "--chat-template", "chatml",
                             "--api-key-file", key_file, "-a", "tiny"}))
       << server.error();
   httplib::Client cli("127.0.0.1", server.port());
@@ -134,7 +135,7 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
   };
   const std::vector<Case> cases = {
       {"-ngl lots", "option -ngl (--n-gpu-layers): 'lots' is not a valid integer"},
-      {"-ctk q4_0", "option -ctk (--cache-type-k): 'q4_0' is not supported (supported: f16, f32, q8_0)"},
+      {"-ctk q4_1", "option -ctk (--cache-type-k): 'q4_1' is not supported (supported: f16, f32, q8_0, q4_0)"},
       {"-ctk q8_0 -ctv f16", "-ctk q8_0 and -ctv f16 differ; Hearth keeps K and V in one type (--kv-type)"},
       {"--flash-attn=maybe", "option --flash-attn: 'maybe' is not supported (supported: on, off, auto)"},
       {"-fa maybe", "unexpected argument 'maybe'"},

@@ -43,7 +43,7 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
   mha.n_head_kv = 4;
   mha.head_dim_v = 32;
   cases.push_back({"mha, dv 32", mha, 10});
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
     for (const Case& c : cases) {
       const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40);
       const std::vector<float> q = random_floats(static_cast<size_t>(c.p.n_head) * c.p.head_dim_k, 41, -2.0f, 2.0f);
@@ -142,7 +142,7 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
   AttentionParams window = p;
   window.window = 40;
   const std::vector<std::vector<int>> cuts = {{0, 150}, {0, 64, 128, 150}, {0, 1, 100, 101, 150}, {0, 37, 150}};
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0}) {
+  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
     const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 81, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 149}, std::pair{p, 90}, std::pair{window, 120}}) {
@@ -191,6 +191,10 @@ TEST(KvRows, RoundTripsAndRejectsBadInput) {
   ASSERT_TRUE(kv_load_row(DType::kQ8_0, buf.data(), back.data(), 64).ok());
   for (int i = 0; i < 64; ++i) EXPECT_NEAR(back[i], x[i], 3.0 / 127);
   EXPECT_FALSE(kv_store_row(DType::kQ8_0, x.data(), buf.data(), 40).ok());
+  ASSERT_TRUE(kv_store_row(DType::kQ4_0, x.data(), buf.data(), 64).ok());
+  ASSERT_TRUE(kv_load_row(DType::kQ4_0, buf.data(), back.data(), 64).ok());
+  for (int i = 0; i < 64; ++i) EXPECT_NEAR(back[i], x[i], 3.0 / 8 + 1e-6);  // one step (max/8): +max clamps to 7
+  EXPECT_FALSE(kv_store_row(DType::kQ4_0, x.data(), buf.data(), 48).ok());
   auto r = kv_store_row(DType::kQ4_K, x.data(), buf.data(), 64);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kUnsupported);

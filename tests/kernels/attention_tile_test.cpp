@@ -97,7 +97,7 @@ TEST(AttentionTile, WindowsSoftcapAndNonCausal) {
 }
 
 TEST(AttentionTile, CacheTypes) {
-  for (DType type : {DType::kF32, DType::kQ8_0}) {
+  for (DType type : {DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
     check_tile({64, 4, 0, 0.0f, true, type});
     check_tile({128, 8, 21, 0.0f, true, type});
   }

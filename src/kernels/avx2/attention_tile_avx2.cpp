@@ -53,6 +53,21 @@ struct Avx2Traits {
       }
     }
   }
+  // Q4_0: element j (low nibble of qs[j]) and j + 16 (high nibble), each minus 8.
+  static void q4_0_to_f32(const BlockQ4_0* b, float* dst, int n) {  // n % 32 == 0
+    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    for (int i = 0; i < n / kQK; ++i) {
+      const __m256 d = _mm256_set1_ps(_cvtsh_ss(b[i].d));
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);
+      float* o = dst + i * kQK;
+      _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo)), d));
+      _mm256_storeu_ps(o + 8, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8))), d));
+      _mm256_storeu_ps(o + 16, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi)), d));
+      _mm256_storeu_ps(o + 24, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8))), d));
+    }
+  }
 };
 
 }  // namespace

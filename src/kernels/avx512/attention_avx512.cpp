@@ -1,67 +1,178 @@
-// AVX-512 attention of one query token over an F16 KV cache. The query heads that share a KV
-// head (GQA) are handled together, so each key and value row is read and converted once per
-// group instead of once per head. Scores are computed 16 keys at a time: one register of
-// products per key, then a reduction tree leaves the 16 scores in one register, where scale,
-// softcap, maximum and exp run 16 lanes wide. The arithmetic follows the scalar path: Q rounded
-// to F16, products and sums in F32, softmax sum in double, probabilities rounded to F16 and
-// multiplied then added to the output in F32.
+// AVX-512 attention of one query token (a decode step) over an F16, F32, Q8_0 or Q4_0 paged KV
+// cache, written to stream the cache at memory speed:
+// - keys are walked in blocks of 16, and for each block every KV head of the call is done
+//   before the next block, so each K (then V) row is read whole and once, front to back, while
+//   the next block's rows are prefetched;
+// - the query heads that share a KV head (GQA) use each converted key/value vector together;
+// - scores are computed 16 keys at a time: one register of products per key, then a reduction
+//   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
+//   lanes wide.
+// The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
+// to F16 (products and sums in F32, softmax sum in double); for the others they stay F32.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "tensor/quant_blocks.h"
 
 namespace hearth::kernels {
 namespace {
 
 constexpr int kMaxHeadDim = 256;
-constexpr int kMaxGroup = 16;
+constexpr int kMaxVecs = kMaxHeadDim / 16;
+constexpr int kKeyBlock = 16;
 
-inline const uint16_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos,
-                              size_t offset) {
-  return reinterpret_cast<const uint16_t*>(blocks[pos / block_tokens] +
-                                           static_cast<size_t>(pos % block_tokens) * row_bytes + offset);
+inline const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
+  return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
 }
 
-inline __m512 load_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
-
-// out[g] += prob[g][j] * V[j] for the heads of one group, VC registers per value row; as many
-// heads per pass over the rows as fit in 16 accumulators.
-template <int VC>
-void add_values(const KvSpan& kv, int32_t lo, int32_t n, size_t v_off, const float* probs, int32_t n_pad, int group,
-                float* out) {
-  constexpr int kHeads = 16 / VC;
-  for (int g0 = 0; g0 < group; g0 += kHeads) {
-    const int gn = std::min(kHeads, group - g0);
-    __m512 acc[kHeads][VC];
-    for (int g = 0; g < kHeads; ++g) {
-      for (int c = 0; c < VC; ++c) acc[g][c] = _mm512_setzero_ps();
-    }
-    for (int32_t j = 0; j < n; ++j) {
-      const uint16_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j, v_off);
-      __m512 v[VC];
-      for (int c = 0; c < VC; ++c) v[c] = load_f16(vrow + 16 * c);
-      for (int g = 0; g < kHeads; ++g) {
-        if (g >= gn) break;
-        const __m512 prob = _mm512_set1_ps(probs[static_cast<size_t>(g0 + g) * n_pad + j]);
-        for (int c = 0; c < VC; ++c) acc[g][c] = _mm512_add_ps(acc[g][c], _mm512_mul_ps(v[c], prob));
+// A head's d elements of a cache row as d / 16 F32 vectors, per storage type.
+template <DType T>
+struct HeadRow {
+  static size_t offset(int kvh, int d) {
+    if constexpr (T == DType::kF16) return static_cast<size_t>(kvh) * d * 2;
+    if constexpr (T == DType::kF32) return static_cast<size_t>(kvh) * d * 4;
+    if constexpr (T == DType::kQ8_0) return static_cast<size_t>(kvh) * d / kQK * sizeof(BlockQ8_0);
+    return static_cast<size_t>(kvh) * d / kQK * sizeof(BlockQ4_0);
+  }
+  static void load(const uint8_t* p, int nvec, __m512* v) {
+    if constexpr (T == DType::kF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(p);
+      for (int c = 0; c < nvec; ++c) v[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(h + 16 * c)));
+    } else if constexpr (T == DType::kF32) {
+      const auto* f = reinterpret_cast<const float*>(p);
+      for (int c = 0; c < nvec; ++c) v[c] = _mm512_loadu_ps(f + 16 * c);
+    } else if constexpr (T == DType::kQ8_0) {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+      for (int i = 0; i < nvec / 2; ++i) {
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
+        for (int h = 0; h < 2; ++h) {
+          const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs + 16 * h));
+          v[2 * i + h] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d);
+        }
+      }
+    } else {  // Q4_0: element j is the low nibble of qs[j], j + 16 the high one, each minus 8
+      const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
+      const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+      for (int i = 0; i < nvec / 2; ++i) {
+        const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
+        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+        const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low), eight);
+        const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);
+        v[2 * i] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d);
+        v[2 * i + 1] = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d);
       }
     }
-    for (int g = 0; g < gn; ++g) {
-      for (int c = 0; c < VC; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(g0 + g) * 16 * VC + 16 * c, acc[g][c]);
+  }
+};
+
+// Prefetches the bytes [begin, end) of n rows starting at key pos (rows that exist).
+void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
+                   int32_t end_pos, size_t begin, size_t end) {
+  for (int i = 0; i < n && pos + i < end_pos; ++i) {
+    const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
+    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T0);
+  }
+}
+
+// The part of the call's heads that belongs to KV head kvh: heads [h0, h0 + n) of the call.
+struct GroupRange {
+  int h0, n;
+};
+inline GroupRange group_range(int kvh, int full_group, int head_begin, int head_end) {
+  const int h0 = std::max(kvh * full_group, head_begin);
+  return {h0, std::min((kvh + 1) * full_group, head_end) - h0};
+}
+
+// Scores of the m (<= 16) keys from pos for gn (<= 4) query heads (qf, dk floats apart) into
+// dst (the heads' rows n_pad apart). KC: vectors per key row (0: kc, known at run time only).
+template <DType T, int KC>
+void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn,
+                    const AttentionParams& p, int32_t n_pad, float* dst) {
+  const int kc = KC > 0 ? KC : kc_rt;
+  alignas(64) float part4[4][kKeyBlock][16];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
+      continue;
+    }
+    __m512 k[KC > 0 ? KC : kMaxVecs];
+    HeadRow<T>::load(kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off, kc, k);
+    for (int h = 0; h < gn; ++h) {
+      const float* qh = qf + static_cast<size_t>(h) * dk;
+      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
+      for (int c = 1; c < kc; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * c), k[c], acc);
+      _mm512_store_ps(part4[h][i], acc);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m512 rows[kKeyBlock];
+    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
+    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// out[h] += probs[h][i] * V[pos + i] for the m (<= 16) keys from pos and gn heads whose
+// accumulators fit 16 registers (output rows dv apart, probabilities n_pad apart); each value
+// vector is converted once and multiplied, then added (as the scalar axpy).
+template <DType T, int VC>
+void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                    int gn, float* out, int dv) {
+  if constexpr (VC > 0) {  // the accumulators in registers: constant bounds, heads past gn skipped
+    constexpr int kHeads = 16 / VC;
+    __m512 acc[kHeads][VC];
+    for (int h = 0; h < kHeads; ++h) {
+      if (h >= gn) break;
+      for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
+    }
+    for (int i = 0; i < m; ++i) {
+      __m512 v[VC];
+      HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, VC, v);
+      for (int h = 0; h < kHeads; ++h) {
+        if (h >= gn) break;
+        const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(v[c], pr));
+      }
+    }
+    for (int h = 0; h < kHeads; ++h) {
+      if (h >= gn) break;
+      for (int c = 0; c < VC; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(h) * dv + 16 * c, acc[h][c]);
+    }
+  } else {
+    for (int h = 0; h < gn; ++h) {
+      float* oh = out + static_cast<int64_t>(h) * dv;
+      for (int i = 0; i < m; ++i) {
+        __m512 v[kMaxVecs];
+        HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, vc_rt, v);
+        const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        for (int c = 0; c < vc_rt; ++c) {
+          _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(v[c], pr)));
+        }
+      }
     }
   }
 }
 
-bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
-                   int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
-  if (p.sinks != nullptr) return false;  // the portable path handles sinks
+template <DType T>
+bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                    int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v;
-  if (kv.type != DType::kF16 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim ||
-      p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0 || p.n_head / p.n_head_kv > kMaxGroup) {
+  const int vec_step = T == DType::kF16 || T == DType::kF32 ? 16 : 32;
+  if (dk % vec_step != 0 || dv % vec_step != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim || p.n_head_kv <= 0 ||
+      p.n_head % p.n_head_kv != 0) {
     return false;
   }
   head_begin = std::max(head_begin, 0);
@@ -83,108 +194,110 @@ bool attention_f16(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv
   }
   if (hi < lo) return true;
   const int full_group = p.n_head / p.n_head_kv;
+  const int n_heads = head_end - head_begin;
   const int32_t n = hi - lo + 1;
-  const int32_t n_pad = (n + 15) / 16 * 16;
-  scratch.resize(static_cast<size_t>(full_group) * static_cast<size_t>(n_pad));
+  const int32_t n_pad = (n + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
   const int kc = dk / 16, vc = dv / 16;
-  const __m512 scale = _mm512_set1_ps(p.scale);
+  const int kvh_first = head_begin / full_group, kvh_last = (head_end - 1) / full_group;
+  // scratch: scores then probabilities [n_heads][n_pad], then Q [n_heads][dk] (16-float aligned)
+  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * dk + 16);
+  float* scores = scratch.data();
+  float* qf = scores + static_cast<size_t>(n_heads) * n_pad;
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
+    for (int c = 0; c < kc; ++c) {
+      __m512 x = _mm512_loadu_ps(qh + 16 * c);
+      if constexpr (T == DType::kF16) {
+        x = _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
+      _mm512_storeu_ps(qf + static_cast<size_t>(h) * dk + 16 * c, x);
+    }
+  }
+  const size_t k_begin = HeadRow<T>::offset(kvh_first, dk), k_end = HeadRow<T>::offset(kvh_last + 1, dk);
+  const size_t v_begin = HeadRow<T>::offset(kvh_first, dv), v_end = HeadRow<T>::offset(kvh_last + 1, dv);
 
-  // The query heads of one KV head share each key/value row; a head range that cuts a group
-  // takes only its part of it.
-  for (int kvh = head_begin / full_group; kvh <= (head_end - 1) / full_group; ++kvh) {
-    const int h0 = std::max(kvh * full_group, head_begin);
-    const int group = std::min((kvh + 1) * full_group, head_end) - h0;
-    alignas(64) float qf[kMaxGroup][kMaxHeadDim];
-    for (int g = 0; g < group; ++g) {
-      const float* qh = q + static_cast<int64_t>(h0 + g) * dk;
-      for (int c = 0; c < kc; ++c) {
-        const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(qh + 16 * c), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm512_store_ps(qf[g] + 16 * c, _mm512_cvtph_ps(h));
+  // Scores: per block of 16 keys, every KV head of the call.
+  const auto score_block = kc == 4 ? score_block_of<T, 4> : kc == 8 ? score_block_of<T, 8> : score_block_of<T, 0>;
+  const auto value_block = vc == 4 ? value_block_of<T, 4> : vc == 8 ? value_block_of<T, 8> : value_block_of<T, 0>;
+  for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+    const int m = std::min<int32_t>(kKeyBlock, n - j0);
+    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
+      const size_t k_off = HeadRow<T>::offset(kvh, dk);
+      for (int g0 = 0; g0 < g.n; g0 += 4) {  // 4 heads per pass over the block's key vectors
+        const int gn = std::min(4, g.n - g0);
+        float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
+        score_block(kv, lo + j0, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad, dst);
       }
     }
-    const size_t k_off = static_cast<size_t>(kvh) * dk * 2, v_off = static_cast<size_t>(kvh) * dv * 2;
+  }
 
-    // Scores, 16 keys at a time.
-    for (int32_t j0 = 0; j0 < n; j0 += 16) {
-      const int m = std::min<int32_t>(16, n - j0);
-      alignas(64) float part[kMaxGroup][16][16];
-      for (int i = 0; i < 16; ++i) {
-        if (i >= m) {
-          for (int g = 0; g < group; ++g) _mm512_store_ps(part[g][i], _mm512_setzero_ps());
-          continue;
-        }
-        const uint16_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i, k_off);
-        __m512 k[kMaxHeadDim / 16];
-        for (int c = 0; c < kc; ++c) k[c] = load_f16(krow + 16 * c);
-        for (int g = 0; g < group; ++g) {
-          __m512 acc = _mm512_mul_ps(_mm512_load_ps(qf[g]), k[0]);
-          for (int c = 1; c < kc; ++c) acc = _mm512_fmadd_ps(_mm512_load_ps(qf[g] + 16 * c), k[c], acc);
-          _mm512_store_ps(part[g][i], acc);
-        }
-      }
-      for (int g = 0; g < group; ++g) {
-        __m512 rows[16];
-        for (int i = 0; i < 16; ++i) rows[i] = _mm512_load_ps(part[g][i]);
-        __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
-        if (p.softcap != 0.0f) {
-          alignas(64) float lanes[16];
-          _mm512_store_ps(lanes, s);
-          for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-          s = _mm512_load_ps(lanes);
-        }
-        _mm512_storeu_ps(scratch.data() + static_cast<size_t>(g) * n_pad + j0, s);
-      }
+  // Softmax per head: probabilities (F16-rounded for an F16 cache) replace the scores.
+  for (int h = 0; h < n_heads; ++h) {
+    float* s = scores + static_cast<size_t>(h) * n_pad;
+    for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
+    __m512 mx = _mm512_set1_ps(-INFINITY);
+    for (int32_t j = 0; j < n_pad; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
+    const float max_s = _mm512_reduce_max_ps(mx);
+    const __m512 max = _mm512_set1_ps(max_s);
+    __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
+    for (int32_t j = 0; j < n_pad; j += 16) {
+      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
+      _mm512_storeu_ps(s + j, e);
+      sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+      sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
     }
-
-    // Softmax per head: probabilities (F16-rounded) replace the scores.
-    for (int g = 0; g < group; ++g) {
-      float* s = scratch.data() + static_cast<size_t>(g) * n_pad;
-      for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
-      __m512 mx = _mm512_set1_ps(-INFINITY);
-      for (int32_t j = 0; j < n_pad; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
-      const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(mx));
-      __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
-      for (int32_t j = 0; j < n_pad; j += 16) {
-        const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
-        _mm512_storeu_ps(s + j, e);
-        sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-        sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
-      }
-      const double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
-      if (part != nullptr && part->stats != nullptr) {
-        part->stats[2 * (h0 + g)] = _mm512_reduce_max_ps(mx);
-        part->stats[2 * (h0 + g) + 1] = static_cast<float>(total);
-      }
-      const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / total));
-      for (int32_t j = 0; j < n_pad; j += 16) {
-        const __m256i h = _mm512_cvtps_ph(_mm512_mul_ps(_mm512_loadu_ps(s + j), inv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-        _mm512_storeu_ps(s + j, _mm512_cvtph_ps(h));
-      }
+    const double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+    if (part != nullptr && part->stats != nullptr) {
+      part->stats[2 * (head_begin + h)] = max_s;
+      part->stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
     }
+    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / total));
+    for (int32_t j = 0; j < n_pad; j += 16) {
+      __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + j), inv);
+      if constexpr (T == DType::kF16) {
+        pr = _mm512_cvtph_ps(_mm512_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      }
+      _mm512_storeu_ps(s + j, pr);
+    }
+  }
 
-    // Values: each row converted once, added to every head of the group.
-    switch (vc) {
-      case 4: add_values<4>(kv, lo, n, v_off, scratch.data(), n_pad, group, out + static_cast<int64_t>(h0) * dv); break;
-      case 8: add_values<8>(kv, lo, n, v_off, scratch.data(), n_pad, group, out + static_cast<int64_t>(h0) * dv); break;
-      default:
-        for (int g = 0; g < group; ++g) {
-          float* oh = out + static_cast<int64_t>(h0 + g) * dv;
-          for (int32_t j = 0; j < n; ++j) {
-            const uint16_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j, v_off);
-            const __m512 prob = _mm512_set1_ps(scratch[static_cast<size_t>(g) * n_pad + j]);
-            for (int c = 0; c < vc; ++c) {
-              _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(load_f16(vrow + 16 * c), prob)));
-            }
-          }
-        }
-        break;
+  // Values: per block of 16 keys, every KV head; each value vector is converted once and added
+  // (multiply, then add, as the scalar axpy) to the accumulators of its group's heads, which
+  // stay in registers for the block.
+  for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+    const int m = std::min<int32_t>(kKeyBlock, n - j0);
+    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
+      const size_t v_off = HeadRow<T>::offset(kvh, dv);
+      const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
+      for (int g0 = 0; g0 < g.n; g0 += per_pass) {
+        const int gn = std::min(per_pass, g.n - g0);
+        value_block(kv, lo + j0, m, v_off, vc, scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0, n_pad,
+                    gn, out + static_cast<int64_t>(g.h0 + g0) * dv, dv);
+      }
     }
   }
   return true;
 }
 
+bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                      int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                      std::vector<float>& scratch) {
+  if (p.sinks != nullptr) return false;  // the portable path handles sinks
+  switch (kv.type) {
+    case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    case DType::kF32: return attention_step<DType::kF32>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    case DType::kQ4_0: return attention_step<DType::kQ4_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    default: return false;
+  }
+}
+
 }  // namespace
 
-void fill_avx512_attention_kernels(KernelTable& t) { t.attention_f16 = attention_f16; }
+void fill_avx512_attention_kernels(KernelTable& t) { t.attention_decode = attention_decode; }
 
 }  // namespace hearth::kernels

@@ -56,6 +56,18 @@ struct Avx512Traits {
       }
     }
   }
+  // Q4_0: element j (low nibble of qs[j]) and j + 16 (high nibble), each minus 8.
+  static void q4_0_to_f32(const BlockQ4_0* b, float* dst, int n) {  // n % 32 == 0
+    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    for (int i = 0; i < n / kQK; ++i) {
+      const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
+      const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low), eight);
+      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);
+      _mm512_storeu_ps(dst + i * kQK, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d));
+      _mm512_storeu_ps(dst + i * kQK + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d));
+    }
+  }
 };
 
 }  // namespace

@@ -1,0 +1,78 @@
+// The accuracy cost of each KV cache type, bounded: the random llama (head size 64, GQA) reads
+// the first tokens of the stories evaluation text with an F16 cache and with F32, Q8_0 and Q4_0
+// caches; each type's next-token distributions stay within a KL and top-1 bound of the F16
+// cache's, and the coarser the type, the larger its error (so a type that silently fell back
+// to F16 fails). A model whose heads are not a multiple of 32 refuses a quantized cache.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "common/test_paths.h"
+#include "engine/kv_accuracy.h"
+#include "util/file_io.h"
+
+namespace hearth::engine {
+namespace {
+
+struct Bound {
+  DType type;
+  double max_mean_kl;
+  double min_top1;
+};
+
+TEST(KvAccuracy, EachTypeStaysWithinItsBoundOfF16) {
+  const std::string model = test::models_dir() + "/random/llama-F32.gguf";
+  const std::string text_path = test::reference_dir() + "/stories-eval.txt";
+  HEARTH_REQUIRE_FILE(model);
+  HEARTH_REQUIRE_FILE(text_path);
+  auto text = read_file(text_path);
+  ASSERT_TRUE(text.ok());
+  ContextOptions o;
+  o.n_threads = 2;
+  std::vector<int32_t> tokens;
+  {
+    auto ctx = InferenceContext::load(model, o);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+    tokens = (*ctx)->tokenizer().encode(*text, true, false);
+  }
+  ASSERT_GT(tokens.size(), 96u);
+  tokens.resize(96);
+
+  const std::vector<Bound> bounds = {{DType::kF32, 1e-5, 0.99}, {DType::kQ8_0, 2e-3, 0.95}, {DType::kQ4_0, 0.25, 0.6}};
+  std::vector<DType> types;
+  for (const Bound& b : bounds) types.push_back(b.type);
+  auto r = kv_accuracy(model, tokens, types, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  ASSERT_EQ(r->size(), bounds.size());
+  for (size_t i = 0; i < bounds.size(); ++i) {
+    const KvAccuracy& a = (*r)[i];
+    SCOPED_TRACE(std::string(dtype_name(a.type)));
+    std::printf("%s: mean KL %.3g, max KL %.3g, top-1 %.4f, max logit error %.3g, ppl %.4f (F16 %.4f)\n",
+                std::string(dtype_name(a.type)).c_str(), a.mean_kl, a.max_kl, a.top1_agreement, a.max_logit_error, a.ppl,
+                a.ppl_f16);
+    EXPECT_EQ(a.n_positions, 95);
+    EXPECT_LE(a.mean_kl, bounds[i].max_mean_kl);
+    EXPECT_GE(a.top1_agreement, bounds[i].min_top1);
+    EXPECT_GT(a.max_logit_error, 0.0);  // the cache type really changed the arithmetic
+  }
+  EXPECT_LT((*r)[0].mean_kl, (*r)[1].mean_kl);
+  EXPECT_LT((*r)[1].mean_kl, (*r)[2].mean_kl);
+}
+
+TEST(KvAccuracy, QuantizedCacheNeedsHeadsOfWholeBlocks) {
+  const std::string model = test::models_dir() + "/stories260K-llama-f32.gguf";  // head size 8
+  HEARTH_REQUIRE_FILE(model);
+  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    ContextOptions o;
+    o.n_threads = 1;
+    o.n_ctx = 64;
+    o.kv_type = type;
+    auto ctx = InferenceContext::load(model, o);
+    ASSERT_FALSE(ctx.ok());
+    EXPECT_EQ(ctx.error().kind, ErrorKind::kInvalidArgument);
+    EXPECT_NE(ctx.error().message.find("multiples of 32"), std::string::npos) << ctx.error().message;
+  }
+}
+
+}  // namespace
+}  // namespace hearth::engine
