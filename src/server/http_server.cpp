@@ -44,7 +44,12 @@ httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& 
   }
   const std::string origin = req.get_header_value("Origin");
   if (!origin.empty()) {
-    if (!s.access.origin_allowed(origin)) return reject_before_route(res, dialect, http_forbidden_origin(origin));
+    const bool https = !s.options.tls_cert_file.empty();
+    // Same-origin counts only where the Host check above applied (not on the open /health).
+    const bool same = !path_is_open(req.path) && same_origin(origin, host, https);
+    if (!s.access.origin_allowed(origin) && !same) {
+      return reject_before_route(res, dialect, http_forbidden_origin(origin));
+    }
     res.set_header("Access-Control-Allow-Origin", origin);
     res.set_header("Vary", "Origin");
     res.set_header("Access-Control-Expose-Headers", "X-Conversation-Id, X-Stream-Offset");

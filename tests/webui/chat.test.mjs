@@ -16,6 +16,9 @@ const stories = modelPath(MODELS.stories);
 const skip = (!stories && 'stories model missing') || (!chromiumPath() && 'chromium missing');
 const SLOW = 2500; // bytes/s: about 10 SSE events a second, so an answer is still streaming when we act
 const WAIT = 60000;
+// 4,000 tokens take about 6 s on a quiet machine (release build); CI machines are shared and
+// sanitizer builds slower (HEARTH_E2E_TIMEOUT_SCALE).
+const LONG_WAIT = 180000 * Number(process.env.HEARTH_E2E_TIMEOUT_SCALE || 1);
 
 const answers = (page) => page.locator('[data-testid=message][data-role=assistant]');
 const users = (page) => page.locator('[data-testid=message][data-role=user]');
@@ -42,8 +45,8 @@ async function send(page, text) {
   await box.press('Enter');
 }
 
-async function waitDone(locator) {
-  await locator.and(locator.page().locator('[data-status=done]')).waitFor({ timeout: WAIT });
+async function waitDone(locator, timeout = WAIT) {
+  await locator.and(locator.page().locator('[data-status=done]')).waitFor({ timeout });
 }
 
 describe('web UI: chat', { skip }, () => {
@@ -372,7 +375,7 @@ describe('web UI: chat', { skip }, () => {
     assert.equal(await box.inputValue(), 'still here');
     assert.equal(await answer.getAttribute('data-status'), 'streaming', 'typed while the answer was still streaming');
     await box.fill('');
-    await waitDone(answer);
+    await waitDone(answer, LONG_WAIT);
     const wall = Date.now() - t0;
     await page.unroute('**/v1/chat/completions');
     const { longTasks, frameGaps } = await page.evaluate(() => {

@@ -2,7 +2,7 @@
 // create`'s API): the picker switches models, showing each one's load state and the loading
 // bar; Unload; and the errors a router gives, as the page words them: a runner killed
 // mid-answer, 503 queue full (Retry-After), 507 not enough memory (needed vs available), and
-// an image attached for a model without vision.
+// an image attached for a model without vision; and a page opened under a LAN name works.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -16,6 +16,7 @@ const stories = modelPath(MODELS.stories);
 const llama = modelPath('random/llama-Q4_0.gguf');
 const skip = (!(stories && llama) && 'models missing') || (!chromiumPath() && 'chromium missing');
 const WAIT = 60000;
+const LAN = 'hearth-box.lan';
 
 const answers = (page) => page.locator('[data-testid=message][data-role=assistant]');
 
@@ -43,12 +44,12 @@ function runnerPid(serverPid, name) {
 }
 
 // A store with the given models (name -> GGUF path) and a router server over it.
-async function routerWith(models, args = []) {
+async function routerWith(models, args = [], env = {}) {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-webui-router-'));
   const server = await startServer({
     model: null,
     args: ['--allow-local-files', ...args],
-    env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off', HEARTH_KEEP_ALIVE: '-1' },
+    env: { HEARTH_MODELS: root, HEARTH_OLLAMA_MODELS: 'off', HEARTH_KEEP_ALIVE: '-1', ...env },
   });
   for (const [name, from] of Object.entries(models)) {
     const created = await server.request('POST', '/api/create', { model: name, from, stream: false });
@@ -67,7 +68,9 @@ describe('web UI: router mode', { skip }, () => {
 
   before(async () => {
     // One slot and a queue of one: a third concurrent answer is refused with 503.
-    ({ server, root } = await routerWith({ story: stories, rand: llama }, ['--parallel', '1', '--max-queue', '1']));
+    // LAN: the name a machine on the network would use for this server (mapped to loopback in
+    // the browser below), as `--host 0.0.0.0` would answer to its LAN address.
+    ({ server, root } = await routerWith({ story: stories, rand: llama }, ['--parallel', '1', '--max-queue', '1'], { HEARTH_ALLOWED_HOSTS: LAN }));
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-webui-profile-'));
     context = await launch(profile);
     page = context.pages()[0] ?? (await context.newPage());
@@ -184,6 +187,28 @@ describe('web UI: router mode', { skip }, () => {
     await err.waitFor();
     assert.equal(await err.textContent(), 'cat.png is an image, and story:latest has no vision: Hearth serves no vision models yet, so only text files can be attached.');
     assert.equal(await page.getByRole('list', { name: 'Attached files' }).count(), 0, 'nothing was attached');
+  });
+
+  it('a page opened under a LAN name calls its own server without --origins (same-origin is not cross-origin)', async () => {
+    const lanProfile = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-webui-profile-'));
+    const lan = await launch(lanProfile, [`--host-resolver-rules=MAP ${LAN} 127.0.0.1`]);
+    try {
+      const p = lan.pages()[0] ?? (await lan.newPage());
+      const origin = `http://${LAN}:${server.port}`;
+      const posted = p.waitForRequest((r) => r.url().endsWith('/v1/chat/completions'));
+      await p.goto(origin + '/');
+      const picker = p.getByRole('combobox', { name: 'Model' });
+      await picker.locator('option[value="story:latest"]').waitFor({ state: 'attached' });
+      await picker.selectOption('story:latest');
+      await picker.locator('option[value="story:latest"]', { hasText: '(loaded)' }).waitFor({ state: 'attached', timeout: WAIT });
+      await send(p, 'Hello from the LAN');
+      assert.equal((await (await posted).allHeaders()).origin, origin, 'the browser named its origin');
+      await waitStatus(answers(p).last(), 'done');
+      assert.ok((await answers(p).last().getByTestId('answer').textContent()).length > 0);
+    } finally {
+      await lan.close();
+      fs.rmSync(lanProfile, { recursive: true, force: true });
+    }
   });
 
   it('a model that does not fit in memory: 507 with what it needs and what is available', async () => {
