@@ -31,7 +31,7 @@ if(_webui_build)
     COMMAND ${CMAKE_COMMAND} -DSRC=${PROJECT_SOURCE_DIR}/webui -DWORK=${HEARTH_WEBUI_WORK} -DOUT=${HEARTH_WEBUI_ASSETS_CPP}
             -DNPM=${HEARTH_NPM} -DNODE=${HEARTH_NODE} -P ${PROJECT_SOURCE_DIR}/cmake/WebUiBuild.cmake
     DEPENDS ${_webui_inputs} ${_webui_top} ${PROJECT_SOURCE_DIR}/cmake/WebUiBuild.cmake
-    COMMENT "web UI: npm ci (when the lockfile changed), vite build, embed"
+    COMMENT "web UI: npm ci (when the lockfile changed), type check, vite build, embed"
     VERBATIM)
   # The app (another directory) compiles the output: a target here makes ninja run the command.
   add_custom_target(hearth_webui DEPENDS ${HEARTH_WEBUI_ASSETS_CPP})

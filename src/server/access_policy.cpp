@@ -112,6 +112,16 @@ bool AccessPolicy::authorized(const std::string& authorization_header, const std
   return ok;
 }
 
+bool same_origin(const std::string& origin, const std::string& host_header, bool https) {
+  const std::string scheme = https ? "https" : "http";
+  auto o = parse_origin(origin);
+  // The Host header read with the same exact parser: name [":" port] and nothing else.
+  auto h = parse_origin(scheme + "://" + trim(host_header));
+  if (!o || !h || o->scheme != scheme || o->host.empty() || o->host != h->host) return false;
+  const int default_port = https ? 443 : 80;
+  return (o->port < 0 ? default_port : o->port) == (h->port < 0 ? default_port : h->port);
+}
+
 bool AccessPolicy::origin_allowed(const std::string& origin) const {
   auto parsed = parse_origin(origin);
   for (const auto& pattern : origins_) {

@@ -30,6 +30,13 @@ std::optional<ParsedOrigin> parse_origin(const std::string& origin);
 // trailing dot dropped; "[::1]:8080" gives "[::1]".
 std::string host_without_port(const std::string& host);
 
+// True when `origin` is this server as the request reached it: the scheme the listener speaks
+// (`https`) and the Host header's name and port (default ports filled in on both sides). Such
+// a request comes from a page this server served under that name, which is not cross-origin,
+// so it needs no --origins entry; callers check the Host (host_allowed) first, so a DNS-
+// rebinding name is refused before this is asked.
+bool same_origin(const std::string& origin, const std::string& host_header, bool https);
+
 class AccessPolicy {
  public:
   // `origins`: patterns where '*' matches any run of characters ("https://*.example.com"),

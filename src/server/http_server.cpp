@@ -38,13 +38,28 @@ httplib::Server::HandlerResponse reject_before_route(httplib::Response& res, api
 // Runs before any route is known, so a rejection's dialect comes from the path.
 httplib::Server::HandlerResponse before_route(State& s, const httplib::Request& req, httplib::Response& res) {
   const api::Dialect dialect = dialect_for_path(req.path);
+  // cpp-httplib picks its compression by a substring match on Accept-Encoding ("gzip;q=0"
+  // would get gzip); it reads the request after the route, so it sees the header with the
+  // refused codings dropped. The Request is ours to change here: only the handlers' signature
+  // makes it const.
+  if (req.has_header("Accept-Encoding")) {
+    auto& headers = const_cast<httplib::Request&>(req).headers;
+    const std::string accepted = without_refused_codings(req.get_header_value("Accept-Encoding"));
+    headers.erase("Accept-Encoding");
+    if (!accepted.empty()) headers.emplace("Accept-Encoding", accepted);
+  }
   const std::string host = req.get_header_value("Host");
   if (!path_is_open(req.path) && !s.access.host_allowed(host, req.local_addr)) {
     return reject_before_route(res, dialect, http_forbidden_host(host));
   }
   const std::string origin = req.get_header_value("Origin");
   if (!origin.empty()) {
-    if (!s.access.origin_allowed(origin)) return reject_before_route(res, dialect, http_forbidden_origin(origin));
+    const bool https = !s.options.tls_cert_file.empty();
+    // Same-origin counts only where the Host check above applied (not on the open /health).
+    const bool same = !path_is_open(req.path) && same_origin(origin, host, https);
+    if (!s.access.origin_allowed(origin) && !same) {
+      return reject_before_route(res, dialect, http_forbidden_origin(origin));
+    }
     res.set_header("Access-Control-Allow-Origin", origin);
     res.set_header("Vary", "Origin");
     res.set_header("Access-Control-Expose-Headers", "X-Conversation-Id, X-Stream-Offset");

@@ -4,7 +4,11 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "server/server_state.h"
 
@@ -37,7 +41,16 @@ const WebAsset* find_web_asset(std::span<const WebAsset> assets, std::string_vie
   return nullptr;
 }
 
-bool accepts_gzip(std::string_view header) {
+namespace {
+
+// One Accept-Encoding entry: its coding (lower-cased) and whether its weight refuses it (q=0).
+struct CodingEntry {
+  std::string coding;
+  bool refused = false;
+};
+
+std::vector<CodingEntry> coding_entries(std::string_view header) {
+  std::vector<CodingEntry> out;
   size_t start = 0;
   while (start <= header.size()) {
     size_t comma = header.find(',', start);
@@ -45,22 +58,56 @@ bool accepts_gzip(std::string_view header) {
     std::string_view item = header.substr(start, comma - start);
     start = comma + 1;
     const size_t semi = item.find(';');
-    std::string_view coding = item.substr(0, semi);
-    while (!coding.empty() && std::isspace(static_cast<unsigned char>(coding.front()))) coding.remove_prefix(1);
-    while (!coding.empty() && std::isspace(static_cast<unsigned char>(coding.back()))) coding.remove_suffix(1);
-    std::string lower;
-    for (char c : coding) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower != "gzip" && lower != "*") continue;
-    if (semi == std::string_view::npos) return true;
-    std::string params;
-    for (char c : item.substr(semi + 1)) {
-      if (!std::isspace(static_cast<unsigned char>(c))) params += c;
+    CodingEntry e;
+    for (char c : item.substr(0, semi)) {
+      if (!std::isspace(static_cast<unsigned char>(c))) e.coding += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     }
-    // q=0, q=0.0, q=0.00...: refused; any other weight accepts.
-    if (params.rfind("q=0", 0) == 0 && params.find_first_not_of("0.", 2) == std::string::npos) return false;
-    return true;
+    if (e.coding.empty()) continue;
+    if (semi != std::string_view::npos) {
+      // Parameters: ";q=0", ";q=0.0", ";Q = 0.000" refuse; any other weight accepts.
+      std::string params;
+      for (char c : item.substr(semi + 1)) {
+        if (!std::isspace(static_cast<unsigned char>(c))) params += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      }
+      for (size_t p = 0; p < params.size();) {
+        size_t end = params.find(';', p);
+        if (end == std::string::npos) end = params.size();
+        const std::string param = params.substr(p, end - p);
+        if (param.rfind("q=0", 0) == 0 && param.find_first_not_of("0.", 2) == std::string::npos) e.refused = true;
+        p = end + 1;
+      }
+    }
+    out.push_back(std::move(e));
   }
-  return false;
+  return out;
+}
+
+}  // namespace
+
+bool accepts_coding(std::string_view header, std::string_view coding) {
+  // The coding's own entry decides; without one, "*" does (RFC 9110, 12.5.3).
+  std::optional<bool> star;
+  for (const auto& e : coding_entries(header)) {
+    if (e.coding == coding) return !e.refused;
+    if (e.coding == "*") star = !e.refused;
+  }
+  return star.value_or(false);
+}
+
+bool accepts_gzip(std::string_view header) { return accepts_coding(header, "gzip"); }
+
+std::string without_refused_codings(std::string_view header) {
+  const auto entries = coding_entries(header);
+  // Once any coding is refused, "*" goes too: read after the rewrite it would let the refused
+  // coding back in ("*;q=0.5, gzip;q=0" -> nothing: identity, which is always acceptable).
+  const bool some_refused = std::any_of(entries.begin(), entries.end(), [](const CodingEntry& e) { return e.refused; });
+  std::string out;
+  for (const auto& e : entries) {
+    if (e.refused || (some_refused && e.coding == "*")) continue;
+    if (!out.empty()) out += ", ";
+    out += e.coding;
+  }
+  return out;
 }
 
 std::optional<std::string> gunzip_asset(const WebAsset& asset) {

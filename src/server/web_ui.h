@@ -24,8 +24,16 @@ struct WebAsset {
 // The asset that answers `path` ("/" and "/index.html" give index.html), or null.
 const WebAsset* find_web_asset(std::span<const WebAsset> assets, std::string_view path);
 
-// True when an Accept-Encoding header allows gzip (a "gzip" or "*" entry without q=0).
+// True when an Accept-Encoding header allows `coding` ("gzip"): its own entry without q=0, or,
+// when it has none, a "*" entry without q=0.
+bool accepts_coding(std::string_view accept_encoding, std::string_view coding);
 bool accepts_gzip(std::string_view accept_encoding);
+
+// The header with every entry a weight of 0 refuses dropped ("gzip;q=0, br" -> "br"), and "*"
+// too when something was refused.
+// cpp-httplib compresses any answer whose request's Accept-Encoding merely contains "gzip" or
+// "br", q=0 or not; the server hands it this instead (http_server.cpp).
+std::string without_refused_codings(std::string_view accept_encoding);
 
 // The asset's bytes uncompressed; nullopt when its gzip data is corrupt.
 std::optional<std::string> gunzip_asset(const WebAsset& asset);

@@ -151,6 +151,32 @@ TEST_F(HttpHardening, HostAllowlistStopsDnsRebinding) {
   EXPECT_EQ(get("/api/tags", {{"Host", "evil.example"}, {"Authorization", "Bearer k3y"}}).status, 200);
 }
 
+// A page this server served under a LAN name (`hearth serve --host 0.0.0.0`, opened from
+// another machine) calls back to the same origin: allowed without --origins. Another port,
+// scheme or name is still cross-origin, and a name the Host check refuses never gets this far.
+TEST_F(HttpHardening, SameOriginPagesOnLanNamesAreAllowed) {
+  server::ServerOptions listed;
+  listed.allowed_hosts = {"box.lan"};
+  restart(listed);
+  const std::string self = "box.lan:" + std::to_string(port_);
+  auto r = get("/api/version", {{"Host", self}, {"Origin", "http://" + self}});
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.header("Access-Control-Allow-Origin"), "http://" + self);
+  EXPECT_EQ(get("/api/version", {{"Host", self}, {"Origin", "http://box.lan:" + std::to_string(port_ + 1)}}).status, 403);
+  EXPECT_EQ(get("/api/version", {{"Host", self}, {"Origin", "https://" + self}}).status, 403);
+  EXPECT_EQ(get("/api/version", {{"Host", self}, {"Origin", "http://other.lan:" + std::to_string(port_)}}).status, 403);
+  const std::string evil = "evil.example:" + std::to_string(port_);
+  EXPECT_EQ(get("/api/version", {{"Host", evil}, {"Origin", "http://" + evil}}).status, 403);  // the Host check
+  EXPECT_EQ(get("/health", {{"Host", evil}, {"Origin", "http://" + evil}}).status, 403);       // /health skips it
+
+  server::ServerOptions keyed;  // any Host passes with a key; the key is still required
+  keyed.api_key = "k3y";
+  restart(keyed);
+  const std::string any = "evil.example:" + std::to_string(port_);
+  EXPECT_EQ(get("/api/version", {{"Host", any}, {"Origin", "http://" + any}}).status, 401);
+  EXPECT_EQ(get("/api/version", {{"Host", any}, {"Origin", "http://" + any}, {"Authorization", "Bearer k3y"}}).status, 200);
+}
+
 TEST_F(HttpHardening, OriginIsParsedExactly) {
   for (const char* bad : {"http://localhost:80@evil.com", "http://localhost.evil.com", "http://127.0.0.1.nip.io",
                           "http://localhost/path", "http://localhost:99999", "null"}) {

@@ -167,6 +167,24 @@ TEST(AccessPolicy, Origins) {
   EXPECT_FALSE(wildcard_match("a*b*c", "axxbyy"));
 }
 
+TEST(AccessPolicy, SameOriginIsTheHostTheRequestNamed) {
+  EXPECT_TRUE(same_origin("http://192.168.1.5:11434", "192.168.1.5:11434", false));
+  EXPECT_TRUE(same_origin("http://Box.LAN:8080", "box.lan:8080", false));
+  EXPECT_TRUE(same_origin("http://box.lan", "box.lan:80", false));  // default ports on either side
+  EXPECT_TRUE(same_origin("http://box.lan:80", "box.lan", false));
+  EXPECT_TRUE(same_origin("https://box.lan", "box.lan:443", true));
+  EXPECT_TRUE(same_origin("http://[fe80::1]:11434", "[fe80::1]:11434", false));
+  EXPECT_FALSE(same_origin("http://box.lan:8080", "box.lan:8081", false));  // another port: another server
+  EXPECT_FALSE(same_origin("https://box.lan:8080", "box.lan:8080", false));  // the listener speaks http
+  EXPECT_FALSE(same_origin("http://box.lan:8080", "box.lan:8080", true));
+  EXPECT_FALSE(same_origin("http://box.lan", "box.lan:443", false));
+  EXPECT_FALSE(same_origin("http://box.lan.evil.example", "box.lan", false));
+  for (const char* host : {"", "box.lan/x", "box.lan:8080@evil", "box.lan:99999", "user@box.lan"}) {
+    EXPECT_FALSE(same_origin("http://box.lan:8080", host, false)) << host;
+  }
+  EXPECT_FALSE(same_origin("null", "box.lan", false));
+}
+
 TEST(AccessPolicy, OriginParsingIsExact) {
   auto o = parse_origin("HTTP://LocalHost:5173");
   ASSERT_TRUE(o.has_value());

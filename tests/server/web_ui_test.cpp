@@ -134,7 +134,38 @@ TEST_F(WebUiFiles, PageNeedsNoKeyButApiDoesAndHostIsStillChecked) {
   EXPECT_EQ(local->status, 200);
 }
 
+// A weight of 0 refuses a coding, whatever else the header holds, and cpp-httplib (which
+// compresses on any mention of gzip or br) is never shown the refused ones.
+TEST_F(WebUiFiles, RefusedCodingsAreHonoured) {
+  RunningServer s(options());
+  for (const char* refusing : {"gzip;q=0", "gzip;q=0, identity", "*;q=0.5, gzip;q=0", "br;q=0, gzip;q=0", "*;q=0"}) {
+    for (const char* path : {"/", "/assets/app-1a2b.js", "/health"}) {
+      auto r = s.get(path, {{"Accept-Encoding", refusing}});
+      ASSERT_TRUE(r) << refusing << " " << path;
+      if (std::string(path) != "/health") EXPECT_EQ(r->status, 200) << refusing << " " << path;  // JSON (503: no model)
+      EXPECT_FALSE(r->has_header("Content-Encoding")) << refusing << " " << path << ": " << r->get_header_value("Content-Encoding");
+    }
+    EXPECT_EQ(s.get("/assets/app-1a2b.js", {{"Accept-Encoding", refusing}})->body, js_) << refusing;
+  }
+  auto star = s.get("/assets/app-1a2b.js", {{"Accept-Encoding", "gzip;q=0, *"}});
+  ASSERT_TRUE(star);
+  EXPECT_FALSE(star->has_header("Content-Encoding")) << "gzip's own entry wins over *";
+  auto ok = s.get("/assets/app-1a2b.js", {{"Accept-Encoding", "br;q=0, gzip;q=0.1"}});
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->get_header_value("Content-Encoding"), "gzip");
+  EXPECT_EQ(ok->body, js_gz_);
+}
+
 TEST(WebUiUnits, AcceptEncodingParsing) {
+  EXPECT_FALSE(server::accepts_gzip("*;q=0.5, gzip;q=0"));  // gzip's own entry decides
+  EXPECT_FALSE(server::accepts_gzip("gzip;q=0, *"));
+  EXPECT_TRUE(server::accepts_gzip("*;q=0, gzip"));
+  EXPECT_FALSE(server::accepts_gzip("*;q=0"));
+  EXPECT_FALSE(server::accepts_gzip("gzip;Q=0"));
+  EXPECT_TRUE(server::accepts_gzip("gzip;q=0.001"));
+  EXPECT_EQ(server::without_refused_codings("gzip;q=0, br, deflate;q=0.0, *;q=0.5"), "br");
+  EXPECT_EQ(server::without_refused_codings("GZIP, br;q=0.5"), "gzip, br");
+  EXPECT_EQ(server::without_refused_codings("gzip;q=0"), "");
   EXPECT_TRUE(server::accepts_gzip("gzip"));
   EXPECT_TRUE(server::accepts_gzip("deflate, GZIP;q=0.5"));
   EXPECT_TRUE(server::accepts_gzip("*"));

@@ -25,12 +25,13 @@ export function chromiumPath() {
   return p;
 }
 
-// A browser with a persistent profile in `profileDir` (a restart reopens the same one).
-export async function launch(profileDir) {
+// A browser with a persistent profile in `profileDir` (a restart reopens the same one);
+// `extraArgs`: more chromium switches (e.g. --host-resolver-rules for a LAN name).
+export async function launch(profileDir, extraArgs = []) {
   return chromium.launchPersistentContext(profileDir, {
     executablePath: chromiumPath(),
     headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', ...extraArgs],
     viewport: { width: 1100, height: 800 },
     timeout: 60000,
   });

@@ -16,6 +16,9 @@ const stories = modelPath(MODELS.stories);
 const skip = (!stories && 'stories model missing') || (!chromiumPath() && 'chromium missing');
 const SLOW = 2500; // bytes/s: about 10 SSE events a second, so an answer is still streaming when we act
 const WAIT = 60000;
+// 4,000 tokens take about 6 s on a quiet machine (release build); CI machines are shared and
+// sanitizer builds slower (HEARTH_E2E_TIMEOUT_SCALE).
+const LONG_WAIT = 180000 * Number(process.env.HEARTH_E2E_TIMEOUT_SCALE || 1);
 
 const answers = (page) => page.locator('[data-testid=message][data-role=assistant]');
 const users = (page) => page.locator('[data-testid=message][data-role=user]');
@@ -42,8 +45,8 @@ async function send(page, text) {
   await box.press('Enter');
 }
 
-async function waitDone(locator) {
-  await locator.and(locator.page().locator('[data-status=done]')).waitFor({ timeout: WAIT });
+async function waitDone(locator, timeout = WAIT) {
+  await locator.and(locator.page().locator('[data-status=done]')).waitFor({ timeout });
 }
 
 describe('web UI: chat', { skip }, () => {
@@ -62,7 +65,8 @@ describe('web UI: chat', { skip }, () => {
   }
 
   before(async () => {
-    server = await startServer({ model: stories, args: ['--parallel', '2', '--ctx-size', '1024'] });
+    // 4096 tokens per slot: room for the 4,000-token answer below.
+    server = await startServer({ model: stories, args: ['--parallel', '2', '--ctx-size', '8192'] });
     profile = fs.mkdtempSync(path.join(os.tmpdir(), 'hearth-webui-profile-'));
     await open();
   });
@@ -135,7 +139,7 @@ describe('web UI: chat', { skip }, () => {
     const stats = await answer.getByTestId('stats').textContent();
     assert.match(stats, /tok\/s/);
     assert.match(stats, /prompt \d+/);
-    assert.match(stats, /context \d+\/512 \(\d+%\)/, stats); // --ctx-size 1024 over 2 slots
+    assert.match(stats, /context \d+\/4096 \(\d+%\)/, stats); // --ctx-size 8192 over 2 slots
     const [conv] = await storedConversations(page);
     const stored = Object.values(conv.messages).find((m) => m.role === 'assistant');
     assert.ok(stored.content.length > 0);
@@ -334,6 +338,85 @@ describe('web UI: chat', { skip }, () => {
     assert.match(body.messages.at(-1).content, /^Read this\n\n--- notes\.txt ---\nLily has a red ball\.$/);
     await waitDone(answers(page).last());
     await users(page).last().getByText('Attached: notes.txt').waitFor();
+  });
+
+  it('streams a 4,000-token answer without blocking the page, and renders all of it', async () => {
+    await page.getByRole('button', { name: 'New chat' }).click();
+    await page.getByRole('button', { name: 'Settings' }).click();
+    const dialog = page.getByRole('dialog', { name: 'Settings' });
+    await dialog.getByTestId('sampling-max_tokens').fill('4000');
+    await dialog.getByTestId('sampling-max_tokens').press('Tab');
+    await dialog.getByRole('button', { name: 'Close' }).click();
+    // The tiny model ends its stories after a few hundred tokens: the request the page sends
+    // also asks the server to ignore end-of-text, so the answer runs its full 4,000 tokens.
+    await page.route('**/v1/chat/completions', (route) =>
+      route.continue({ postData: JSON.stringify({ ...JSON.parse(route.request().postData()), ignore_eos: true }) }));
+    await page.evaluate(() => {
+      window.__longTasks = [];
+      window.__frameGaps = [];
+      new PerformanceObserver((list) => window.__longTasks.push(...list.getEntries().map((e) => e.duration))).observe({ type: 'longtask' });
+      let last = performance.now();
+      const tick = (now) => {
+        window.__frameGaps.push(now - last);
+        last = now;
+        if (!window.__stopFrames) requestAnimationFrame(tick);
+      };
+      requestAnimationFrame(tick);
+    });
+    const t0 = Date.now();
+    await send(page, 'Tell me a very long story');
+    const answer = answers(page).last();
+    await answer.and(page.locator('[data-status=streaming]')).waitFor({ timeout: WAIT });
+    // The page answers input while the answer streams: typing reaches the text box.
+    const box = page.getByRole('textbox', { name: 'Message' });
+    const typed = Date.now();
+    await box.pressSequentially('still here', { delay: 5 });
+    const typingMs = Date.now() - typed;
+    assert.equal(await box.inputValue(), 'still here');
+    assert.equal(await answer.getAttribute('data-status'), 'streaming', 'typed while the answer was still streaming');
+    await box.fill('');
+    await waitDone(answer, LONG_WAIT);
+    const wall = Date.now() - t0;
+    await page.unroute('**/v1/chat/completions');
+    const { longTasks, frameGaps } = await page.evaluate(() => {
+      window.__stopFrames = true;
+      return { longTasks: window.__longTasks, frameGaps: window.__frameGaps };
+    });
+    const stats = await answer.getByTestId('stats').textContent();
+    assert.match(stats, /\b4000 tokens\b/, stats);
+    const [conv] = (await storedConversations(page)).filter((c) => c.title === 'Tell me a very long story');
+    const stored = Object.values(conv.messages).find((m) => m.role === 'assistant');
+    assert.equal(stored.stats.completionTokens, 4000);
+    assert.equal(stored.content, await streamText(server, streamIds.at(-1)), 'the stored answer is the whole stream');
+    // Everything was rendered: the page shows the answer's text to its end (Markdown may drop
+    // punctuation it reads as markup, so both sides are compared as letters and digits).
+    const letters = (t) => t.replace(/[^\p{L}\p{N}]/gu, '');
+    const shown = letters(await answer.getByTestId('answer').textContent());
+    const sent = letters(stored.content);
+    assert.ok(shown.length >= sent.length * 0.98, `rendered ${shown.length} of ${sent.length} letters`);
+    assert.equal(shown.slice(-200), sent.slice(-200), 'the rendered answer ends where the stream ended');
+    const longest = Math.max(0, ...longTasks);
+    const worstFrame = Math.max(0, ...frameGaps);
+    record({
+      streaming_4000: {
+        answer_tokens: stored.stats.completionTokens,
+        answer_chars: stored.content.length,
+        wall_ms: wall,
+        long_tasks: longTasks.length,
+        longest_task_ms: longest,
+        long_tasks_total_ms: longTasks.reduce((a, b) => a + b, 0),
+        worst_frame_gap_ms: Math.round(worstFrame),
+        frames: frameGaps.length,
+        typing_10_keys_ms: typingMs,
+      },
+    });
+    console.log(`4000 tokens in ${wall} ms: ${longTasks.length} long tasks, longest ${longest} ms, worst frame gap ${Math.round(worstFrame)} ms`);
+    // The budget is 50 ms (docs/performance.md reports the measured figures). Long tasks are wall
+    // time, so on a loaded two-core CI machine a few-ms render can be stretched past 50 ms by
+    // the scheduler; the check here catches work that grows with the answer (a re-render or
+    // layout per token, or a whole-text pass per event), which takes seconds at 4,000 tokens.
+    assert.ok(longest < 500, `the page was blocked for ${longest} ms at once`);
+    await screenshot(page, 'long-answer');
   });
 
   it('says so in the page when the server is gone', async () => {

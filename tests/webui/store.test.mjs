@@ -1,7 +1,7 @@
 // The web UI against a store-mode `hearth serve` started with --api-key: the page loads
-// without the key and says it needs one; with the key entered in Settings the models dialog
-// lists the store, loads a model and chats with it, pulls a model from a real docker-registry
-// with a progress bar, and deletes it.
+// without the key and says it needs one (a wrong key is named as such); with the key entered
+// in Settings the models dialog lists the store, loads a model and chats with it, pulls a
+// model from a real docker-registry with a progress bar, and deletes it.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -66,6 +66,11 @@ describe('web UI: model store and API key', { skip }, () => {
     await screenshot(page, 'needs-key');
     await page.getByRole('button', { name: 'Settings' }).click();
     const dialog = page.getByRole('dialog', { name: 'Settings' });
+    // A wrong key is named as such, not as a missing one.
+    await dialog.getByLabel('API key').fill('not-the-key');
+    await dialog.getByRole('button', { name: 'Save key' }).click();
+    await banner.filter({ hasText: 'refused the API key' }).waitFor();
+    assert.match(await banner.textContent(), /^The server refused the API key \(401 unauthorized\): check the key in Settings\.$/);
     await dialog.getByLabel('API key').fill(KEY);
     await dialog.getByRole('button', { name: 'Save key' }).click();
     await banner.waitFor({ state: 'detached' });
@@ -81,7 +86,7 @@ describe('web UI: model store and API key', { skip }, () => {
     assert.equal(await row.getByTestId('loaded').count(), 0);
     await row.getByRole('button', { name: 'Use story:latest' }).click();
     await row.getByTestId('loaded').waitFor({ timeout: WAIT });
-    assert.equal(await page.getByTestId('current-model').textContent(), 'story:latest');
+    assert.equal(await page.getByRole('combobox', { name: 'Model' }).inputValue(), 'story:latest');
     assert.deepEqual(await axeViolations(page), []);
     await screenshot(page, 'models');
     await dialog.getByRole('button', { name: 'Close' }).click();

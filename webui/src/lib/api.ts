@@ -1,6 +1,7 @@
 // Calls to the hearth server: every request carries the API key from the settings, and every
 // failure becomes an ApiError whose message says what went wrong in words a user can act on
-// (401: enter the key; 404: unknown model; 503: busy or loading; no connection: is it running).
+// (401: enter or check the key; 404: unknown model; 503: busy, with Retry-After; 507: not enough
+// memory, needed vs available; no connection: is it running).
 import { settings } from './settings.svelte';
 
 export class ApiError extends Error {
@@ -35,15 +36,29 @@ export async function failure(res: Response): Promise<ApiError> {
     // no body
   }
   detail = detail.slice(0, 300);
-  switch (res.status) {
+  return new ApiError(failureText(res.status, detail || res.statusText, res.headers.get('Retry-After')), res.status);
+}
+
+// What a failed request means for the user, and what to do about it.
+export function failureText(status: number, detail: string, retryAfter: string | null = null): string {
+  detail = detail.trim().replace(/\.$/, '');
+  switch (status) {
     case 401:
-      return new ApiError('The server needs an API key: enter it in Settings (401 unauthorized).', 401);
+      return settings.apiKey
+        ? 'The server refused the API key (401 unauthorized): check the key in Settings.'
+        : 'The server needs an API key: enter it in Settings (401 unauthorized).';
     case 404:
-      return new ApiError(`Not found (404): ${detail || 'unknown model or route'}`, 404);
-    case 503:
-      return new ApiError(`The server is busy or still loading (503): ${detail || 'try again shortly'}`, 503);
+      return `Not found (404): ${detail || 'unknown model or route'}`;
+    case 503: {
+      const wait = Number(retryAfter);
+      const when = Number.isFinite(wait) && wait > 0 ? `The server asks to retry after ${wait} s.` : 'Try again shortly.';
+      return `The server is busy (503): ${detail || 'too many requests are waiting'}. ${when}`;
+    }
+    case 507:
+      // The router's text names what the model needs and what is available.
+      return `Not enough memory to load the model (507): ${detail}. Unload another model (Models) or pick a smaller one.`;
     default:
-      return new ApiError(`Server error ${res.status}: ${detail || res.statusText}`, res.status);
+      return `Server error ${status}: ${detail}`;
   }
 }
 

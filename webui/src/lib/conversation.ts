@@ -40,8 +40,11 @@ export interface Conversation {
   leaf: string | null;
 }
 
+// Random ids from getRandomValues: crypto.randomUUID exists only in secure contexts, and a page
+// opened over plain http from another machine (`hearth serve --host 0.0.0.0`) is not one.
 export function newId(): string {
-  return crypto.randomUUID();
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
 }
 
 export function newConversation(systemPrompt: string): Conversation {

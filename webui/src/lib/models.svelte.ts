@@ -1,6 +1,7 @@
-// The model store as the server shows it: /api/tags (stored), /api/ps (loaded), and the
-// management calls: load (ollama: /api/generate with only a model), unload (keep_alive 0),
-// pull with NDJSON progress, delete.
+// The model store as the server shows it: /api/tags (stored, with sizes), /api/ps (loaded), the
+// router's GET /models (each model's state: unloaded, loading, loaded; a load progress when the
+// server reports one), and the management calls: load (POST /models/load), unload
+// (POST /models/unload), pull with NDJSON progress, delete.
 import { failure, getJson, postJson, request, type LoadedModel, type StoredModel } from './api';
 import { refreshProps, server } from './server.svelte';
 
@@ -10,7 +11,36 @@ export const models = $state({
   busy: '' as string,
   error: '',
   pull: null as null | { name: string; status: string; completed: number; total: number },
+  // Router state by model name; absent: the server has no router (single-model mode).
+  state: {} as Record<string, ModelState>,
 });
+
+export interface ModelState {
+  value: 'loaded' | 'loading' | 'unloaded' | string;
+  progress?: number; // 0..1 while loading, when the server reports it
+}
+
+const LOAD_POLL_MS = 200;
+
+// The state of one entry of GET /models. The progress may come as status.progress or as a
+// top-level progress, as a fraction (0..1) or a percentage; anything else is ignored.
+function stateOf(entry: { status?: unknown; progress?: unknown }): ModelState {
+  const st = entry.status;
+  const value = typeof st === 'string' ? st : st && typeof st === 'object' && typeof (st as { value?: unknown }).value === 'string' ? (st as { value: string }).value : 'unloaded';
+  let p = st && typeof st === 'object' ? (st as { progress?: unknown }).progress : undefined;
+  if (p === undefined) p = entry.progress;
+  if (p && typeof p === 'object') p = (p as { fraction?: unknown; value?: unknown }).fraction ?? (p as { value?: unknown }).value;
+  const out: ModelState = { value };
+  if (typeof p === 'number' && Number.isFinite(p) && p >= 0) out.progress = p > 1 ? Math.min(p / 100, 1) : p;
+  return out;
+}
+
+async function refreshStates(): Promise<void> {
+  const list = await getJson<{ data?: { id: string; status?: unknown; progress?: unknown }[] }>('/models');
+  const next: Record<string, ModelState> = {};
+  for (const m of list.data ?? []) next[m.id] = stateOf(m);
+  models.state = next;
+}
 
 export async function refreshModels(): Promise<void> {
   try {
@@ -20,6 +50,7 @@ export async function refreshModels(): Promise<void> {
     ]);
     models.stored = tags.models ?? [];
     models.loaded = ps.models ?? [];
+    if (server.storeMode) await refreshStates();
     models.error = '';
     if (server.storeMode && !server.model && models.loaded.length) server.model = models.loaded[0].name;
   } catch (e) {
@@ -28,25 +59,56 @@ export async function refreshModels(): Promise<void> {
 }
 
 export function isLoaded(name: string): boolean {
+  const st = models.state[name];
+  if (st) return st.value === 'loaded';
   return models.loaded.some((m) => m.name === name || m.model === name);
+}
+
+// 'loaded', 'loading' or 'unloaded' (the router's word; /api/ps where there is no router).
+export function modelState(name: string): ModelState {
+  return models.state[name] ?? { value: isLoaded(name) ? 'loaded' : 'unloaded' };
 }
 
 async function busy(label: string, fn: () => Promise<void>): Promise<void> {
   models.busy = label;
   models.error = '';
+  let failed = '';
   try {
     await fn();
   } catch (e) {
-    models.error = (e as Error).message;
+    failed = (e as Error).message;
   } finally {
     models.busy = '';
     await refreshModels();
+    // The refresh clears the error it did not see; the action's own failure stays shown.
+    if (failed) models.error = failed;
   }
 }
 
+// Loads `name` and makes it the chat's model. The load call returns when the model is ready;
+// meanwhile GET /models is polled so the picker shows the loading state (and progress).
 export function useModel(name: string): Promise<void> {
   return busy(`Loading ${name}…`, async () => {
-    await postJson('/api/generate', { model: name, stream: false });
+    models.state = { ...models.state, [name]: { value: 'loading' } };
+    let loading = true;
+    const poll = (async () => {
+      while (loading) {
+        await new Promise((r) => setTimeout(r, LOAD_POLL_MS));
+        if (!loading) break;
+        try {
+          await refreshStates();
+          if (loading && models.state[name]?.value !== 'loaded') models.state[name] = { ...models.state[name], value: 'loading' };
+        } catch {
+          // the load call reports the failure
+        }
+      }
+    })();
+    try {
+      await postJson('/models/load', { model: name });
+    } finally {
+      loading = false;
+      await poll;
+    }
     server.model = name;
     await refreshProps();
   });
@@ -54,7 +116,7 @@ export function useModel(name: string): Promise<void> {
 
 export function unloadModel(name: string): Promise<void> {
   return busy(`Unloading ${name}…`, async () => {
-    await postJson('/api/generate', { model: name, keep_alive: 0, stream: false });
+    await postJson('/models/unload', { model: name });
   });
 }
 

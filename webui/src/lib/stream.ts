@@ -62,7 +62,12 @@ async function consume(res: Response, startOffset: number, cb: StreamCallbacks, 
         } catch {
           continue;
         }
-        if (chunk.error) throw new ApiError(`The server stopped the answer: ${chunk.error.message ?? JSON.stringify(chunk.error)}`, 500);
+        if (chunk.error) {
+          // An error event mid-stream: the answer broke off (a runner that crashed, a limit hit).
+          const why = String(chunk.error.message ?? JSON.stringify(chunk.error)).replace(/\.\s*$/, '');
+          const code = typeof chunk.error.code === 'number' && chunk.error.code > 0 ? chunk.error.code : 500;
+          throw new ApiError(`The answer broke off: ${why}. The text so far is kept; Regenerate to try again.`, code);
+        }
         const choice = chunk.choices?.[0];
         const delta = choice?.delta ?? {};
         const out: { content?: string; reasoning?: string; toolCalls?: ToolCall[] } = {};
