@@ -93,12 +93,20 @@ Status KvCache::seq_append(int32_t id, int32_t n_tokens) {
   }
   Sequence& s = seq(id);
   if (cow) {
-    int32_t copy = pool_.kv_block_alloc().value();
-    pool_.kv_block_copy(s.blocks.back(), copy);
+    HEARTH_ASSIGN(int32_t copy, pool_.kv_block_alloc());
+    if (Status st = pool_.kv_block_copy(s.blocks.back(), copy); !st.ok()) {
+      pool_.kv_block_unref(copy);
+      return st;
+    }
     pool_.kv_block_unref(s.blocks.back());
     s.blocks.back() = copy;
   }
-  while (s.blocks.size() < need_blocks) s.blocks.push_back(pool_.kv_block_alloc().value());
+  // A mirror (device KV) that cannot commit fails here; the blocks taken so far stay with the
+  // sequence and count for its next reservation.
+  while (s.blocks.size() < need_blocks) {
+    HEARTH_ASSIGN(int32_t b, pool_.kv_block_alloc());
+    s.blocks.push_back(b);
+  }
   s.length += n_tokens;
   return ok_status();
 }
