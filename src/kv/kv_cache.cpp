@@ -101,11 +101,19 @@ Status KvCache::seq_append(int32_t id, int32_t n_tokens) {
     pool_.kv_block_unref(s.blocks.back());
     s.blocks.back() = copy;
   }
-  // A mirror (device KV) that cannot commit fails here; the blocks taken so far stay with the
-  // sequence and count for its next reservation.
+  // A mirror (device KV) that cannot commit fails here: the blocks taken by this call go back,
+  // so the sequence keeps one block per started block_tokens positions.
+  const size_t had = s.blocks.size();
   while (s.blocks.size() < need_blocks) {
-    HEARTH_ASSIGN(int32_t b, pool_.kv_block_alloc());
-    s.blocks.push_back(b);
+    auto b = pool_.kv_block_alloc();
+    if (!b.ok()) {
+      while (s.blocks.size() > had) {
+        pool_.kv_block_unref(s.blocks.back());
+        s.blocks.pop_back();
+      }
+      return b.error();
+    }
+    s.blocks.push_back(*b);
   }
   s.length += n_tokens;
   return ok_status();
