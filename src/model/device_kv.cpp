@@ -74,6 +74,17 @@ Status DeviceKvPool::copy_block(int32_t src, int32_t dst) {
   return ok_status();
 }
 
+Status DeviceKvPool::read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const {
+  const device::Buffer& c = chunks_[static_cast<size_t>(block / blocks_per_chunk_)];
+  if (!c.valid()) return make_error(ErrorKind::kOutOfRange, "block " + std::to_string(block) + " is not on the device");
+  const size_t rows_k = static_cast<size_t>(blocks_per_chunk_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t base = static_cast<size_t>(layer) * layer_bytes_;
+  k->resize(static_cast<size_t>(block_tokens_) * k_row_bytes_ / 2);
+  v->resize(static_cast<size_t>(block_tokens_) * v_row_bytes_ / 2);
+  HEARTH_TRY(ctx_.download(c, base + slot_offset(block) * k_row_bytes_, k->data(), k->size() * 2));
+  return ctx_.download(c, base + rows_k + slot_offset(block) * v_row_bytes_, v->data(), v->size() * 2);
+}
+
 kernels::vulkan::DeviceKv DeviceKvPool::view(int32_t layer, const device::Buffer& table, uint32_t table_offset) const {
   const size_t rows_k = static_cast<size_t>(blocks_per_chunk_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
   const size_t base = static_cast<size_t>(layer) * layer_bytes_;

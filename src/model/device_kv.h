@@ -34,6 +34,9 @@ class DeviceKvPool final : public kv::KvChunkMirror {
   // entry table_offset of `table`.
   kernels::vulkan::DeviceKv view(int32_t layer, const device::Buffer& table, uint32_t table_offset) const;
   int32_t chunks_committed() const { return committed_; }
+  // Downloads layer `layer`'s K and V rows of pool block `block` (F16 bits; tests and
+  // diagnostics); kOutOfRange when its chunk is not committed.
+  Status read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const;
 
  private:
   DeviceKvPool(device::Context& ctx) : ctx_(ctx) {}
