@@ -74,6 +74,7 @@ struct KvPoolStats {
   // of the chunks it holds now.
   size_t mirror_reserved_bytes = 0;
   size_t mirror_committed_bytes = 0;
+  size_t mirror_block_bytes = 0;  // the mirror's rows of one block
   uint64_t mirror_chunks_released_total = 0;
 };
 
