@@ -152,6 +152,15 @@ class Context {
   Status upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
   Status download(const Buffer& src, size_t offset, void* dst, size_t bytes);
   Status fill_zero(const Buffer& dst);
+  // Copies bytes between device buffers (or within one, ranges not overlapping) and waits.
+  Status copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes);
+
+  // Whether buffers have device addresses (bufferDeviceAddress, every Vulkan 1.2 device): a
+  // shader then reaches buffers through addresses stored in another buffer, so data split
+  // over many allocations (the KV's chunks) needs no single binding.
+  bool buffer_addresses() const;
+  // The device address of a buffer's first byte (kUnsupported without buffer_addresses()).
+  Result<uint64_t> address(const Buffer& b) const;
 
   Result<const Pipeline*> pipeline(const PipelineSpec& spec);
 

@@ -17,6 +17,7 @@ namespace hearth::device {
   X(vkGetPhysicalDeviceProperties2)               \
   X(vkGetPhysicalDeviceMemoryProperties)          \
   X(vkGetPhysicalDeviceMemoryProperties2)         \
+  X(vkGetPhysicalDeviceFeatures2)                 \
   X(vkGetPhysicalDeviceQueueFamilyProperties)     \
   X(vkEnumerateDeviceExtensionProperties)         \
   X(vkCreateDevice)                               \
@@ -31,6 +32,7 @@ namespace hearth::device {
   X(vkAllocateMemory)                             \
   X(vkFreeMemory)                                 \
   X(vkBindBufferMemory)                           \
+  X(vkGetBufferDeviceAddress)                     \
   X(vkMapMemory)                                  \
   X(vkUnmapMemory)                                \
   X(vkCreateCommandPool)                          \

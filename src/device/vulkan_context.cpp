@@ -40,6 +40,7 @@ struct Context::Impl {
   DeviceInfo info;
   uint64_t allocated = 0;
   uint64_t limit = 0;
+  bool addresses = false;  // bufferDeviceAddress enabled: storage buffers get device addresses
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
   // Staging: one host-visible, coherent buffer reused by every transfer.
   VkBuffer staging = VK_NULL_HANDLE;
@@ -90,6 +91,12 @@ struct Context::Impl {
     ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = static_cast<uint32_t>(type);
+    VkMemoryAllocateFlagsInfo flags{};
+    if ((usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT) != 0) {
+      flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+      flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+      ai.pNext = &flags;
+    }
     r = api.vkAllocateMemory(device, &ai, nullptr, mem);
     if (r != VK_SUCCESS) {
       api.vkDestroyBuffer(device, *buf, nullptr);
@@ -246,8 +253,21 @@ Result<std::unique_ptr<Context>> Context::open(size_t position) {
   qi.queueFamilyIndex = im->queue_family;
   qi.queueCount = 1;
   qi.pQueuePriorities = &priority;
+  // Buffer device addresses (core in Vulkan 1.2, required of every 1.2 device): the paged KV
+  // reaches its chunk allocations through them.
+  VkPhysicalDeviceVulkan12Features have12{};
+  have12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  VkPhysicalDeviceFeatures2 have{};
+  have.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  have.pNext = &have12;
+  api.vkGetPhysicalDeviceFeatures2(im->physical, &have);
+  VkPhysicalDeviceVulkan12Features want12{};
+  want12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  want12.bufferDeviceAddress = have12.bufferDeviceAddress;
+  im->addresses = have12.bufferDeviceAddress == VK_TRUE;
   VkDeviceCreateInfo di{};
   di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  di.pNext = &want12;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
   VkResult r = api.vkCreateDevice(im->physical, &di, nullptr, &im->device);
@@ -275,10 +295,10 @@ Result<Buffer> Context::alloc(size_t bytes) {
   }
   VkBuffer buf = VK_NULL_HANDLE;
   VkDeviceMemory mem = VK_NULL_HANDLE;
-  Status s = im.make_buffer(rounded,
-                            VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT |
-                                VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                            VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &buf, &mem);
+  VkBufferUsageFlags usage =
+      VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (im.addresses) usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  Status s = im.make_buffer(rounded, usage, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, &buf, &mem);
   if (!s.ok()) return s.error();
   Buffer b;
   b.ctx_ = this;
@@ -348,6 +368,42 @@ Status Context::download(const Buffer& src, size_t offset, void* dst, size_t byt
     bytes -= n;
   }
   return ok_status();
+}
+
+bool Context::buffer_addresses() const { return impl_->addresses; }
+
+Result<uint64_t> Context::address(const Buffer& b) const {
+  if (!impl_->addresses) {
+    return make_error(ErrorKind::kUnsupported, impl_->info.name + " has no buffer device addresses");
+  }
+  if (!b.valid()) return make_error(ErrorKind::kInvalidArgument, "address of an empty buffer");
+  VkBufferDeviceAddressInfo ai{};
+  ai.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+  ai.buffer = reinterpret_cast<VkBuffer>(b.handle_);
+  return static_cast<uint64_t>(impl_->api.vkGetBufferDeviceAddress(impl_->device, &ai));
+}
+
+Status Context::copy(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset, size_t bytes) {
+  if (Status s = check_range(src, src_offset, bytes); !s.ok()) return s;
+  if (Status s = check_range(dst, dst_offset, bytes); !s.ok()) return s;
+  if (bytes == 0) return ok_status();
+  Impl& im = *impl_;
+  VkBufferCopy region{src_offset, dst_offset, bytes};
+  return im.run_once([&](VkCommandBuffer cb) {
+    // Earlier shader writes before the copy, the copy before later shader work.
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                                nullptr, 0, nullptr);
+    im.api.vkCmdCopyBuffer(cb, reinterpret_cast<VkBuffer>(src.handle_), reinterpret_cast<VkBuffer>(dst.handle_), 1,
+                           &region);
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
+    im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
+                                nullptr, 0, nullptr);
+  });
 }
 
 Status Context::fill_zero(const Buffer& dst) {
@@ -625,6 +681,11 @@ Result<Buffer> Context::alloc(size_t) { return make_error(ErrorKind::kUnsupporte
 Status Context::upload(const Buffer&, size_t, const void*, size_t) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 Status Context::download(const Buffer&, size_t, void*, size_t) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 Status Context::fill_zero(const Buffer&) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
+bool Context::buffer_addresses() const { return false; }
+Result<uint64_t> Context::address(const Buffer&) const { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
+Status Context::copy(const Buffer&, size_t, const Buffer&, size_t, size_t) {
+  return make_error(ErrorKind::kUnsupported, "no Vulkan backend");
+}
 Result<const Pipeline*> Context::pipeline(const PipelineSpec&) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 
 struct Fence::State {};

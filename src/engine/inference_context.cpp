@@ -80,7 +80,7 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
   if (o.gpu_layers != 0 && !c->model_->is_encoder()) {
-    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, n_blocks));
+    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers));
   }
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (o.on_progress) o.on_progress(1.0);
@@ -165,7 +165,7 @@ Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& t
   return out;
 }
 
-Status InferenceContext::offload_to_gpu(int32_t gpu_layers, int32_t n_blocks) {
+Status InferenceContext::offload_to_gpu(int32_t gpu_layers) {
   const char* env = std::getenv("HEARTH_GPU");
   if (env != nullptr && device::gpu_disabled(env)) {
     log_info("HEARTH_GPU asks for the CPU: every layer runs on the CPU", {{"HEARTH_GPU", env}});
@@ -194,8 +194,7 @@ Status InferenceContext::offload_to_gpu(int32_t gpu_layers, int32_t n_blocks) {
   }
   log_info("GPU chosen", {{"device", device::describe_device(**pick, (*ctx)->info())}});
   device_ = std::move(*ctx);
-  const kv::KvLayout layout = kv_->pool().layout();
-  auto off = model::DeviceOffload::create(*model_, *device_, gpu_layers, layout, n_blocks, model_->rope_params(n_ctx_));
+  auto off = model::DeviceOffload::create(*model_, *device_, gpu_layers, kv_->pool(), model_->rope_params(n_ctx_));
   if (!off.ok()) {
     log_warn("offloading failed: every layer runs on the CPU", {{"reason", off.error().message}});
     device_.reset();

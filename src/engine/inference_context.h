@@ -86,7 +86,7 @@ class InferenceContext {
   InferenceContext() = default;
   // Opens the chosen GPU and moves up to gpu_layers layers there. No GPU, a missing or broken
   // driver: a warning and the CPU path. A HEARTH_GPU that names no device is an error.
-  Status offload_to_gpu(int32_t gpu_layers, int32_t n_blocks);
+  Status offload_to_gpu(int32_t gpu_layers);
   std::unique_ptr<model::Model> model_;
   Tokenizer tokenizer_;
   std::unique_ptr<ThreadPool> pool_;

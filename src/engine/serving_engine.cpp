@@ -660,19 +660,22 @@ void ServingEngine::Impl::set_kv_limit(size_t bytes) {
 void ServingEngine::Impl::publish() {
   std::vector<SlotInfo> infos;
   int32_t processing = 0;
+  const kv::KvCacheStats kv = ctx_.kv().stats();
   for (const ServingSlot& s : slots_) {
     infos.push_back(s.info(n_ctx_slot_));
     const auto table = ctx_.kv().block_table(s.seq());
     infos.back().kv_blocks = static_cast<int32_t>(table.size());
+    infos.back().kv_device_bytes = table.size() * kv.pool.mirror_block_bytes;
     for (int32_t b : table) infos.back().kv_blocks_shared += ctx_.kv().pool().kv_block_refcount(b) > 1 ? 1 : 0;
     processing += s.busy() ? 1 : 0;
   }
   m_.requests_processing = processing;
-  const kv::KvCacheStats kv = ctx_.kv().stats();
   m_.kv_blocks_used = kv.pool.blocks_used;
   m_.kv_blocks_cached = kv.blocks_cached;
   m_.kv_bytes_reserved = kv.pool.reserved_bytes;
   m_.kv_bytes_committed = kv.pool.committed_bytes;
+  m_.kv_device_bytes_reserved = kv.pool.mirror_reserved_bytes;
+  m_.kv_device_bytes_committed = kv.pool.mirror_committed_bytes;
   m_.kv_bytes_used = kv.pool.used_bytes;
   m_.kv_bytes_limit = kv.pool.limit_bytes;
   m_.kv_evictions_total = kv.evictions_total;

@@ -31,6 +31,9 @@ struct KvBlockPool::Shared {
   std::atomic<uint64_t> chunks_committed_total{0};
   std::atomic<uint64_t> chunks_released_total{0};
   std::atomic<uint64_t> commits_on_demand_total{0};
+  std::atomic<int64_t> mirror_chunks{0};
+  std::atomic<size_t> mirror_chunk_bytes{0};
+  std::atomic<uint64_t> mirror_chunks_released_total{0};
 
   ~Shared() {
     {
@@ -202,6 +205,13 @@ Result<int32_t> KvBlockPool::kv_block_alloc() {
     return make_error(ErrorKind::kOutOfRange, "KV cache is full (" + std::to_string(n_blocks_) + " blocks of " +
                                                   std::to_string(layout_.block_tokens) + " tokens in use)");
   }
+  if (mirror_ != nullptr && mirror_committed_[static_cast<size_t>(c)] == 0) {
+    if (Status st = mirror_->commit_chunk(c); !st.ok()) {
+      return make_error(ErrorKind::kOutOfRange, "KV cache is full on the device: " + st.error().message);
+    }
+    mirror_committed_[static_cast<size_t>(c)] = 1;
+    shared_->mirror_chunks.fetch_add(1);
+  }
   const int32_t first = c * blocks_per_chunk_;
   const int32_t last = std::min(first + blocks_per_chunk_, n_blocks_);
   int32_t b = first;
@@ -238,6 +248,12 @@ void KvBlockPool::release_chunk(int32_t chunk) {
   }
   sh.memory->release(static_cast<size_t>(chunk) * chunk_stride_, chunk_stride_);
   sh.committed_chunks.fetch_sub(1);
+  if (mirror_ != nullptr && mirror_committed_[static_cast<size_t>(chunk)] != 0) {
+    mirror_->release_chunk(chunk);
+    mirror_committed_[static_cast<size_t>(chunk)] = 0;
+    sh.mirror_chunks.fetch_sub(1);
+    sh.mirror_chunks_released_total.fetch_add(1);
+  }
   sh.chunks_released_total.fetch_add(1);
 }
 
@@ -288,6 +304,10 @@ KvPoolStats KvBlockPool::stats() const {
   s.chunks_committed_total = sh.chunks_committed_total.load();
   s.chunks_released_total = sh.chunks_released_total.load();
   s.commits_on_demand_total = sh.commits_on_demand_total.load();
+  s.mirror_reserved_bytes = n_chunks_ * sh.mirror_chunk_bytes.load();
+  s.mirror_committed_bytes = static_cast<size_t>(std::max<int64_t>(0, sh.mirror_chunks.load())) * sh.mirror_chunk_bytes.load();
+  s.mirror_chunks_released_total = sh.mirror_chunks_released_total.load();
+  s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(blocks_per_chunk_);
   return s;
 }
 
@@ -300,8 +320,20 @@ uint8_t* KvBlockPool::v_block(int32_t layer, int32_t block) {
   return k_block(layer, block) + static_cast<size_t>(layout_.block_tokens) * k_row_bytes_;
 }
 
-void KvBlockPool::kv_block_copy(int32_t src, int32_t dst) {
+Status KvBlockPool::kv_block_copy(int32_t src, int32_t dst) {
   std::memcpy(base_ + block_offset(dst), base_ + block_offset(src), block_bytes_);
+  return mirror_ != nullptr ? mirror_->copy_block(src, dst) : ok_status();
+}
+
+Status KvBlockPool::attach_mirror(KvChunkMirror* mirror) {
+  if (mirror != nullptr && n_used_ != 0) {
+    return make_error(ErrorKind::kInvalidArgument, "a KV mirror can only be attached while no block is in use");
+  }
+  mirror_ = mirror;
+  mirror_committed_.assign(n_chunks_, 0);
+  shared_->mirror_chunks.store(0);
+  shared_->mirror_chunk_bytes.store(mirror != nullptr ? mirror->chunk_bytes() : 0);
+  return ok_status();
 }
 
 }  // namespace hearth::kv

@@ -43,6 +43,22 @@ struct KvPoolOptions {
   bool background_commit = true;
 };
 
+// Memory beside the pool holding more rows of the same blocks where the pool cannot address
+// them: the KV of layers offloaded to a device. Its chunk c holds its rows of the pool's chunk
+// c's blocks, so it is elastic the same way: the pool commits a mirror chunk when it hands out
+// a block of that chunk (on the allocating thread and only then, never ahead: device memory is
+// scarcer than RAM), releases it when it releases its own chunk, and copies a block in it when
+// it copies one (copy-on-write).
+class KvChunkMirror {
+ public:
+  virtual ~KvChunkMirror() = default;
+  // Errors (the memory is full, the device refuses) make the allocation fail, never a crash.
+  virtual Status commit_chunk(int32_t chunk) = 0;
+  virtual void release_chunk(int32_t chunk) = 0;
+  virtual Status copy_block(int32_t src, int32_t dst) = 0;
+  virtual size_t chunk_bytes() const = 0;
+};
+
 struct KvPoolStats {
   size_t reserved_bytes = 0;   // address space for every block
   size_t committed_bytes = 0;  // resident chunks
@@ -54,6 +70,12 @@ struct KvPoolStats {
   uint64_t chunks_committed_total = 0;
   uint64_t chunks_released_total = 0;
   uint64_t commits_on_demand_total = 0;  // chunks the allocating thread had to commit itself
+  // The mirror's (device KV of offloaded layers; 0 without one): its rows of every chunk, and
+  // of the chunks it holds now.
+  size_t mirror_reserved_bytes = 0;
+  size_t mirror_committed_bytes = 0;
+  size_t mirror_block_bytes = 0;  // the mirror's rows of one block
+  uint64_t mirror_chunks_released_total = 0;
 };
 
 class KvBlockPool {
@@ -84,8 +106,13 @@ class KvBlockPool {
   // empty and more than reserve_chunks empty chunks are committed.
   void kv_block_unref(int32_t block);
   int32_t kv_block_refcount(int32_t block) const { return refcount_[static_cast<size_t>(block)]; }
-  // Copies all layers' K and V rows of `src` into `dst` (the copy in copy-on-write).
-  void kv_block_copy(int32_t src, int32_t dst);
+  // Copies all layers' K and V rows of `src` into `dst` (the copy in copy-on-write), in the
+  // mirror too when one is attached.
+  Status kv_block_copy(int32_t src, int32_t dst);
+
+  // Attaches a mirror (nullptr detaches it, releasing nothing: its owner frees its memory).
+  // Only while no block is in use: the mirror cannot hold rows written before it came.
+  Status attach_mirror(KvChunkMirror* mirror);
 
   // Start of the K (or V) rows of `block` in `layer`; rows of one block are contiguous, each
   // k_row_bytes() (v_row_bytes()) long.
@@ -141,6 +168,8 @@ class KvBlockPool {
   uint8_t* base_ = nullptr;
   std::vector<int32_t> refcount_;
   std::vector<int32_t> chunk_used_;  // blocks with a reference, per chunk
+  KvChunkMirror* mirror_ = nullptr;
+  std::vector<uint8_t> mirror_committed_;  // per chunk
   int32_t n_used_ = 0;
   std::unique_ptr<Shared> shared_;
 };

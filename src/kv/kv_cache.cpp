@@ -93,12 +93,28 @@ Status KvCache::seq_append(int32_t id, int32_t n_tokens) {
   }
   Sequence& s = seq(id);
   if (cow) {
-    int32_t copy = pool_.kv_block_alloc().value();
-    pool_.kv_block_copy(s.blocks.back(), copy);
+    HEARTH_ASSIGN(int32_t copy, pool_.kv_block_alloc());
+    if (Status st = pool_.kv_block_copy(s.blocks.back(), copy); !st.ok()) {
+      pool_.kv_block_unref(copy);
+      return st;
+    }
     pool_.kv_block_unref(s.blocks.back());
     s.blocks.back() = copy;
   }
-  while (s.blocks.size() < need_blocks) s.blocks.push_back(pool_.kv_block_alloc().value());
+  // A mirror (device KV) that cannot commit fails here: the blocks taken by this call go back,
+  // so the sequence keeps one block per started block_tokens positions.
+  const size_t had = s.blocks.size();
+  while (s.blocks.size() < need_blocks) {
+    auto b = pool_.kv_block_alloc();
+    if (!b.ok()) {
+      while (s.blocks.size() > had) {
+        pool_.kv_block_unref(s.blocks.back());
+        s.blocks.pop_back();
+      }
+      return b.error();
+    }
+    s.blocks.push_back(*b);
+  }
   s.length += n_tokens;
   return ok_status();
 }

@@ -77,11 +77,14 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
 }
 
 Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model, device::Context& ctx, int32_t n_layers,
-                                                             const kv::KvLayout& layout, int32_t kv_blocks,
-                                                             const kernels::RopeParams& rope) {
+                                                             kv::KvBlockPool& kv_pool, const kernels::RopeParams& rope) {
   const ModelHparams& h = model.hparams();
+  const kv::KvLayout& layout = kv_pool.layout();
+  const int32_t kv_blocks = kv_pool.n_blocks();
   std::unique_ptr<DeviceOffload> off(new DeviceOffload(model, ctx, layout, rope));
-  if (std::string why = device_unsupported_reason(model, rope, layout.type); !why.empty()) {
+  std::string why = device_unsupported_reason(model, rope, layout.type);
+  if (why.empty() && !ctx.buffer_addresses()) why = "no buffer device addresses (the paged KV needs them)";
+  if (!why.empty()) {
     log_warn("layers stay on the CPU", {{"device", ctx.info().name}, {"reason", why}});
     return off;
   }
@@ -116,7 +119,7 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     want = fit;
   }
   for (int32_t il = 0; il < want; ++il) {
-    auto layer = off->upload_layer(il, kv_blocks);
+    auto layer = off->upload_layer(il);
     if (!layer.ok()) {
       if (layer.error().kind != ErrorKind::kUnavailable) return layer.error();
       // The device filled up midway: what went up stays, the rest runs on the CPU.
@@ -126,6 +129,11 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     }
     off->layers_.push_back(std::move(*layer));
   }
+  if (!off->layers_.empty()) {
+    HEARTH_ASSIGN(off->kv_, DeviceKvPool::create(ctx, kv_pool, off->n_layers()));
+    HEARTH_TRY(kv_pool.attach_mirror(off->kv_.get()));
+    off->attached_ = &kv_pool;
+  }
   log_info("layers offloaded", {{"device", ctx.info().name},
                                 {"layers", off->n_layers()},
                                 {"of", h.n_layer},
@@ -133,7 +141,11 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
   return off;
 }
 
-Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il, int32_t kv_blocks) {
+DeviceOffload::~DeviceOffload() {
+  if (attached_ != nullptr) (void)attached_->attach_mirror(nullptr);
+}
+
+Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
   const ModelHparams& h = model_.hparams();
   const LayerWeights& L = model_.weights().layers[static_cast<size_t>(il)];
   const std::string blk = "blk." + std::to_string(il) + ".";
@@ -152,9 +164,6 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il, int32_t kv_
     HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
   }
-  const size_t rows = static_cast<size_t>(kv_blocks) * static_cast<size_t>(layout_.block_tokens);
-  HEARTH_ASSIGN(out.k_pool, ctx_.alloc(rows * static_cast<size_t>(layout_.k_row_elems) * 2));
-  HEARTH_ASSIGN(out.v_pool, ctx_.alloc(rows * static_cast<size_t>(layout_.v_row_elems) * 2));
   return out;
 }
 
@@ -242,12 +251,12 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k), rope_));
     HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv), static_cast<uint32_t>(h.head_dim_k), rope_));
     for (const Run& r : runs) {
-      const vk::DeviceKv dkv{&L.k_pool, &L.v_pool, &s_.tables, static_cast<uint32_t>(layout_.block_tokens), r.table_off};
-      HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, L.k_pool));
-      HEARTH_TRY(ops_.kv_store(rec, s_.v, s_.positions, r.first, r.count, vd, dkv, L.v_pool));
+      const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
+      HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, false));
+      HEARTH_TRY(ops_.kv_store(rec, s_.v, s_.positions, r.first, r.count, vd, dkv, true));
     }
     for (const Run& r : runs) {
-      const vk::DeviceKv dkv{&L.k_pool, &L.v_pool, &s_.tables, static_cast<uint32_t>(layout_.block_tokens), r.table_off};
+      const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
       HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn));
     }
     HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));

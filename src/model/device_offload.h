@@ -1,9 +1,10 @@
 // Layer offload to a compute device: the weights of the first N layers (and their KV) live in
 // device memory and those layers run there; the rest of the model stays on the CPU path. N is
 // what fits (automatic) or what the caller asks (-ngl / num_gpu), lowered when the device runs
-// out of memory while the layers go up. KV rows of offloaded layers live in device pools
-// addressed by the same block ids as the CPU cache's block tables, so the CPU KvCache stays the
-// one bookkeeper of sequences, prefixes and blocks.
+// out of memory while the layers go up. KV rows of offloaded layers live in a DeviceKvPool,
+// elastic device chunks mirroring the CPU pool's, addressed by the same block ids as the CPU
+// cache's block tables, so the CPU KvCache stays the one bookkeeper of sequences, prefixes and
+// blocks.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +15,7 @@
 
 #include "device/device.h"
 #include "kernels/vulkan/vulkan_ops.h"
+#include "model/device_kv.h"
 #include "kv/kv_cache.h"
 #include "model/model.h"
 #include "util/result.h"
@@ -24,16 +26,22 @@ struct BatchToken;
 
 // Why the model's layers cannot run on a device (empty: they can). The device has the llama
 // family's pre-norm layer: RMSNorm, separate Q/K/V without biases, RoPE without YaRN or
-// frequency factors, a gated SiLU/GELU FFN, an F16 KV cache.
+// frequency factors, a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
+// addresses (the paged KV's chunks).
 std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
 
 class DeviceOffload {
  public:
   // n_layers: -1 for automatic (as many as fit in the device's free memory), else at most
-  // that many (more than the model has: all). kv_blocks: the CPU cache's pool size.
+  // that many (more than the model has: all). kv_pool: the CPU cache's pool, with no block in
+  // use; the device KV attaches to it as its mirror (detached when the offload goes). The
+  // automatic fit leaves room for the whole pool's device KV, which is allocated only as the
+  // pool hands out blocks.
   static Result<std::unique_ptr<DeviceOffload>> create(const Model& model, device::Context& ctx, int32_t n_layers,
-                                                       const kv::KvLayout& layout, int32_t kv_blocks,
-                                                       const kernels::RopeParams& rope);
+                                                       kv::KvBlockPool& kv_pool, const kernels::RopeParams& rope);
+  ~DeviceOffload();
+  DeviceOffload(const DeviceOffload&) = delete;
+  DeviceOffload& operator=(const DeviceOffload&) = delete;
 
   int32_t n_layers() const { return static_cast<int32_t>(layers_.size()); }
   // Device memory held (weights, KV pools, scratch): the figure for size_vram.
@@ -49,7 +57,6 @@ class DeviceOffload {
   struct Layer {
     device::Buffer attn_norm, ffn_norm;
     kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
-    device::Buffer k_pool, v_pool;
   };
   struct Scratch {
     device::Buffer x, xn, q, k, v, attn, tmp, gate, up, positions, tables, scores;
@@ -58,7 +65,7 @@ class DeviceOffload {
 
   DeviceOffload(const Model& model, device::Context& ctx, const kv::KvLayout& layout, const kernels::RopeParams& rope)
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
-  Result<Layer> upload_layer(int32_t il, int32_t kv_blocks);
+  Result<Layer> upload_layer(int32_t il);
   Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
 
   const Model& model_;
@@ -67,6 +74,8 @@ class DeviceOffload {
   kv::KvLayout layout_;
   kernels::RopeParams rope_;
   std::vector<Layer> layers_;
+  std::unique_ptr<DeviceKvPool> kv_;
+  kv::KvBlockPool* attached_ = nullptr;  // the pool kv_ mirrors
   Scratch s_;
 };
 

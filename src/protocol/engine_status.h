@@ -37,6 +37,10 @@ struct EngineMetrics {
   uint64_t kv_chunks_released_total = 0; // chunks given back to the OS
   uint64_t kv_preemptions_total = 0;     // unified KV: requests paused (and later recomputed) for memory
   uint64_t kv_commits_on_demand_total = 0;  // chunks the engine thread committed itself
+  // KV of layers offloaded to a GPU (0 on the CPU): device memory for every block, and the
+  // device chunks allocated now (they come and go with the pool's chunks).
+  uint64_t kv_device_bytes_reserved = 0;
+  uint64_t kv_device_bytes_committed = 0;
   LatencyHistogram ttft;                // seconds, submit -> first token
   LatencyHistogram inter_token;         // seconds between tokens of one stream
 };
@@ -51,6 +55,7 @@ struct SlotInfo {
   int32_t generated = 0;
   int32_t kv_blocks = 0;         // KV blocks the slot's sequence holds
   int32_t kv_blocks_shared = 0;  // ... of them shared (prefix cache or other slots)
+  uint64_t kv_device_bytes = 0;  // device memory of those blocks' offloaded layers (0 on the CPU)
 };
 
 }  // namespace hearth::protocol

@@ -236,6 +236,8 @@ Json metrics_to_json(const EngineMetrics& m) {
               {"kv_blocks_cached", m.kv_blocks_cached},
               {"kv_bytes_reserved", m.kv_bytes_reserved},
               {"kv_bytes_committed", m.kv_bytes_committed},
+              {"kv_device_bytes_reserved", m.kv_device_bytes_reserved},
+              {"kv_device_bytes_committed", m.kv_device_bytes_committed},
               {"kv_bytes_used", m.kv_bytes_used},
               {"kv_bytes_limit", m.kv_bytes_limit},
               {"kv_evictions_total", m.kv_evictions_total},
@@ -263,6 +265,8 @@ EngineMetrics metrics_from_json(const Json& j) {
   m.kv_blocks_cached = field<int32_t>(j, "kv_blocks_cached", 0);
   m.kv_bytes_reserved = field<uint64_t>(j, "kv_bytes_reserved", 0);
   m.kv_bytes_committed = field<uint64_t>(j, "kv_bytes_committed", 0);
+  m.kv_device_bytes_reserved = field<uint64_t>(j, "kv_device_bytes_reserved", 0);
+  m.kv_device_bytes_committed = field<uint64_t>(j, "kv_device_bytes_committed", 0);
   m.kv_bytes_used = field<uint64_t>(j, "kv_bytes_used", 0);
   m.kv_bytes_limit = field<uint64_t>(j, "kv_bytes_limit", 0);
   m.kv_evictions_total = field<uint64_t>(j, "kv_evictions_total", 0);
@@ -280,7 +284,8 @@ Json slots_to_json(const std::vector<SlotInfo>& slots) {
   for (const auto& s : slots) {
     list.push_back(Json{{"id", s.id}, {"busy", s.busy}, {"request_id", s.request_id}, {"n_ctx", s.n_ctx},
                         {"cached_tokens", s.cached_tokens}, {"prompt_pending", s.prompt_pending}, {"generated", s.generated},
-                        {"kv_blocks", s.kv_blocks}, {"kv_blocks_shared", s.kv_blocks_shared}});
+                        {"kv_blocks", s.kv_blocks}, {"kv_blocks_shared", s.kv_blocks_shared},
+                        {"kv_device_bytes", s.kv_device_bytes}});
   }
   return list;
 }
@@ -300,6 +305,7 @@ std::vector<SlotInfo> slots_from_json(const Json& j) {
     s.generated = field<int32_t>(v, "generated", 0);
     s.kv_blocks = field<int32_t>(v, "kv_blocks", 0);
     s.kv_blocks_shared = field<int32_t>(v, "kv_blocks_shared", 0);
+    s.kv_device_bytes = field<uint64_t>(v, "kv_device_bytes", 0);
     out.push_back(s);
   }
   return out;

@@ -71,6 +71,8 @@ const EngineSeries kEngineSeries[] = {
     {"hearth_kv_blocks_free", "gauge", "KV cache blocks free.", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_blocks_total - m.kv_blocks_used); }},
     {"hearth_kv_reserved_bytes", "gauge", "Address space reserved for the KV cache.", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_bytes_reserved); }},
     {"hearth_kv_committed_bytes", "gauge", "KV cache memory resident (committed chunks).", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_bytes_committed); }},
+    {"hearth_kv_device_reserved_bytes", "gauge", "GPU memory the KV of offloaded layers takes with every block in use.", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_device_bytes_reserved); }},
+    {"hearth_kv_device_committed_bytes", "gauge", "GPU memory allocated now for the KV of offloaded layers (chunks).", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_device_bytes_committed); }},
     {"hearth_kv_used_bytes", "gauge", "KV cache memory in blocks held by sequences or the prefix cache.", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_bytes_used); }},
     {"hearth_kv_limit_bytes", "gauge", "KV cache byte limit for admitting requests.", [](const protocol::EngineMetrics& m) { return static_cast<double>(m.kv_bytes_limit); }},
     {"hearth_kv_prefix_hit_ratio", "gauge", "Prompt tokens reused from the prefix cache over all prompt tokens.", prefix_hit_ratio},

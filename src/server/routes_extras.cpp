@@ -204,7 +204,8 @@ void register_extra_routes(State& s) {
                            {"n_prompt_pending", slot.prompt_pending},
                            {"n_decoded", slot.generated},
                            {"n_kv_blocks", slot.kv_blocks},
-                           {"n_kv_blocks_shared", slot.kv_blocks_shared}});
+                           {"n_kv_blocks_shared", slot.kv_blocks_shared},
+                           {"kv_device_bytes", slot.kv_device_bytes}});
     }
     send_json(call.res, slots);
   });

@@ -1,15 +1,19 @@
 // The engine with layers on the GPU (lavapipe in CI, named through HEARTH_GPU since automatic
 // choice skips CPU drivers): stories260K's 128-token greedy continuation equals llama.cpp's with
-// every layer and with a split; HEARTH_GPU=none and a HEARTH_GPU naming no device.
+// every layer and with a split; HEARTH_GPU=none and a HEARTH_GPU naming no device; the device
+// KV of a serving engine is allocated when a conversation takes blocks, shows in its metrics and
+// slots, and goes back when the idle engine trims (growth chunk by chunk: device_kv_test).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <nlohmann/json.hpp>
 
 #include "common/test_device.h"
 #include "common/test_paths.h"
 #include "engine/generation.h"
+#include "engine/serving_test_util.h"
 
 namespace hearth::engine {
 namespace {
@@ -35,8 +39,6 @@ class GpuChoice {
   bool had_ = false;
   std::string old_;
 };
-
-std::string stories() { return test::models_dir() + "/stories260K-llama-f32.gguf"; }
 
 Result<std::unique_ptr<InferenceContext>> open(int32_t gpu_layers) {
   ContextOptions o;
@@ -92,6 +94,55 @@ TEST(GpuOffload, NoneKeepsTheCpuAndAnUnknownDeviceIsAnError) {
     EXPECT_EQ(ctx.error().kind, ErrorKind::kInvalidArgument);
     EXPECT_NE(ctx.error().message.find("HEARTH_GPU"), std::string::npos) << ctx.error().message;
   }
+}
+
+TEST_F(ServingEngineTest, DeviceKvComesWithAConversationAndGoesBackWhenIdle) {
+  HEARTH_REQUIRE_DEVICE(dev);
+  HEARTH_REQUIRE_FILE(stories());
+  const char* env = std::getenv("HEARTH_GPU");
+  GpuChoice choice(env != nullptr && *env != '\0' ? env : "0");  // the test device
+  ContextOptions co;
+  co.n_ctx = 256;  // stories260K's KV: 640 bytes a token, so one chunk holds it all
+  co.n_threads = 2;
+  co.gpu_layers = 1000;
+  auto ctx = InferenceContext::load(stories(), co);
+  ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+  ASSERT_EQ((*ctx)->gpu_layers(), (*ctx)->model().hparams().n_layer);
+  const uint64_t weights = (*ctx)->device_bytes();
+  ServingOptions o;
+  o.n_slots = 1;
+  o.idle_cache_bytes = 0;
+  o.idle_after = std::chrono::milliseconds(1000);  // time to read the figures before the trim
+  auto engine = start(**ctx, o);
+  ASSERT_NE(engine, nullptr);
+  EngineMetrics m = engine->metrics();
+  EXPECT_GT(m.kv_device_bytes_reserved, 0u);
+  EXPECT_EQ(m.kv_device_bytes_committed, 0u);  // nothing until a block is handed out
+  std::vector<int32_t> prompt = {1};
+  for (int i = 1; i < 40; ++i) prompt.push_back(260 + (i * 37) % 240);
+  Collected c = collect(*engine->submit(greedy(prompt, 2)));
+  ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+  // While the conversation's blocks are held (the slot keeps them until the idle trim), the
+  // device chunk: the metrics, the slot's own figure and the context's allocations agree.
+  m = engine->metrics();
+  const uint64_t chunk = m.kv_device_bytes_reserved;
+  EXPECT_GT(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.kv_device_bytes_committed, chunk);
+  const auto slots = engine->slots();
+  ASSERT_EQ(slots.size(), 1u);
+  // About 42 tokens: 3 blocks, every layer of them on the device (so the CPU block's size).
+  EXPECT_EQ(slots[0].kv_device_bytes, 3 * (*ctx)->kv().pool().block_bytes());
+  EXPECT_GE((*ctx)->device_bytes() - weights, chunk);
+  for (int i = 0; i < 300; ++i) {  // up to 3 s
+    m = engine->metrics();
+    if (m.kv_blocks_used == 0 && m.kv_device_bytes_committed == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(m.kv_blocks_used, 0);
+  EXPECT_EQ(m.kv_device_bytes_committed, 0u);
+  std::printf("[ device kv] reserved %llu, chunk %llu, after the idle trim %llu bytes\n",
+              static_cast<unsigned long long>(m.kv_device_bytes_reserved), static_cast<unsigned long long>(chunk),
+              static_cast<unsigned long long>(m.kv_device_bytes_committed));
 }
 
 }  // namespace

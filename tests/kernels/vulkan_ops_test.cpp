@@ -227,11 +227,27 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
     kh[i] = fp32_to_fp16(kf[i]);
     vh[i] = fp32_to_fp16(vf[i]);
   }
-  auto kb = ctx->alloc(kh.size() * 2), vb = ctx->alloc(vh.size() * 2), tb = ctx->alloc(table.size() * 4);
-  ASSERT_TRUE(kb.ok() && vb.ok() && tb.ok());
-  ASSERT_TRUE(ctx->upload(*kb, 0, kh.data(), kh.size() * 2).ok());
-  ASSERT_TRUE(ctx->upload(*vb, 0, vh.data(), vh.size() * 2).ok());
+  // Pool blocks in chunks of two: blocks 0-1 in one allocation, 2-3 in a second, 4 in a third,
+  // each chunk holding its blocks' K rows then their V rows.
+  const uint32_t per_chunk = 2, n_chunks = 3, rows = per_chunk * block_tokens;
+  std::vector<Buffer> chunk_bufs;
+  std::vector<uint64_t> addrs;
+  for (uint32_t c = 0; c < n_chunks; ++c) {
+    auto cb = ctx->alloc(2 * rows * row * 2);
+    ASSERT_TRUE(cb.ok());
+    for (uint32_t slot = 0; slot < per_chunk && c * per_chunk + slot < pool_blocks; ++slot) {
+      const size_t src = (c * per_chunk + slot) * block_tokens * row, bytes = block_tokens * row * 2;
+      ASSERT_TRUE(ctx->upload(*cb, slot * bytes, kh.data() + src, bytes).ok());
+      ASSERT_TRUE(ctx->upload(*cb, rows * row * 2 + slot * bytes, vh.data() + src, bytes).ok());
+    }
+    addrs.push_back(ctx->address(*cb).value());
+    chunk_bufs.push_back(std::move(*cb));
+  }
+  auto ab = ctx->alloc(addrs.size() * 8), tb = ctx->alloc(table.size() * 4);
+  ASSERT_TRUE(ab.ok() && tb.ok());
+  ASSERT_TRUE(ctx->upload(*ab, 0, addrs.data(), addrs.size() * 8).ok());
   ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
+  DeviceKv dkv{&*ab, &*tb, block_tokens, 0, per_chunk, 0, static_cast<uint32_t>(rows * row / 2)};
   std::vector<const uint8_t*> kblocks, vblocks;
   for (uint32_t b = 0; b < n_blocks; ++b) {
     kblocks.push_back(reinterpret_cast<const uint8_t*>(kh.data() + table[b] * block_tokens * row));
@@ -257,7 +273,7 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
     for (bool sg : reduction_modes(*ctx)) {
       ops.set_use_subgroups(sg);
       Recorder rec(*ctx);
-      ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, {&*kb, &*vb, &*tb, block_tokens}, n_kv, p, scores, out).ok());
+      ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, dkv, n_kv, p, scores, out).ok());
       ASSERT_TRUE(rec.run().ok());
       const double err = max_abs_diff(download_floats(*ctx, out, want.size()), want);
       std::cout << "[ max err  ] attention window=" << window << (sg ? " subgroup" : " shared") << ": " << err << "\n";
@@ -274,17 +290,24 @@ TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
   const std::vector<int32_t> pos = {3, 4, 5};        // rows 2*4+3, 0*4+0, 0*4+1 of the pool
   const auto x = kernels::test::random_floats(pos.size() * row, 51);
   Buffer xb = upload_floats(*ctx, x);
-  Buffer poolb = upload_floats(*ctx, std::vector<float>(pool_blocks * block_tokens * row / 2, 0.0f));
-  auto tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
-  ASSERT_TRUE(tb.ok() && pb.ok());
+  // One chunk of all pool blocks; the rows go into the V region (after 1 word of padding and
+  // the K region), the K region stays zero.
+  const uint32_t region_words = pool_blocks * block_tokens * row / 2;
+  Buffer poolb = upload_floats(*ctx, std::vector<float>(1 + 2 * region_words, 0.0f));
+  const uint64_t addr = ctx->address(poolb).value();
+  auto ab = ctx->alloc(8), tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
+  ASSERT_TRUE(ab.ok() && tb.ok() && pb.ok());
+  ASSERT_TRUE(ctx->upload(*ab, 0, &addr, 8).ok());
   ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
   ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
-  DeviceKv kv{&poolb, &poolb, &*tb, block_tokens, 2};
+  DeviceKv kv{&*ab, &*tb, block_tokens, 2, pool_blocks, 1, 1 + region_words};
   Recorder rec(*ctx);
-  ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, poolb).ok());  // tokens 1 and 2 only
+  ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, true).ok());  // tokens 1 and 2 only
   ASSERT_TRUE(rec.run().ok());
-  std::vector<uint16_t> got(pool_blocks * block_tokens * row);
-  ASSERT_TRUE(ctx->download(poolb, 0, got.data(), got.size() * 2).ok());
+  std::vector<uint16_t> all(2 + 4 * region_words);
+  ASSERT_TRUE(ctx->download(poolb, 0, all.data(), all.size() * 2).ok());
+  for (size_t i = 0; i < 2 + 2 * region_words; ++i) ASSERT_EQ(all[i], 0) << "K region or padding written at " << i;
+  const std::vector<uint16_t> got(all.begin() + 2 + 2 * region_words, all.end());
   for (size_t i = 0; i < got.size(); ++i) {
     const size_t r = i / row, e = i % row;
     float want = 0.0f;

@@ -24,8 +24,7 @@ struct OffloadCase {
 std::unique_ptr<model::DeviceOffload> offload_for(GoldenRunner& r, device::Context& ctx, int32_t layers) {
   const int32_t n_layer = r.model->hparams().n_layer;
   const int32_t want = layers == -2 ? n_layer - 1 : layers;
-  auto off = model::DeviceOffload::create(*r.model, ctx, want, r.model->kv_layout(DType::kF16),
-                                          r.kv->pool().n_blocks(), r.model->rope_params(0));
+  auto off = model::DeviceOffload::create(*r.model, ctx, want, r.kv->pool(), r.model->rope_params(0));
   EXPECT_TRUE(off.ok()) << off.error().to_string();
   if (!off.ok()) return nullptr;
   return std::move(*off);

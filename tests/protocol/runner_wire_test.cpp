@@ -99,6 +99,7 @@ TEST(RunnerWire, PayloadsRoundTripAndRefuseGarbage) {
   m.generated_tokens_total = 77;
   m.kv_preemptions_total = 5;
   m.kv_bytes_committed = 4 << 20;
+  m.kv_device_bytes_committed = 3 << 20;
   m.ttft.bounds = {0.1, 1.0};
   m.ttft.counts = {1, 2, 3};
   m.ttft.count = 6;
@@ -106,6 +107,7 @@ TEST(RunnerWire, PayloadsRoundTripAndRefuseGarbage) {
   EXPECT_EQ(mb.generated_tokens_total, 77u);
   EXPECT_EQ(mb.kv_preemptions_total, 5u);
   EXPECT_EQ(mb.kv_bytes_committed, 4u << 20);
+  EXPECT_EQ(mb.kv_device_bytes_committed, 3u << 20);
   EXPECT_EQ(mb.ttft.counts, m.ttft.counts);
   EXPECT_EQ(metrics_from_json(nlohmann::json::parse("{\"ttft\":{\"bounds\":[1],\"counts\":[1,2,3,4]}}")).ttft.counts.size(), 2u);
 

@@ -339,6 +339,7 @@ TEST(MetricsText, IsValidPrometheusText) {
   m.kv_blocks_cached = 5;
   m.cached_tokens_total = 40;
   m.kv_bytes_committed = 4 << 20;
+  m.kv_device_bytes_committed = 2 << 20;
   m.kv_evictions_total = 3;
   m.ttft.bounds = {0.005, 0.05, 0.5};
   for (double v : {0.001, 0.02, 0.02, 3.0}) m.ttft.observe(v);
@@ -359,6 +360,7 @@ TEST(MetricsText, IsValidPrometheusText) {
   EXPECT_EQ(parsed.samples["hearth_kv_blocks_cached"], 5);
   EXPECT_EQ(parsed.samples["hearth_kv_blocks_free"], 57);
   EXPECT_EQ(parsed.samples["hearth_kv_committed_bytes"], 4 << 20);
+  EXPECT_EQ(parsed.samples["hearth_kv_device_committed_bytes"], 2 << 20);
   EXPECT_EQ(parsed.types["hearth_kv_evictions_total"], "counter");
   EXPECT_EQ(parsed.samples["hearth_kv_evictions_total"], 3);
   EXPECT_DOUBLE_EQ(parsed.samples["hearth_kv_prefix_hit_ratio"], 0.25);  // 40 of 160 prompt tokens

@@ -51,11 +51,16 @@ struct RopePush {
 struct AttentionPush {
   uint32_t n_head, n_head_kv, head_dim_k, head_dim_v, block_tokens, n_kv, causal, window;
   float scale, softcap;
-  uint32_t scores_stride, tok_base, table_off, pad;
+  uint32_t scores_stride, tok_base, table_off, blocks_per_chunk;
+  uint32_t k_word, v_word;
 };
 struct KvStorePush {
-  uint32_t row_elems, block_tokens, tok_base, table_off;
+  uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region;
 };
+
+bool kv_ok(const DeviceKv& kv) {
+  return kv.chunks != nullptr && kv.table != nullptr && kv.block_tokens != 0 && kv.blocks_per_chunk != 0;
+}
 
 }  // namespace
 
@@ -210,33 +215,33 @@ Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const dev
 Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions,
                             uint32_t first_token, uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv,
                             const AttentionParams& ap, const device::Buffer& scores, const device::Buffer& out) {
-  if (ap.n_head_kv <= 0 || ap.n_head % ap.n_head_kv != 0 || kv.block_tokens == 0 || kv.k_pool == nullptr ||
-      kv.v_pool == nullptr || kv.table == nullptr) {
+  if (ap.n_head_kv <= 0 || ap.n_head % ap.n_head_kv != 0 || !kv_ok(kv)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: bad head counts or KV");
   }
   if (scores.bytes() < size_t{first_token + n_tokens} * static_cast<size_t>(ap.n_head) * n_kv * sizeof(float)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: scores scratch too small");
   }
-  auto p = pipeline("attention", true, 7, sizeof(AttentionPush));
+  auto p = pipeline("attention", true, 6, sizeof(AttentionPush));
   if (!p.ok()) return p.error();
   AttentionPush push{static_cast<uint32_t>(ap.n_head), static_cast<uint32_t>(ap.n_head_kv),
                      static_cast<uint32_t>(ap.head_dim_k), static_cast<uint32_t>(ap.head_dim_v), kv.block_tokens, n_kv,
                      ap.causal ? 1u : 0u, static_cast<uint32_t>(std::max(ap.window, 0)), ap.scale, ap.softcap,
-                     std::max(n_kv, 1u), first_token, kv.table_offset, 0};
-  return rec.dispatch(**p, {{&q}, {kv.k_pool}, {kv.v_pool}, {kv.table}, {&positions}, {&scores}, {&out}}, &push,
+                     std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word};
+  return rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores}, {&out}}, &push,
                       sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens);
 }
 
 Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions,
                            uint32_t first_token, uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv,
-                           const device::Buffer& pool) {
-  if (row_elems % 2 != 0 || kv.table == nullptr || kv.block_tokens == 0) {
+                           bool values) {
+  if (row_elems % 2 != 0 || !kv_ok(kv)) {
     return make_error(ErrorKind::kInvalidArgument, "device kv_store: odd row or no block table");
   }
   auto p = pipeline("kv_store", false, 4, sizeof(KvStorePush));
   if (!p.ok()) return p.error();
-  KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset};
-  return rec.dispatch(**p, {{&x}, {&pool}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
+  KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset, kv.blocks_per_chunk,
+                   values ? kv.v_word : kv.k_word};
+  return rec.dispatch(**p, {{&x}, {kv.chunks}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
                       n_tokens);
 }
 

@@ -34,15 +34,21 @@ struct DeviceSpan {
   uint32_t offset = 0;
 };
 
-// KV of one sequence and layer on the device: K and V pools of F16 rows (n_head_kv *
-// head_dim floats per token), blocks of block_tokens rows; `table` holds uint32 pool block
-// indices, one per block of the sequence.
+// KV of one sequence and layer on the device, F16 rows (n_head_kv * head_dim per token) in
+// blocks of block_tokens rows. The blocks live in chunk allocations (the elastic pool's
+// chunks): `chunks` holds one uint64 device address per chunk, pool block b being slot
+// b % blocks_per_chunk of chunk b / blocks_per_chunk; in each chunk this layer's K rows start
+// at 32-bit word k_word and its V rows at v_word (blocks_per_chunk * block_tokens rows each).
+// `table` holds uint32 pool block indices, one per block of the sequence, from table_offset.
+// Needs Context::buffer_addresses().
 struct DeviceKv {
-  const device::Buffer* k_pool = nullptr;
-  const device::Buffer* v_pool = nullptr;
+  const device::Buffer* chunks = nullptr;
   const device::Buffer* table = nullptr;
   uint32_t block_tokens = 0;
-  uint32_t table_offset = 0;  // the sequence's first entry in table
+  uint32_t table_offset = 0;
+  uint32_t blocks_per_chunk = 1;
+  uint32_t k_word = 0;
+  uint32_t v_word = 0;
 };
 
 // Whether matmul runs weights of this type as stored (others are dequantised to F16).
@@ -83,10 +89,10 @@ class VulkanOps {
                    uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv, const AttentionParams& p,
                    const device::Buffer& scores, const device::Buffer& out);
   // Stores rows [first_token, first_token + n_tokens) of x (row_elems floats each, row_elems
-  // even) as F16 into pool at their positions through kv's block table (pool = kv.k_pool or
-  // kv.v_pool).
+  // even) as F16 at their positions through kv's block table, into the K rows (values: the V
+  // rows).
   Status kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t first_token,
-                  uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv, const device::Buffer& pool);
+                  uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv, bool values);
 
  private:
   Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);

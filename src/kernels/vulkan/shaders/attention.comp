@@ -1,7 +1,8 @@
 #version 450
 // Attention of query tokens over the paged KV cache in device memory, one workgroup per
-// (query head, query token). K and V rows are F16 in pools of blocks of block_tokens rows;
-// table[b] is the pool block holding positions [b*block_tokens, (b+1)*block_tokens). Like
+// (query head, query token). K and V rows are F16 in the chunks of paged_kv.glsl, blocks of
+// block_tokens rows; table[b] is the pool block holding positions [b*block_tokens,
+// (b+1)*block_tokens). Like
 // the CPU path: Q rounded to F16, Q.K in F32, softmax in F32, probabilities rounded to F16
 // for the V product. scores is scratch of n_tokens * n_head * scores_stride floats. The
 // dispatch covers tokens [tok_base, tok_base + groups_y) of one sequence, whose block table
@@ -11,24 +12,26 @@ layout(local_size_x = 64) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { uint kpool[]; };
-layout(std430, binding = 2) readonly buffer V { uint vpool[]; };
-layout(std430, binding = 3) readonly buffer T { uint table[]; };
-layout(std430, binding = 4) readonly buffer P { int positions[]; };
-layout(std430, binding = 5) buffer S { float scores[]; };
-layout(std430, binding = 6) writeonly buffer O { float o[]; };
+layout(std430, binding = 1) readonly buffer C { uvec2 chunks[]; };
+layout(std430, binding = 2) readonly buffer T { uint table[]; };
+layout(std430, binding = 3) readonly buffer P { int positions[]; };
+layout(std430, binding = 4) buffer S { float scores[]; };
+layout(std430, binding = 5) writeonly buffer O { float o[]; };
 layout(push_constant) uniform Push {
   uint n_head, n_head_kv, head_dim_k, head_dim_v;
   uint block_tokens, n_kv, causal, window;
   float scale, softcap;
-  uint scores_stride, tok_base, table_off, pad;
+  uint scores_stride, tok_base, table_off, blocks_per_chunk;
+  uint k_word, v_word;
 } pc;
+#include "paged_kv.glsl"
 
-float half_at_k(uint idx) { const vec2 h = unpackHalf2x16(kpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
-float half_at_v(uint idx) { const vec2 h = unpackHalf2x16(vpool[idx >> 1]); return (idx & 1u) == 0u ? h.x : h.y; }
+// Element idx of the region starting at word `region` of a chunk.
+float half_at(KvWords c, uint region, uint idx) {
+  const vec2 h = unpackHalf2x16(c.w[region + (idx >> 1)]);
+  return (idx & 1u) == 0u ? h.x : h.y;
+}
 float round_f16(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
-
-uint row_of(uint p) { return table[pc.table_off + p / pc.block_tokens] * pc.block_tokens + p % pc.block_tokens; }
 
 void main() {
   const uint head = gl_WorkGroupID.x;
@@ -47,9 +50,11 @@ void main() {
 
   float m = -3.402823e38;
   for (uint p = first + tid; p < last; p += WG) {
-    const uint kb = row_of(p) * krow + kv_head * pc.head_dim_k;
+    uint row;
+    KvWords c = kv_chunk_row(p, row);
+    const uint kb = row * krow + kv_head * pc.head_dim_k;
     float s = 0.0;
-    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at_k(kb + i);
+    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at(c, pc.k_word, kb + i);
     s *= pc.scale;
     if (pc.softcap > 0.0) s = pc.softcap * tanh(s / pc.softcap);
     scores[sbase + p] = s;
@@ -70,7 +75,11 @@ void main() {
   const uint obase = (tok * pc.n_head + head) * pc.head_dim_v;
   for (uint d = tid; d < pc.head_dim_v; d += WG) {
     float acc = 0.0;
-    for (uint p = first; p < last; ++p) acc += scores[sbase + p] * half_at_v(row_of(p) * vrow + kv_head * pc.head_dim_v + d);
+    for (uint p = first; p < last; ++p) {
+      uint row;
+      KvWords c = kv_chunk_row(p, row);
+      acc += scores[sbase + p] * half_at(c, pc.v_word, row * vrow + kv_head * pc.head_dim_v + d);
+    }
     o[obase + d] = acc;
   }
 }

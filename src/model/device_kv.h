@@ -1,0 +1,59 @@
+// The KV of offloaded layers in device memory, elastic like the CPU pool: it mirrors the CPU
+// KvBlockPool's chunks (kv::KvChunkMirror), so a device chunk is allocated when the pool hands
+// out the first block of that chunk and freed when the pool releases the chunk, and a
+// copy-on-write copy of a block is made on the device too. Block ids are the CPU pool's, so
+// the CPU KvCache stays the one bookkeeper of sequences, prefixes and blocks; the chunks are
+// separate allocations reached through a table of device addresses (the block table makes
+// physical contiguity unnecessary - the kvcached idea without CUDA's virtual memory API).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "device/device.h"
+#include "kernels/vulkan/vulkan_ops.h"
+#include "kv/kv_block_pool.h"
+#include "util/result.h"
+
+namespace hearth::model {
+
+class DeviceKvPool final : public kv::KvChunkMirror {
+ public:
+  // F16 K and V rows of `n_layers` layers for every block of `pool` (whose layout gives the
+  // row sizes, F16 only). The device must have buffer addresses.
+  static Result<std::unique_ptr<DeviceKvPool>> create(device::Context& ctx, const kv::KvBlockPool& pool,
+                                                      int32_t n_layers);
+
+  Status commit_chunk(int32_t chunk) override;
+  void release_chunk(int32_t chunk) override;
+  Status copy_block(int32_t src, int32_t dst) override;
+  size_t chunk_bytes() const override { return chunk_bytes_; }
+
+  // The kernels' view of layer `layer`'s K and V for a sequence whose block table starts at
+  // entry table_offset of `table`.
+  kernels::vulkan::DeviceKv view(int32_t layer, const device::Buffer& table, uint32_t table_offset) const;
+  int32_t chunks_committed() const { return committed_; }
+  // Downloads layer `layer`'s K and V rows of pool block `block` (F16 bits; tests and
+  // diagnostics); kOutOfRange when its chunk is not committed.
+  Status read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const;
+
+ private:
+  DeviceKvPool(device::Context& ctx) : ctx_(ctx) {}
+  size_t slot_offset(int32_t block) const {
+    return static_cast<size_t>(block % blocks_per_chunk_) * static_cast<size_t>(block_tokens_);
+  }
+
+  device::Context& ctx_;
+  int32_t n_layers_ = 0;
+  int32_t block_tokens_ = 0;
+  int32_t blocks_per_chunk_ = 1;
+  size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
+  size_t layer_bytes_ = 0;  // one layer's K and V rows in one chunk
+  size_t chunk_bytes_ = 0;
+  std::vector<device::Buffer> chunks_;
+  device::Buffer addresses_;  // one uint64 device address per chunk (0: not committed)
+  int32_t committed_ = 0;
+};
+
+}  // namespace hearth::model
