@@ -32,6 +32,7 @@ enum class ChatOutputFamily {
   kGeneric,         // a template with tools but no syntax of its own: the whole reply is JSON,
                     //   {"tool_call": {...}}, {"tool_calls": [...]} or {"response": "..."}
 };
+constexpr int kChatOutputFamilyCount = static_cast<int>(ChatOutputFamily::kGeneric) + 1;
 
 // "plain", "hermes", "llama3", "mistral", "deepseek_r1", "command_r7b", "functionary_v3_1",
 // "functionary_v3_2", "firefunction_v2", "granite", "kimi_k2", "gpt_oss", "generic".
