@@ -101,6 +101,15 @@ std::vector<std::string_view> family_markers(ChatOutputFamily family) {
   return {};
 }
 
+bool is_family_marker(std::string_view text) {
+  for (int f = 0; f < kChatOutputFamilyCount; ++f) {
+    for (std::string_view m : family_markers(static_cast<ChatOutputFamily>(f))) {
+      if (m == text) return true;
+    }
+  }
+  return false;
+}
+
 bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out) {
   out = ToolCallSyntax{};
   switch (family) {

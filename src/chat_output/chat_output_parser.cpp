@@ -106,6 +106,18 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
       return true;
     }
   }
+  if (tools && at_start_ && family == ChatOutputFamily::kFirefunction) {
+    // The reply may open with the call, without the space that precedes it after text.
+    const std::string_view bare = kFirefunctionOpen.substr(1);
+    if (buffer_.size() < bare.size() && bare.substr(0, buffer_.size()) == buffer_ && !final) return false;
+    if (buffer_.compare(0, bare.size(), bare) == 0) {
+      opener_ = std::string(bare);
+      buffer_.erase(0, bare.size());
+      state_ = State::kJsonBody;
+      at_start_ = false;
+      return true;
+    }
+  }
   struct Marker {
     std::string_view text;
     State next;
@@ -134,10 +146,7 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
         markers.push_back({kPythonTag, State::kJsonBody, {}});
         break;
       case ChatOutputFamily::kFunctionaryV32: markers.push_back({kFunctionaryRecipient, State::kRecipient, {}}); break;
-      case ChatOutputFamily::kFirefunction:
-        markers.push_back({kFirefunctionOpen, State::kJsonBody, {}});
-        markers.push_back({kFirefunctionOpen.substr(1), State::kJsonBody, {}});  // at the very start
-        break;
+      case ChatOutputFamily::kFirefunction: markers.push_back({kFirefunctionOpen, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kGranite: markers.push_back({kGraniteCall, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kKimiK2: markers.push_back({kKimiSectionOpen, State::kCallBody, kKimiSectionClose}); break;
       case ChatOutputFamily::kGptOss:
@@ -260,10 +269,11 @@ bool ChatOutputParser::step_json_body(ChatOutputDelta& out, bool final) {
 }
 
 bool ChatOutputParser::step_recipient(ChatOutputDelta& out, bool final) {
+  constexpr size_t kMaxName = 64;
   size_t n = 0;
-  while (n < buffer_.size() && is_word_char(buffer_[n])) ++n;
-  if (n == buffer_.size() && !final) return false;  // the name may go on
-  if (n == 0 || n == buffer_.size() || buffer_[n] != '\n') {
+  while (n < buffer_.size() && n <= kMaxName && is_word_char(buffer_[n])) ++n;
+  if (n == buffer_.size() && n <= kMaxName && !final) return false;  // the name may go on
+  if (n == 0 || n > kMaxName || n == buffer_.size() || buffer_[n] != '\n') {
     // Not a recipient line: the marker was answer text.
     emit_content(out, opener_);
     state_ = State::kContent;

@@ -53,6 +53,9 @@ ReasoningMarkers reasoning_markers(ChatOutputFamily family);
 // The family's structural markers: a model that has them as control tokens must print those
 // tokens as text in a chat reply, or the parser (and a forced-call grammar) cannot see them.
 std::vector<std::string_view> family_markers(ChatOutputFamily family);
+// Whether `text` is a structural marker of any family (a control token with this text is printed
+// as text in chat replies and may be produced by a forced-call grammar).
+bool is_family_marker(std::string_view text);
 
 // How a family writes calls, as literal text around each call's JSON object (for the grammar
 // that forces a call): [before_calls] before_call {obj} after_call [between_calls ...] after_calls.

@@ -143,4 +143,9 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
   return root + body;
 }
 
+bool is_printed_marker(const Tokenizer& tokenizer, int32_t id) {
+  if (!tokenizer.is_control(id) || tokenizer.is_eog(id)) return false;
+  return is_family_marker(tokenizer.vocabulary().tokens[static_cast<size_t>(id)]);
+}
+
 }  // namespace hearth::engine

@@ -119,6 +119,10 @@ TEST(ChatOutputFamilies, FunctionaryV32) {
   Parsed text = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), "all\nJust text, a >>> b.");
   EXPECT_TRUE(text.calls.empty());
   EXPECT_EQ(text.content, "Just text, a >>> b.");
+  const std::string long_name(80, 'n');
+  Parsed not_a_name = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), long_name + "\n{}");
+  EXPECT_TRUE(not_a_name.calls.empty());
+  EXPECT_EQ(not_a_name.content, long_name + "\n{}");
   Parsed broken = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), "f\n{\"a\": ");
   EXPECT_TRUE(broken.calls.empty());
   EXPECT_EQ(broken.content, "f\n{\"a\": ");
@@ -130,6 +134,11 @@ TEST(ChatOutputFamilies, FirefunctionAndGranite) {
   EXPECT_EQ(p.content, "");
   ASSERT_EQ(p.calls.size(), 2u);
   EXPECT_EQ(p.calls[1].name, "now");
+  Parsed bare = parse_every_way(tools_format(ChatOutputFamily::kFirefunction), "functools[{\"name\": \"f\", \"arguments\": {}}]");
+  ASSERT_EQ(bare.calls.size(), 1u);
+  EXPECT_EQ(bare.content, "");
+  Parsed inside = parse_every_way(tools_format(ChatOutputFamily::kFirefunction), "myfunctools[{\"name\": \"f\", \"arguments\": {}}]");
+  EXPECT_TRUE(inside.calls.empty());
   Parsed g = parse_every_way(tools_format(ChatOutputFamily::kGranite, true),
                              "<think>Weather needed.</think><|tool_call|>[{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}]");
   EXPECT_EQ(g.reasoning, "Weather needed.");
