@@ -97,7 +97,7 @@ for (const template of ['CohereForAI-c4ai-command-r7b-12-2024-tool_use', 'meetka
     let server;
     let openai;
     before(async () => {
-      server = await startServer({ model: qwen, args: ['--parallel', '1', '--chat-template-file', path.join(corpus, `${template}.jinja`)] });
+      server = await startServer({ model: qwen, args: ['--parallel', '1', '--ctx-size', '4096', '--chat-template-file', path.join(corpus, `${template}.jinja`)] });
       openai = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'unused', maxRetries: 0, timeout: 120000 });
     });
     after(async () => {
