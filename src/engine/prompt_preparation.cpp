@@ -163,6 +163,9 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
       ChatOutputFamily family = ChatOutputFamily::kPlain;
       chat_output_family_from_name(prompt.output.family, family);
       HEARTH_ASSIGN(tool_grammar, forced_tool_call_grammar(family, source.chat));
+      if (tool_grammar.empty() && family == ChatOutputFamily::kGeneric && base.grammar.empty()) {
+        HEARTH_ASSIGN(tool_grammar, generic_reply_grammar(source.chat));
+      }
       if (!tool_grammar.empty() && !base.grammar.empty()) {
         return make_error(ErrorKind::kInvalidArgument, "a forced 'tool_choice' cannot be combined with '" + base.grammar_field + "'");
       }

@@ -143,6 +143,23 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
   return root + body;
 }
 
+Result<std::string> generic_reply_grammar(const Json& chat) {
+  if (!chat.is_object() || !chat.contains("tools") || !chat["tools"].is_array() || chat["tools"].empty()) return std::string();
+  if (chat.contains("tool_choice") && chat["tool_choice"] == "none") return std::string();
+  Json required = chat;
+  required["tool_choice"] = "required";
+  HEARTH_ASSIGN(std::string calls, forced_tool_call_grammar(ChatOutputFamily::kGeneric, required));
+  const Json response = {{"type", "object"},
+                         {"properties", {{"response", {{"type", "string"}}}}},
+                         {"required", Json::array({"response"})},
+                         {"additionalProperties", false}};
+  auto answer = sampler::json_schema_to_gbnf(response);
+  if (!answer.ok()) return make_error(answer.error().kind, answer.error().message);
+  std::string out = "root ::= calls-root | answer-root\n" + prefix_rules(calls, "calls-");
+  if (out.back() != '\n') out += "\n";
+  return out + prefix_rules(*answer, "answer-");
+}
+
 bool is_printed_marker(const Tokenizer& tokenizer, int32_t id) {
   if (!tokenizer.is_control(id) || tokenizer.is_eog(id)) return false;
   return is_family_marker(tokenizer.vocabulary().tokens[static_cast<size_t>(id)]);

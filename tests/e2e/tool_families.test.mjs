@@ -109,3 +109,38 @@ for (const template of ['CohereForAI-c4ai-command-r7b-12-2024-tool_use', 'meetka
     });
   });
 }
+
+describe('qwen2 with a template that has tools but no call syntax (generic JSON reply)', { skip: !qwen && 'qwen2 model missing' }, () => {
+  let server;
+  let openai;
+  before(async () => {
+    const template = path.join(corpus, 'CohereForAI-c4ai-command-r-plus-tool_use.jinja');
+    server = await startServer({ model: qwen, args: ['--parallel', '1', '--ctx-size', '4096', '--chat-template-file', template] });
+    openai = new OpenAI({ baseURL: server.url + '/v1', apiKey: 'unused', maxRetries: 0, timeout: 120000 });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('tool_choice "auto" is a grammar-held JSON reply: a valid call or the response text', async () => {
+    for (const seed of [1, 2, 3]) {
+      const r = await openai.chat.completions.create({
+        model: 'm', messages: [USER], tools: TOOLS, max_tokens: 200, seed, temperature: 0.8,
+      });
+      const choice = r.choices[0];
+      if (choice.finish_reason === 'tool_calls') {
+        assert.ok(choice.message.tool_calls.length >= 1);
+        for (const call of choice.message.tool_calls) assertCall(call);
+      } else if (choice.finish_reason === 'length') {
+        // Cut off inside the JSON: the unfinished reply comes back as it is, and it is the
+        // grammar's (a random model rarely closes its string).
+        assert.match(choice.message.content, /^\{\s*"(response|tool_calls)"/);
+      } else {
+        assert.equal(choice.finish_reason, 'stop', JSON.stringify(choice));
+        assert.equal(typeof choice.message.content, 'string');
+        assert.ok(!choice.message.content.startsWith('{"response"'), choice.message.content);
+      }
+    }
+    await forcedCalls(openai, 31);
+  });
+});

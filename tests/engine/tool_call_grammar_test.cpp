@@ -106,5 +106,22 @@ TEST(ToolCallGrammar, ParallelCallsInNameFirstFamilies) {
   EXPECT_FALSE(missing.ok());
 }
 
+TEST(ToolCallGrammar, GenericReplyIsACallOrAResponse) {
+  Json chat = chat_with_tools("auto");
+  auto g = generic_reply_grammar(chat);
+  ASSERT_TRUE(g.ok()) << g.error().message;
+  EXPECT_TRUE(matches(*g, "{\"response\": \"It is sunny.\"}"));
+  EXPECT_TRUE(matches(*g, "{\"tool_calls\": [{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}]}"));
+  EXPECT_FALSE(matches(*g, "{\"tool_calls\": [{\"name\":\"get_weather\",\"arguments\":{}}]}")) << "city is required";
+  EXPECT_FALSE(matches(*g, "It is sunny."));
+  chat.erase("tool_choice");
+  EXPECT_TRUE(generic_reply_grammar(chat).ok());
+  EXPECT_EQ(*generic_reply_grammar(chat_with_tools("none")), "");
+  ChatOutputParser parser(ChatOutputFormat{ChatOutputFamily::kGeneric, true, false, false});
+  ChatOutputDelta d = parser.feed("{\"response\": \"It is sunny.\"}");
+  ChatOutputDelta end = parser.finish();
+  EXPECT_EQ(d.content + end.content, "It is sunny.");
+}
+
 }  // namespace
 }  // namespace hearth::engine
