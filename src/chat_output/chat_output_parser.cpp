@@ -237,7 +237,12 @@ bool ChatOutputParser::step_json_body(ChatOutputDelta& out, bool final) {
     state_ = State::kContent;
     return false;
   } else {
-    end = buffer_.size();  // not JSON: put it back as answer text
+    // Not JSON: the marker was answer text, and what follows is read again as such (found by
+    // fuzz_chat_output: taking the whole buffer made the result depend on the chunking).
+    emit_content(out, opener_);
+    call_name_.clear();
+    state_ = State::kContent;
+    return true;
   }
   if (end == std::string::npos && !final) return false;
   if (end == std::string::npos) end = buffer_.size();

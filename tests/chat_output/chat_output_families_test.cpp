@@ -123,6 +123,15 @@ TEST(ChatOutputFamilies, FunctionaryV32) {
   Parsed not_a_name = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), long_name + "\n{}");
   EXPECT_TRUE(not_a_name.calls.empty());
   EXPECT_EQ(not_a_name.content, long_name + "\n{}");
+  // Found by fuzz_chat_output: a recipient followed by text is answer text, and a later
+  // recipient still opens a call, however the text is cut.
+  Parsed not_json = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), "al1l\nhi>>>f\n{\"a\": 1}");
+  EXPECT_EQ(not_json.content, "al1l\nhi");
+  ASSERT_EQ(not_json.calls.size(), 1u);
+  EXPECT_EQ(not_json.calls[0].name, "f");
+  Parsed mistral_text = parse_every_way(tools_format(ChatOutputFamily::kMistral), "[TOOL_CALLS] oops [TOOL_CALLS][{\"name\": \"f\"}]");
+  EXPECT_EQ(mistral_text.content, "[TOOL_CALLS] oops ");
+  ASSERT_EQ(mistral_text.calls.size(), 1u);
   Parsed broken = parse_every_way(tools_format(ChatOutputFamily::kFunctionaryV32), "f\n{\"a\": ");
   EXPECT_TRUE(broken.calls.empty());
   EXPECT_EQ(broken.content, "f\n{\"a\": ");
