@@ -13,10 +13,6 @@
 // per thread is the simplest faithful model of N independent clients, and the RSS sampler reads
 // /proc/PID/status of the child it started.
 #include <httplib.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -30,7 +26,8 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "child_server.h"
+#include "doc_sections.h"
 
 namespace {
 
@@ -78,62 +75,15 @@ bool parse_options(int argc, char** argv, Options& o) {
 }
 
 // `hearth serve` as a child process on a free loopback port.
-class Server {
- public:
-  bool start(const Options& o) {
-    int out[2];
-    if (::pipe(out) != 0) return false;
-    std::vector<std::string> args = {o.hearth, "serve", "-m", o.model, "--host", "127.0.0.1", "--port", "0",
-                                     "--parallel", std::to_string(o.parallel), "-t", std::to_string(o.threads),
-                                     // every client on loopback is one address: room for all of them
-                                     "--max-connections-per-client", std::to_string(o.clients + 16),
-                                     "--max-connections", std::to_string(std::max(512, o.clients + 16))};
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
-    posix_spawn_file_actions_addclose(&actions, out[0]);
-    const int rc = posix_spawn(&pid_, o.hearth.c_str(), &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    ::close(out[1]);
-    if (rc != 0) return false;
-    std::string line;
-    char c;
-    while (::read(out[0], &c, 1) == 1 && c != '\n') line += c;
-    ::close(out[0]);
-    const size_t colon = line.rfind(':');
-    if (line.find("listening on") == std::string::npos || colon == std::string::npos) return false;
-    port_ = std::stoi(line.substr(colon + 1));
-    for (int i = 0; i < 600; ++i) {
-      httplib::Client cli("127.0.0.1", port_);
-      auto r = cli.Get("/health");
-      if (r && r->status == 200) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return false;
-  }
-  ~Server() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGTERM);
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-  }
-  int port() const { return port_; }
-  long rss_kib() const {
-    std::ifstream in("/proc/" + std::to_string(pid_) + "/status");
-    std::string line;
-    while (std::getline(in, line)) {
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    }
-    return -1;
-  }
-
- private:
-  pid_t pid_ = -1;
-  int port_ = 0;
-};
+bool start_server(hearth::bench::ChildServer& server, const Options& o) {
+  const int port = hearth::bench::free_loopback_port();
+  return server.start({o.hearth, "serve", "-m", o.model, "--host", "127.0.0.1", "--port", std::to_string(port),
+                       "--parallel", std::to_string(o.parallel), "-t", std::to_string(o.threads),
+                       // every client on loopback is one address: room for all of them
+                       "--max-connections-per-client", std::to_string(o.clients + 16),
+                       "--max-connections", std::to_string(std::max(512, o.clients + 16))},
+                      port, "/tmp/soak_bench_server.log", 600);
+}
 
 struct Tally {
   std::mutex mu;
@@ -202,29 +152,6 @@ double percentile(std::vector<double> v, double p) {
   return v[i];
 }
 
-// Replaces (or appends) the section between the soak markers of the performance document.
-bool write_doc(const std::string& path, const std::string& section) {
-  const std::string begin = "<!-- soak-bench:begin -->", end = "<!-- soak-bench:end -->";
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string doc = ss.str();
-  const std::string block = begin + "\n" + section + end;
-  const size_t b = doc.find(begin), e = doc.find(end);
-  if (b != std::string::npos && e != std::string::npos && e > b) {
-    doc.replace(b, e + end.size() - b, block);
-  } else {
-    doc += (doc.empty() || doc.back() == '\n' ? "\n" : "\n\n") + block + "\n";
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << doc;
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -237,22 +164,29 @@ int main(int argc, char** argv) {
   }
   // One log line per request would bury the report; warnings and errors still show.
   ::setenv("HEARTH_LOG_LEVEL", "warn", 0);
-  Server server;
-  if (!server.start(o)) {
-    std::fprintf(stderr, "hearth serve did not start (%s)\n", o.hearth.c_str());
+  hearth::bench::ChildServer server;
+  if (!start_server(server, o)) {
+    std::fprintf(stderr, "hearth serve did not start (%s; log: /tmp/soak_bench_server.log)\n", o.hearth.c_str());
     return 2;
   }
   const long rss_start = server.rss_kib();
   std::atomic<long> rss_peak{rss_start};
   std::atomic<bool> sampling{true};
+  // The highest RSS of each minute: flat means the last minutes sit where the first one did
+  // (a leak climbs minute after minute; a cache levels off).
+  std::vector<long> rss_by_minute;
+  const auto began = Clock::now();
   std::thread sampler([&] {
     while (sampling) {
-      rss_peak = std::max(rss_peak.load(), server.rss_kib());
+      const long now_kib = server.rss_kib();
+      rss_peak = std::max(rss_peak.load(), now_kib);
+      const auto minute = static_cast<size_t>(std::chrono::duration_cast<std::chrono::minutes>(Clock::now() - began).count());
+      if (rss_by_minute.size() <= minute) rss_by_minute.resize(minute + 1, 0);
+      rss_by_minute[minute] = std::max(rss_by_minute[minute], now_kib);
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
     }
   });
   Tally tally;
-  const auto began = Clock::now();
   const auto deadline = began + std::chrono::seconds(o.seconds);
   std::vector<std::thread> clients;
   for (int i = 0; i < o.clients; ++i) clients.emplace_back(run_client, i, server.port(), std::cref(o), deadline, std::ref(tally));
@@ -271,6 +205,9 @@ int main(int argc, char** argv) {
               static_cast<double>(tally.tokens) / elapsed);
   std::printf("  server RSS start %.1f MiB, peak %.1f MiB, end %.1f MiB\n", rss_start / 1024.0, rss_peak.load() / 1024.0,
               rss_end / 1024.0);
+  std::string by_minute;
+  for (long kib : rss_by_minute) by_minute += (by_minute.empty() ? "" : ", ") + std::to_string(kib / 1024);
+  std::printf("  server RSS by minute (highest, MiB): %s\n", by_minute.c_str());
   std::printf("  time to first token p50 %.1f ms, p99 %.1f ms\n", p50, p99);
   for (const auto& e : tally.error_samples) std::printf("  error: %s\n", e.c_str());
 
@@ -285,7 +222,7 @@ int main(int argc, char** argv) {
             {"errors", tally.errors},
             {"error_samples", tally.error_samples},
             {"text_events", tally.tokens},
-            {"rss_kib", {{"start", rss_start}, {"peak", rss_peak.load()}, {"end", rss_end}}},
+            {"rss_kib", {{"start", rss_start}, {"peak", rss_peak.load()}, {"end", rss_end}, {"by_minute", rss_by_minute}}},
             {"ttft_ms", {{"p50", p50}, {"p99", p99}}}};
   std::ofstream(o.json) << j.dump(2) << "\n";
   if (!o.write_doc.empty()) {
@@ -301,7 +238,9 @@ int main(int argc, char** argv) {
                   static_cast<unsigned long long>(tally.errors), rss_start / 1024.0, rss_peak.load() / 1024.0,
                   rss_end / 1024.0, p50, p99);
     s << row;
-    if (!write_doc(o.write_doc, s.str())) {
+    s << "\nServer RSS, highest of each minute (MiB): " << by_minute
+      << ". End: 2 s after the last stream, once the idle trim has kept only `HEARTH_KV_IDLE_CACHE` of cached prefixes.\n";
+    if (!hearth::bench::update_doc_section_file(o.write_doc, "soak-bench", s.str())) {
       std::fprintf(stderr, "cannot write %s\n", o.write_doc.c_str());
       return 2;
     }

@@ -84,8 +84,8 @@ int run_runner(const CommandArgs& args) {
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
   auto ctx_opts = context_options_from(s);
   if (!ctx_opts.ok()) return send_failed(channel, ctx_opts.error()), 1;
-  auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
-  if (!idle_cache.ok()) return send_failed(channel, idle_cache.error()), 1;
+  engine::ServingOptions serving;
+  if (auto st = apply_kv_cache_caps(s, serving); !st.ok()) return send_failed(channel, st.error()), 1;
   auto template_source = chat_template_from(s);
   if (!template_source.ok()) return send_failed(channel, template_source.error()), 1;
   int32_t per_request_ctx = 0;
@@ -98,11 +98,9 @@ int run_runner(const CommandArgs& args) {
   if (!ctx.ok()) return send_failed(channel, ctx.error()), 1;
   protocol::ModelInfo card = build_model_info(**ctx, path, alias, *template_source);
   card.aliases.clear();  // a stored model answers to its stored name only
-  engine::ServingOptions serving;
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
-  serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
   apply_kv_unified(s, per_request_ctx, serving);
   const double load_ms = (*ctx)->load_ms();
   auto backend = engine::LocalBackend::create(std::move(ctx).value(), serving, std::move(card));

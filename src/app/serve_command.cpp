@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cctype>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 
@@ -117,6 +118,9 @@ std::vector<SettingSpec> serve_settings() {
   specs.push_back({"kv_idle_cache", 0, SettingType::kString, std::to_string(engine::kDefaultIdleCacheBytes >> 20) + "MiB",
                    "cached prompt prefixes (KV) kept once the server has been idle for a second; the rest of the KV "
                    "memory goes back to the system (0: all of it)", "HEARTH_KV_IDLE_CACHE"});
+  specs.push_back({"kv_busy_cache", 0, SettingType::kString, std::to_string(engine::kDefaultBusyCacheBytes >> 20) + "MiB",
+                   "cached prompt prefixes (KV) of finished requests kept while others run; beyond it the oldest go "
+                   "and their memory goes back to the system", "HEARTH_KV_BUSY_CACHE"});
   specs.push_back(SettingSpec{"kv_unified", 0, SettingType::kBool, "",
                               "slots share the KV cache instead of splitting it: each request may use the whole context, "
                               "more run at once, and one the cache cannot hold any more waits and is recomputed",
@@ -158,6 +162,11 @@ int fail(const std::string& message, int status = 2) {
 
 // The GPUs this server can use, one line each, as ollama lists them at start.
 void print_gpu_devices() {
+  const char* hearth_gpu = std::getenv("HEARTH_GPU");
+  if (hearth_gpu != nullptr && device::gpu_disabled(hearth_gpu)) {
+    std::printf("hearth: HEARTH_GPU=%s: models run on the CPU\n", hearth_gpu);
+    return;
+  }
   auto devices = device::list_devices();
   if (!devices.ok()) {
     std::printf("hearth: no GPU (%s); models run on the CPU\n", devices.error().message.c_str());
@@ -260,6 +269,21 @@ Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t
 
 // --kv-unified: the slots share the pool. Each request may then use the whole --ctx-size when one
 // is given (llama-server's meaning), else its own context (--request-ctx or the model's).
+Status apply_kv_cache_caps(const Settings& s, engine::ServingOptions& serving) {
+  const std::pair<const char*, size_t*> caps[] = {{"kv_idle_cache", &serving.idle_cache_bytes},
+                                                  {"kv_busy_cache", &serving.busy_cache_bytes}};
+  for (const auto& cap : caps) {
+    auto bytes = parse_byte_size(s.get_string(cap.first));
+    if (!bytes.ok()) {
+      std::string flag = std::string("--") + cap.first;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      return make_error(ErrorKind::kInvalidArgument, flag + ": " + bytes.error().message);
+    }
+    *cap.second = static_cast<size_t>(*bytes);
+  }
+  return {};
+}
+
 void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving) {
   serving.kv_unified = s.get_bool("kv_unified");
   if (serving.kv_unified) serving.n_ctx_slot = s.get_int("ctx_size") > 0 ? 0 : per_request_ctx;
@@ -270,7 +294,7 @@ namespace {
 // The flags a runner gets from serve: its model and serving options (the environment, which
 // runners inherit, carries the rest).
 const char* const kRunnerForwarded[] = {"ctx_size", "threads", "kv_type", "cache_type_k", "cache_type_v", "request_ctx",
-                                        "parallel", "batch_tokens", "max_queue", "kv_idle_cache", "chat_template",
+                                        "parallel", "batch_tokens", "max_queue", "kv_idle_cache", "kv_busy_cache", "chat_template",
                                         "chat_template_file", "no_memory_check", "kv_unified"};
 
 // Router mode: the scheduler, and how a stored model becomes a runner and a memory figure.
@@ -354,8 +378,8 @@ int run_serve(const CommandArgs& args) {
   if (!s.positionals().empty()) return fail("unexpected argument '" + s.positionals()[0] + "'");
   auto ctx_opts = context_options_from(s);
   if (!ctx_opts.ok()) return fail(ctx_opts.error().message);
-  auto idle_cache = parse_byte_size(s.get_string("kv_idle_cache"));
-  if (!idle_cache.ok()) return fail("--kv-idle-cache: " + idle_cache.error().message);
+  engine::ServingOptions serving;
+  if (auto st = apply_kv_cache_caps(s, serving); !st.ok()) return fail(st.error().message);
   const std::string path = s.get_string("model");
   const bool store_mode = path.empty();
   const auto n_slots = static_cast<int32_t>(s.get_int("parallel"));
@@ -399,11 +423,9 @@ int run_serve(const CommandArgs& args) {
     return fail("--ssl-cert-file and --ssl-key-file go together: give both to serve HTTPS, or neither");
   }
 
-  engine::ServingOptions serving;
   serving.n_slots = n_slots;
   serving.step_token_budget = static_cast<int32_t>(s.get_int("batch_tokens"));
   serving.max_queue = static_cast<int32_t>(s.get_int("max_queue"));
-  serving.idle_cache_bytes = static_cast<size_t>(*idle_cache);
   if (!store_mode) apply_kv_unified(s, per_request_ctx, serving);
 
   auto template_source = chat_template_from(s);

@@ -22,6 +22,9 @@ Status plan_and_check_memory(const Settings& s, const std::string& path, int32_t
 // --kv-unified: the slots share the KV pool; each request may use the whole --ctx-size when one
 // is given, else its own per-request context.
 void apply_kv_unified(const Settings& s, int32_t per_request_ctx, engine::ServingOptions& serving);
+// --kv-idle-cache and --kv-busy-cache: the cached prefixes kept while idle and while busy
+// (kInvalidArgument naming the flag on a bad size).
+Status apply_kv_cache_caps(const Settings& s, engine::ServingOptions& serving);
 // The template text to use instead of the model's ("" for its own).
 Result<std::string> chat_template_from(const Settings& s);
 

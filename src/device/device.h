@@ -49,6 +49,10 @@ Result<std::vector<DeviceInfo>> list_devices();
 // device is used only when named. An index or name that matches nothing is an error that
 // lists the devices.
 Result<std::optional<size_t>> choose_device(const std::vector<DeviceInfo>& devices, std::string_view hearth_gpu);
+// HEARTH_GPU asks for the CPU ("none" or "cpu", any case): callers skip discovery altogether,
+// which would map every installed Vulkan driver into the process (lavapipe alone brings
+// libLLVM, ~44 MiB of resident code) for nothing.
+bool gpu_disabled(std::string_view hearth_gpu);
 
 // One line per device: "0: NAME (vendor, kind, driver) total 8.0 GiB free 7.5 GiB".
 std::string describe_device(size_t position, const DeviceInfo& d);

@@ -49,9 +49,14 @@ std::string describe_device(size_t position, const DeviceInfo& d) {
          (d.budget_known ? "" : " (no memory budget: free is total)");
 }
 
+bool gpu_disabled(std::string_view hearth_gpu) {
+  const std::string want = lower(hearth_gpu);
+  return want == "none" || want == "cpu";
+}
+
 Result<std::optional<size_t>> choose_device(const std::vector<DeviceInfo>& devices, std::string_view hearth_gpu) {
   const std::string want = lower(hearth_gpu);
-  if (want == "none" || want == "cpu") return std::optional<size_t>();
+  if (gpu_disabled(want)) return std::optional<size_t>();
   if (want.empty()) {
     for (size_t i = 0; i < devices.size(); ++i) {
       if (devices[i].kind != DeviceKind::kCpu) return std::optional<size_t>(i);

@@ -154,12 +154,16 @@ Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& t
 }
 
 Status InferenceContext::offload_to_gpu(int32_t gpu_layers, int32_t n_blocks) {
+  const char* env = std::getenv("HEARTH_GPU");
+  if (env != nullptr && device::gpu_disabled(env)) {
+    log_info("HEARTH_GPU asks for the CPU: every layer runs on the CPU", {{"HEARTH_GPU", env}});
+    return ok_status();
+  }
   auto devices = device::list_devices();
   if (!devices.ok()) {
     log_warn("no GPU: every layer runs on the CPU", {{"reason", devices.error().message}});
     return ok_status();
   }
-  const char* env = std::getenv("HEARTH_GPU");
   auto pick = device::choose_device(*devices, env != nullptr ? env : "");
   if (!pick.ok()) return pick.error();
   if (!pick->has_value()) {

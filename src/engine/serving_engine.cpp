@@ -80,6 +80,7 @@ class ServingEngine::Impl {
   void trim_when_idle();
   void enforce_kv_limit();
   void publish_prefixes(const ServingSlot& s);
+  void trim_while_busy();
 
  public:
   void set_kv_limit(size_t bytes);
@@ -543,6 +544,7 @@ void ServingEngine::Impl::step() {
     if (out.finished) {
       ++m_.requests_total;
       if (keep_prefix) publish_prefixes(s);  // the conversation so far, for its next turn on any slot
+      trim_while_busy();
     }
   }
 
@@ -612,6 +614,15 @@ void ServingEngine::Impl::trim_when_idle() {
     log_info("KV memory returned while idle", {{"chunks", released},
                                                {"committed_bytes", static_cast<long long>(kv.stats().pool.committed_bytes)}});
   }
+}
+
+// A request just finished: cached prefixes held by the cache alone beyond busy_cache_bytes are
+// evicted (least recently used, whole chunks first) and the chunks that frees go back.
+void ServingEngine::Impl::trim_while_busy() {
+  kv::KvCache& kv = ctx_.kv();
+  const kv::KvCacheStats st = kv.stats();
+  if (static_cast<size_t>(st.blocks_evictable) * kv.pool().block_bytes() <= opts_.busy_cache_bytes) return;
+  (void)kv.trim_cache(opts_.busy_cache_bytes);
 }
 
 // Over a KV limit, cached blocks go first; then idle slots' own sequences (least recently used

@@ -77,6 +77,7 @@ struct StepRecord {
 };
 
 inline constexpr size_t kDefaultIdleCacheBytes = size_t{256} << 20;
+inline constexpr size_t kDefaultBusyCacheBytes = size_t{512} << 20;
 
 struct ServingOptions {
   int32_t n_slots = 4;             // --parallel
@@ -96,6 +97,11 @@ struct ServingOptions {
   // and the rest of the KV memory goes back to the OS (HEARTH_KV_IDLE_CACHE; see
   // docs/decisions.md for the default).
   size_t idle_cache_bytes = kDefaultIdleCacheBytes;
+  // While requests run, cached prefixes nobody holds are kept up to busy_cache_bytes (least
+  // recently used go first) and the chunks that empties go back to the OS, so a busy server's
+  // RSS levels off at weights + running sequences + this cap instead of filling the whole KV
+  // pool with old conversations (HEARTH_KV_BUSY_CACHE; docs/decisions.md).
+  size_t busy_cache_bytes = kDefaultBusyCacheBytes;
   std::chrono::milliseconds idle_after{1000};
   // Called on the engine thread after every decoded batch. Must be quick and must not call
   // back into the engine. Empty: nothing is called.

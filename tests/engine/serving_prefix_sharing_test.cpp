@@ -1,7 +1,8 @@
 // The serving engine over the cross-request prefix cache: a second conversation with the same
 // long system prompt evaluates only its new tokens, even on another slot; greedy outputs are
 // the same with sharing on and off (single and batched); an idle engine trims its cache and
-// gives KV memory back; a KV limit holds new requests back without touching running ones.
+// gives KV memory back; a busy one keeps cached prefixes only up to its cap; a KV limit holds
+// new requests back without touching running ones.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -132,6 +133,36 @@ TEST_F(ServingEngineTest, AnIdleEngineTrimsItsCacheAndGivesMemoryBack) {
   Collected again = collect(*engine->submit(greedy(encode(*ctx, system_prompt()), 4)));
   EXPECT_EQ(again.final.timings.cached_n, 0);
   EXPECT_EQ(again.tokens, c.tokens);
+}
+
+// While busy (idle_after far away), finished conversations stay cached only up to
+// busy_cache_bytes: with a cap of 0 a slot that moves on to another prompt leaves nothing
+// behind, with the default cap every conversation stays and a repeat finds its prefix.
+TEST_F(ServingEngineTest, ABusyEngineKeepsCachedPrefixesOnlyUpToItsBusyCap) {
+  HEARTH_REQUIRE_FILE(stories());
+  auto ctx = open_ctx(stories(), 8 * 256, true);  // room for all four conversations
+  ASSERT_NE(ctx, nullptr);
+  int32_t cached_blocks[2] = {0, 0};
+  int32_t repeat_cached[2] = {0, 0};
+  for (int capped = 0; capped < 2; ++capped) {
+    ServingOptions o;
+    o.n_slots = 1;
+    o.idle_after = std::chrono::hours(1);
+    if (capped) o.busy_cache_bytes = 0;
+    auto engine = start(*ctx, o);
+    ASSERT_NE(engine, nullptr);
+    for (const char* q : kQuestions) {
+      Collected c = collect(*engine->submit(greedy(encode(*ctx, std::string(q) + " " + system_prompt()), 4)));
+      ASSERT_EQ(c.final.kind, EngineEvent::Kind::kDone) << c.final.error.to_string();
+    }
+    cached_blocks[capped] = engine->metrics().kv_blocks_cached;
+    Collected again = collect(*engine->submit(greedy(encode(*ctx, std::string(kQuestions[0]) + " " + system_prompt()), 4)));
+    repeat_cached[capped] = again.final.timings.cached_n;
+  }
+  // Uncapped: four conversations' blocks; capped: at most the last one, which its slot holds.
+  EXPECT_GT(cached_blocks[0], 2 * cached_blocks[1]);
+  EXPECT_GT(repeat_cached[0], 32);
+  EXPECT_LE(repeat_cached[1], 1);  // at most the BOS its slot still holds from the last prompt
 }
 
 TEST_F(ServingEngineTest, AKvLimitHoldsNewRequestsBackAndLetsRunningOnesFinish) {
