@@ -1,40 +1,26 @@
 // ChatOutputParser: a small state machine over a buffer of unreleased text (see the header).
 // Answer and reasoning text are released up to the longest tail that could still begin a marker;
 // a tool call is held until its closing marker (or the end of its JSON value) and released whole.
+// The harmony (gpt-oss) states are in chat_output_harmony.cpp; the call readers in call_bodies.cpp.
 #include "chat_output/chat_output_parser.h"
 
 #include <algorithm>
+#include <cctype>
 
-#include <nlohmann/json.hpp>
+#include "chat_output/call_bodies.h"
+#include "chat_output/family_markers.h"
 
 namespace hearth {
 namespace {
 
-using Json = nlohmann::ordered_json;
-
-constexpr std::string_view kThinkOpen = "<think>";
-constexpr std::string_view kThinkClose = "</think>";
-constexpr std::string_view kHermesOpen = "<tool_call>";
-constexpr std::string_view kHermesClose = "</tool_call>";
-constexpr std::string_view kPythonTag = "<|python_tag|>";
-constexpr std::string_view kMistralOpen = "[TOOL_CALLS]";
-constexpr std::string_view kDeepSeekOpen = "<｜tool▁calls▁begin｜>";
-constexpr std::string_view kDeepSeekClose = "<｜tool▁calls▁end｜>";
-constexpr std::string_view kDeepSeekCallOpen = "<｜tool▁call▁begin｜>";
-constexpr std::string_view kDeepSeekCallClose = "<｜tool▁call▁end｜>";
-constexpr std::string_view kDeepSeekSep = "<｜tool▁sep｜>";
-
-struct FamilyName {
-  ChatOutputFamily family;
-  const char* name;
-};
-constexpr FamilyName kFamilyNames[] = {
-    {ChatOutputFamily::kPlain, "plain"},     {ChatOutputFamily::kHermes, "hermes"},
-    {ChatOutputFamily::kLlama3, "llama3"},   {ChatOutputFamily::kMistral, "mistral"},
-    {ChatOutputFamily::kDeepSeekR1, "deepseek_r1"},
-};
+using namespace chat_output_markers;
+using namespace chat_output_detail;
 
 bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+}
 
 // Length of the longest tail of `text` that is a proper prefix of `marker`.
 size_t partial_tail(std::string_view text, std::string_view marker) {
@@ -45,140 +31,14 @@ size_t partial_tail(std::string_view text, std::string_view marker) {
   return 0;
 }
 
-// End (one past) of the JSON object or array starting at `from` (after whitespace), or npos
-// while it is incomplete. `from` must point at '{' or '['.
-size_t json_value_end(std::string_view text, size_t from) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = from; i < text.size(); ++i) {
-    char c = text[i];
-    if (in_string) {
-      if (escaped) escaped = false;
-      else if (c == '\\') escaped = true;
-      else if (c == '"') in_string = false;
-      continue;
-    }
-    if (c == '"') in_string = true;
-    else if (c == '{' || c == '[') ++depth;
-    else if (c == '}' || c == ']') {
-      if (--depth == 0) return i + 1;
-    }
-  }
-  return std::string_view::npos;
-}
-
-// Arguments as compact JSON object text: an object as is, or a string holding one.
-bool arguments_text(const Json& args, std::string& out) {
-  if (args.is_object()) {
-    out = args.dump(-1, ' ', false, Json::error_handler_t::replace);
-    return true;
-  }
-  if (args.is_string()) {
-    Json parsed = Json::parse(args.get<std::string>(), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_object()) {
-      out = parsed.dump(-1, ' ', false, Json::error_handler_t::replace);
-      return true;
-    }
-  }
-  return false;
-}
-
-// {"name": ..., "arguments"|"parameters": {...}, "id"?} -> a call.
-bool call_from_object(const Json& obj, ParsedToolCall& call) {
-  if (!obj.is_object() || !obj.contains("name") || !obj["name"].is_string()) return false;
-  call.name = obj["name"].get<std::string>();
-  if (call.name.empty()) return false;
-  const char* key = obj.contains("arguments") ? "arguments" : obj.contains("parameters") ? "parameters" : nullptr;
-  if (key == nullptr) {
-    call.arguments = "{}";
-  } else if (!arguments_text(obj[key], call.arguments)) {
-    return false;
-  }
-  if (obj.contains("id") && obj["id"].is_string()) call.id = obj["id"].get<std::string>();
-  return true;
-}
-
-bool parse_deepseek_calls(std::string_view body, std::vector<ParsedToolCall>& calls) {
-  size_t at = 0;
-  bool any = false;
-  while ((at = body.find(kDeepSeekCallOpen, at)) != std::string_view::npos) {
-    at += kDeepSeekCallOpen.size();
-    size_t end = body.find(kDeepSeekCallClose, at);
-    if (end == std::string_view::npos) return false;
-    std::string_view one = body.substr(at, end - at);
-    at = end + kDeepSeekCallClose.size();
-    size_t sep = one.find(kDeepSeekSep);
-    if (sep == std::string_view::npos) return false;
-    std::string_view rest = one.substr(sep + kDeepSeekSep.size());
-    size_t nl = rest.find('\n');
-    if (nl == std::string_view::npos) return false;
-    ParsedToolCall call;
-    call.name = std::string(rest.substr(0, nl));
-    std::string_view args = rest.substr(nl + 1);
-    size_t brace = args.find('{');
-    if (brace == std::string_view::npos || call.name.empty()) return false;
-    size_t args_end = json_value_end(args, brace);
-    if (args_end == std::string_view::npos) return false;
-    Json parsed = Json::parse(args.substr(brace, args_end - brace), nullptr, /*allow_exceptions=*/false);
-    if (!arguments_text(parsed, call.arguments)) return false;
-    calls.push_back(std::move(call));
-    any = true;
-  }
-  return any;
-}
-
 }  // namespace
 
-const char* chat_output_family_name(ChatOutputFamily family) {
-  for (const auto& f : kFamilyNames) if (f.family == family) return f.name;
-  return "plain";
-}
-
-bool chat_output_family_from_name(std::string_view name, ChatOutputFamily& out) {
-  for (const auto& f : kFamilyNames) {
-    if (name == f.name) {
-      out = f.family;
-      return true;
-    }
-  }
-  return false;
-}
-
-bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out) {
-  out = ToolCallSyntax{};
-  switch (family) {
-    case ChatOutputFamily::kPlain:
-    case ChatOutputFamily::kHermes:
-      out.before_call = std::string(kHermesOpen) + "\n";
-      out.after_call = "\n" + std::string(kHermesClose);
-      out.between_calls = "\n";
-      return true;
-    case ChatOutputFamily::kLlama3:
-      out.arguments_key = "parameters";
-      out.parallel = false;
-      return true;
-    case ChatOutputFamily::kMistral:
-      out.before_calls = std::string(kMistralOpen) + "[";
-      out.between_calls = ", ";
-      out.after_calls = "]";
-      return true;
-    case ChatOutputFamily::kDeepSeekR1: return false;
-  }
-  return false;
-}
-
-ChatOutputFamily detect_chat_output_family(std::string_view source) {
-  auto has = [&](std::string_view marker) { return source.find(marker) != std::string_view::npos; };
-  // The same order as the reference engine's dispatch.
-  if (has(kDeepSeekOpen)) return ChatOutputFamily::kDeepSeekR1;
-  if (has(kHermesOpen)) return ChatOutputFamily::kHermes;
-  if (has("<|start_header_id|>ipython<|end_header_id|>")) return ChatOutputFamily::kLlama3;
-  if (has(kMistralOpen)) return ChatOutputFamily::kMistral;
-  return ChatOutputFamily::kPlain;
-}
-
 ChatOutputParser::ChatOutputParser(ChatOutputFormat format) : format_(format) {
-  if (format_.parse_reasoning && format_.reasoning_open) state_ = State::kReasoning;
+  if (format_.family == ChatOutputFamily::kGptOss) {
+    state_ = State::kHarmonyHeader;  // the prompt ends with <|start|>assistant
+  } else if (format_.parse_reasoning && format_.reasoning_open) {
+    state_ = State::kReasoning;
+  }
 }
 
 ChatOutputDelta ChatOutputParser::feed(std::string_view text) {
@@ -202,6 +62,9 @@ void ChatOutputParser::run(ChatOutputDelta& out, bool final) {
       case State::kReasoning: progressed = step_reasoning(out, final); break;
       case State::kCallBody: progressed = step_call_body(out, final); break;
       case State::kJsonBody: progressed = step_json_body(out, final); break;
+      case State::kRecipient: progressed = step_recipient(out, final); break;
+      case State::kHarmonyHeader: progressed = step_harmony_header(out, final); break;
+      case State::kHarmonyBody: progressed = step_harmony_body(out, final); break;
     }
     if (!progressed) return;
   }
@@ -222,13 +85,34 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
     skip_space_ = false;
   }
   const bool tools = format_.parse_tool_calls;
-  if (tools && at_start_ && format_.family == ChatOutputFamily::kLlama3) {
-    // Llama 3.x answers a call with a bare JSON object as its whole reply.
+  const ChatOutputFamily family = format_.family;
+  if (tools && at_start_ && family == ChatOutputFamily::kFunctionaryV32) {
+    // The prompt ends with ">>>": the reply starts with a recipient (a function or "all").
+    opener_.clear();
+    state_ = State::kRecipient;
+    at_start_ = false;
+    return true;
+  }
+  if (tools && at_start_ && (family == ChatOutputFamily::kLlama3 || family == ChatOutputFamily::kGeneric)) {
+    // Llama 3.x answers a call with a bare JSON object as its whole reply; the generic family
+    // writes every reply as one JSON object.
     size_t n = 0;
     while (n < buffer_.size() && is_space(buffer_[n])) ++n;
     if (n == buffer_.size() && !final) return false;
     if (n < buffer_.size() && buffer_[n] == '{') {
       opener_.clear();
+      state_ = State::kJsonBody;
+      at_start_ = false;
+      return true;
+    }
+  }
+  if (tools && at_start_ && family == ChatOutputFamily::kFirefunction) {
+    // The reply may open with the call, without the space that precedes it after text.
+    const std::string_view bare = kFirefunctionOpen.substr(1);
+    if (buffer_.size() < bare.size() && bare.substr(0, buffer_.size()) == buffer_ && !final) return false;
+    if (buffer_.compare(0, bare.size(), bare) == 0) {
+      opener_ = std::string(bare);
+      buffer_.erase(0, bare.size());
       state_ = State::kJsonBody;
       at_start_ = false;
       return true;
@@ -240,14 +124,33 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
     std::string_view closer;
   };
   std::vector<Marker> markers;
-  if (format_.parse_reasoning) markers.push_back({kThinkOpen, State::kReasoning, {}});
+  if (format_.parse_reasoning) markers.push_back({reasoning_markers(family).open, State::kReasoning, {}});
+  // Section markers the family wraps its answer in: dropped (kContent continues).
+  if (family == ChatOutputFamily::kCommandR7B) {
+    markers.push_back({kR7bResponseOpen, State::kContent, {}});
+    markers.push_back({kR7bResponseClose, State::kContent, {}});
+  } else if (family == ChatOutputFamily::kGranite) {
+    markers.push_back({kGraniteResponseOpen, State::kContent, {}});
+    markers.push_back({kGraniteResponseClose, State::kContent, {}});
+  }
   if (tools) {
-    switch (format_.family) {
+    switch (family) {
       case ChatOutputFamily::kPlain:
       case ChatOutputFamily::kHermes: markers.push_back({kHermesOpen, State::kCallBody, kHermesClose}); break;
       case ChatOutputFamily::kLlama3: markers.push_back({kPythonTag, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kMistral: markers.push_back({kMistralOpen, State::kJsonBody, {}}); break;
       case ChatOutputFamily::kDeepSeekR1: markers.push_back({kDeepSeekOpen, State::kCallBody, kDeepSeekClose}); break;
+      case ChatOutputFamily::kCommandR7B: markers.push_back({kR7bActionOpen, State::kCallBody, kR7bActionClose}); break;
+      case ChatOutputFamily::kFunctionaryV31:
+        markers.push_back({kFunctionOpen, State::kCallBody, kFunctionClose});
+        markers.push_back({kPythonTag, State::kJsonBody, {}});
+        break;
+      case ChatOutputFamily::kFunctionaryV32: markers.push_back({kFunctionaryRecipient, State::kRecipient, {}}); break;
+      case ChatOutputFamily::kFirefunction: markers.push_back({kFirefunctionOpen, State::kJsonBody, {}}); break;
+      case ChatOutputFamily::kGranite: markers.push_back({kGraniteCall, State::kJsonBody, {}}); break;
+      case ChatOutputFamily::kKimiK2: markers.push_back({kKimiSectionOpen, State::kCallBody, kKimiSectionClose}); break;
+      case ChatOutputFamily::kGptOss:
+      case ChatOutputFamily::kGeneric: break;
     }
   }
   size_t best = std::string::npos;
@@ -278,16 +181,17 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
 }
 
 bool ChatOutputParser::step_reasoning(ChatOutputDelta& out, bool final) {
-  size_t pos = buffer_.find(kThinkClose);
+  const std::string_view close = reasoning_markers(format_.family).close;
+  size_t pos = buffer_.find(close);
   if (pos != std::string::npos) {
     out.reasoning += buffer_.substr(0, pos);
-    buffer_.erase(0, pos + kThinkClose.size());
+    buffer_.erase(0, pos + close.size());
     state_ = State::kContent;
     skip_space_ = true;
     at_start_ = false;
     return true;
   }
-  size_t hold = final ? 0 : partial_tail(buffer_, kThinkClose);
+  size_t hold = final ? 0 : partial_tail(buffer_, close);
   out.reasoning += buffer_.substr(0, buffer_.size() - hold);
   buffer_.erase(0, buffer_.size() - hold);
   return false;
@@ -316,56 +220,93 @@ bool ChatOutputParser::step_json_body(ChatOutputDelta& out, bool final) {
     if (!final) return false;
     emit_content(out, opener_ + buffer_);
     buffer_.clear();
+    call_name_.clear();
     state_ = State::kContent;
     return false;
   }
   size_t end = std::string::npos;
-  if (buffer_[start] == '{' || buffer_[start] == '[') {
+  const bool object_only = !call_name_.empty();  // the name came first: the value is the arguments
+  if (buffer_[start] == '{' || (buffer_[start] == '[' && !object_only)) {
     end = json_value_end(buffer_, start);
-  } else if (opener_ == kPythonTag) {
-    // Llama 3.x's built-in code interpreter: the rest of the reply is Python code.
+  } else if (opener_ == kPythonTag || call_name_ == "python") {
+    // A built-in code interpreter (Llama 3.x, Functionary): the rest of the reply is Python code.
     if (!final) return false;
-    out.tool_calls.push_back(ParsedToolCall{"", "python", Json{{"code", buffer_.substr(start)}}.dump(-1, ' ', false, Json::error_handler_t::replace)});
+    out.tool_calls.push_back(ParsedToolCall{"", "python", compact(Json{{"code", buffer_.substr(start)}})});
     buffer_.clear();
+    call_name_.clear();
     state_ = State::kContent;
     return false;
   } else {
-    end = buffer_.size();  // not JSON: put it back as answer text
+    // Not JSON: the marker was answer text, and what follows is read again as such (found by
+    // fuzz_chat_output: taking the whole buffer made the result depend on the chunking).
+    emit_content(out, opener_);
+    call_name_.clear();
+    state_ = State::kContent;
+    return true;
   }
   if (end == std::string::npos && !final) return false;
   if (end == std::string::npos) end = buffer_.size();
   std::string body = buffer_.substr(0, end);
   std::vector<ParsedToolCall> calls;
-  if (parse_calls(body, calls)) {
+  std::string content;
+  bool ok = false;
+  if (object_only) {
+    ParsedToolCall call;
+    call.name = call_name_;
+    ok = object_text(body, call.arguments);
+    if (ok) calls.push_back(std::move(call));
+  } else if (format_.family == ChatOutputFamily::kGeneric) {
+    ok = parse_generic_reply(body, calls, content);
+  } else {
+    ok = parse_calls(body, calls);
+  }
+  if (ok) {
+    emit_content(out, std::move(content));
     for (auto& c : calls) out.tool_calls.push_back(std::move(c));
     skip_space_ = true;
   } else {
     emit_content(out, opener_ + body);
   }
   buffer_.erase(0, end);
+  call_name_.clear();
   state_ = State::kContent;
   return !buffer_.empty();
 }
 
-bool ChatOutputParser::parse_calls(const std::string& body, std::vector<ParsedToolCall>& calls) const {
-  if (format_.family == ChatOutputFamily::kDeepSeekR1) return parse_deepseek_calls(body, calls);
-  Json parsed = Json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) return false;
-  std::vector<ParsedToolCall> found;
-  if (parsed.is_array()) {
-    if (parsed.empty()) return false;
-    for (const auto& item : parsed) {
-      ParsedToolCall call;
-      if (!call_from_object(item, call)) return false;
-      found.push_back(std::move(call));
-    }
-  } else {
-    ParsedToolCall call;
-    if (!call_from_object(parsed, call)) return false;
-    found.push_back(std::move(call));
+bool ChatOutputParser::step_recipient(ChatOutputDelta& out, bool final) {
+  constexpr size_t kMaxName = 64;
+  size_t n = 0;
+  while (n < buffer_.size() && n <= kMaxName && is_word_char(buffer_[n])) ++n;
+  if (n == buffer_.size() && n <= kMaxName && !final) return false;  // the name may go on
+  if (n == 0 || n > kMaxName || n == buffer_.size() || buffer_[n] != '\n') {
+    // Not a recipient line: the marker was answer text.
+    emit_content(out, opener_);
+    state_ = State::kContent;
+    return !buffer_.empty() || final;
   }
-  for (auto& c : found) calls.push_back(std::move(c));
+  std::string name = buffer_.substr(0, n);
+  buffer_.erase(0, n + 1);
+  if (name == "all") {
+    state_ = State::kContent;  // the answer text follows
+    at_start_ = false;
+    return true;
+  }
+  call_name_ = name;
+  opener_ += name + "\n";
+  state_ = State::kJsonBody;
   return true;
+}
+
+bool ChatOutputParser::parse_calls(const std::string& body, std::vector<ParsedToolCall>& calls) const {
+  switch (format_.family) {
+    case ChatOutputFamily::kDeepSeekR1: return parse_deepseek_calls(body, calls);
+    case ChatOutputFamily::kCommandR7B: return parse_command_r7b_calls(body, calls);
+    case ChatOutputFamily::kKimiK2: return parse_kimi_calls(body, calls);
+    case ChatOutputFamily::kFunctionaryV31:
+      if (opener_ == kFunctionOpen) return parse_functionary_call(body, calls);
+      return parse_json_calls(body, calls);
+    default: return parse_json_calls(body, calls);
+  }
 }
 
 }  // namespace hearth

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "kernels/cpu_features.h"
+#include "engine/tool_call_grammar.h"
 #include "util/settings.h"
 
 namespace hearth::engine {
@@ -117,7 +118,7 @@ Result<sampler::GrammarConstraint> InferenceContext::grammar_constraint(std::str
     std::vector<uint8_t> eog(n, 0);
     for (size_t i = 0; i < n; ++i) {
       const auto id = static_cast<int32_t>(i);
-      pieces[i] = tokenizer_.token_to_piece(id, /*special=*/false);
+      pieces[i] = tokenizer_.token_to_piece(id, /*special=*/is_printed_marker(tokenizer_, id));
       eog[i] = id < tokenizer_.n_vocab() && tokenizer_.is_eog(id) ? 1 : 0;
     }
     grammar_vocab_ = sampler::TokenTrie::build(pieces, eog);

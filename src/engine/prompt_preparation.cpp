@@ -33,19 +33,22 @@ std::vector<GoTemplateMessage> go_template_messages(const nlohmann::ordered_json
 }
 
 // How the reply to a chat prompt is split: the template's tool-call family when tools were
-// offered, and <think> reasoning when the template knows it and the request did not turn it off.
+// offered, and reasoning (in the family's markers) when the template knows it and the request did
+// not turn it off. gpt-oss always reasons in its analysis channel: its replies are always split.
 protocol::PromptInfo::OutputFormat chat_output_format(const ChatTemplate& chat_template, const nlohmann::ordered_json& chat,
                                                       const std::string& prompt) {
   protocol::PromptInfo::OutputFormat format;
   const std::string& source = chat_template.source();
-  format.family = chat_output_family_name(detect_chat_output_family(source));
+  const ChatOutputFamily family = detect_chat_output_family(source);
+  format.family = chat_output_family_name(family);
   format.tool_calls = chat.contains("tools") && chat["tools"].is_array() && !chat["tools"].empty();
   const bool thinking_off = chat.contains("enable_thinking") && chat["enable_thinking"].is_boolean() && !chat["enable_thinking"].get<bool>();
-  format.reasoning = !thinking_off && source.find("<think>") != std::string::npos;
-  const std::string open_tag = "<think>";
+  format.reasoning = (!thinking_off && template_writes_reasoning(source)) || family == ChatOutputFamily::kGptOss;
+  const ReasoningMarkers markers = reasoning_markers(family);
+  const std::string open_tag(markers.open);
   size_t last_open = prompt.rfind(open_tag);
   format.reasoning_open = format.reasoning && last_open != std::string::npos &&
-                          prompt.find("</think>", last_open) == std::string::npos &&
+                          prompt.find(markers.close, last_open) == std::string::npos &&
                           prompt.find_first_not_of(" \n", last_open + open_tag.size()) == std::string::npos;
   return format;
 }
@@ -160,6 +163,9 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
       ChatOutputFamily family = ChatOutputFamily::kPlain;
       chat_output_family_from_name(prompt.output.family, family);
       HEARTH_ASSIGN(tool_grammar, forced_tool_call_grammar(family, source.chat));
+      if (tool_grammar.empty() && family == ChatOutputFamily::kGeneric && base.grammar.empty()) {
+        HEARTH_ASSIGN(tool_grammar, generic_reply_grammar(source.chat));
+      }
       if (!tool_grammar.empty() && !base.grammar.empty()) {
         return make_error(ErrorKind::kInvalidArgument, "a forced 'tool_choice' cannot be combined with '" + base.grammar_field + "'");
       }
@@ -172,6 +178,7 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
         r.grammar_field = "tool_choice";
       }
       r.prompt = prompt.ids;
+      r.print_markers = prompt.output.active();
       if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
       out.requests.push_back(std::move(r));
     }

@@ -3,6 +3,7 @@
 #include "engine/serving_slot.h"
 
 #include "engine/inference_context.h"
+#include "engine/tool_call_grammar.h"
 #include "util/log.h"
 
 namespace hearth::engine {
@@ -152,7 +153,8 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
   } else {
     TokenOutput t;
     t.token = s.token;
-    t.piece = tokenizer.token_to_piece(s.token, false);
+    const bool markers = req.print_markers || !req.grammar.empty();
+    t.piece = tokenizer.token_to_piece(s.token, markers && is_printed_marker(tokenizer, s.token));
     t.logprob = s.logprob;
     if (req.logprobs) {
       for (const auto& alt : s.top) t.top.push_back({alt.id, tokenizer.token_to_piece(alt.id, false), alt.logprob});

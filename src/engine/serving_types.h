@@ -37,6 +37,9 @@ struct GenerationRequest {
                                       //   its sequence within the slot's, never a reallocation;
                                       //   0 or more than the slot's: the slot's
   std::string tag;                    // free text for log lines (route, conversation id)
+  bool print_markers = false;         // print control tokens that are a template family's markers
+                                      //   (harmony's <|channel|>, [TOOL_CALLS], ...) as their text,
+                                      //   for the chat output parser; always so under a grammar
 };
 
 // Pooled embedding of one tokenized input.

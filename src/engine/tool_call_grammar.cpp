@@ -1,9 +1,18 @@
 // forced_tool_call_grammar: each allowed function becomes the JSON schema of its call object
 // ({"name": const, arguments: parameters}); the schemas' anyOf is converted to GBNF as rule
-// `tool-call-object`, and a root rule adds the family's literal text around the calls.
+// `tool-call-object`, and a root rule adds the family's literal text around the calls. Families
+// that write the name outside the JSON (Functionary, Kimi-K2, harmony) get one rule per
+// function instead: the literal name, then that function's parameters schema under its own
+// rule-name prefix.
 #include "engine/tool_call_grammar.h"
 
+#include <algorithm>
+#include <cctype>
 #include <regex>
+#include <set>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sampler/grammar/json_schema_grammar.h"
 
@@ -23,6 +32,64 @@ std::string gbnf_quote(const std::string& text) {
   return out + "\"";
 }
 
+bool is_rule_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; }
+
+// `gbnf` with every rule it defines renamed to `prefix` + name (definitions and references;
+// quoted literals and character classes are left alone).
+std::string prefix_rules(const std::string& gbnf, const std::string& prefix) {
+  std::set<std::string> defined;
+  for (size_t at = 0; at < gbnf.size();) {
+    size_t eol = gbnf.find('\n', at);
+    if (eol == std::string::npos) eol = gbnf.size();
+    std::string_view line(gbnf.data() + at, eol - at);
+    size_t def = line.find(" ::=");
+    if (def != std::string_view::npos) defined.insert(std::string(line.substr(0, def)));
+    at = eol + 1;
+  }
+  std::string out;
+  for (size_t i = 0; i < gbnf.size();) {
+    char c = gbnf[i];
+    if (c == '"' || c == '[') {
+      const char close = c == '"' ? '"' : ']';
+      size_t j = i + 1;
+      while (j < gbnf.size() && gbnf[j] != close) j += gbnf[j] == '\\' ? 2 : 1;
+      j = std::min(j + 1, gbnf.size());
+      out.append(gbnf, i, j - i);
+      i = j;
+    } else if (is_rule_char(c)) {
+      size_t j = i;
+      while (j < gbnf.size() && is_rule_char(gbnf[j])) ++j;
+      std::string word = gbnf.substr(i, j - i);
+      out += defined.count(word) ? prefix + word : word;
+      i = j;
+    } else {
+      out += c;
+      ++i;
+    }
+  }
+  return out;
+}
+
+// The grammar for families whose calls are NAME then an arguments object.
+Result<std::string> name_first_grammar(const ToolCallSyntax& syntax, const std::vector<std::pair<std::string, Json>>& functions,
+                                       bool parallel) {
+  std::string rules, alternatives;
+  for (size_t i = 0; i < functions.size(); ++i) {
+    const auto& [name, params] = functions[i];
+    auto gbnf = sampler::json_schema_to_gbnf(params);
+    if (!gbnf.ok()) return make_error(gbnf.error().kind, "'tools': " + name + ": " + gbnf.error().message);
+    const std::string prefix = "fn" + std::to_string(i) + "-";
+    rules += prefix_rules(*gbnf, prefix);
+    if (!rules.empty() && rules.back() != '\n') rules += "\n";
+    alternatives += (alternatives.empty() ? "" : " | ") + gbnf_quote(syntax.before_call + name + syntax.name_after) + " " + prefix + "root";
+  }
+  std::string root = "root ::= " + gbnf_quote(syntax.before_calls) + " tool-call";
+  if (parallel) root += " (" + gbnf_quote(syntax.between_calls) + " tool-call)*";
+  root += " " + gbnf_quote(syntax.after_calls) + "\n";
+  root += "tool-call ::= ( " + alternatives + " ) " + gbnf_quote(syntax.after_call) + "\n";
+  return root + rules;
+}
+
 }  // namespace
 
 Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json& chat) {
@@ -33,16 +100,35 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
     return make_error(ErrorKind::kUnsupported, "'tool_choice': this model's template writes tool calls in a form Hearth cannot force; use \"auto\"");
   }
   std::string named = choice.is_object() ? choice.value("name", "") : "";
+  const bool parallel = syntax.parallel && !(chat.contains("parallel_tool_calls") && chat["parallel_tool_calls"] == false);
+  if (syntax.name_key.empty()) {
+    std::vector<std::pair<std::string, Json>> functions;
+    for (const auto& tool : chat["tools"]) {
+      const Json fn = tool.value("function", Json::object());
+      const std::string name = fn.value("name", "");
+      if (!named.empty() && name != named) continue;
+      functions.emplace_back(name, fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : Json{{"type", "object"}});
+    }
+    if (functions.empty()) return make_error(ErrorKind::kInvalidArgument, "'tool_choice' names a function that is not in 'tools'");
+    return name_first_grammar(syntax, functions, parallel);
+  }
   Json options = Json::array();
   for (const auto& tool : chat["tools"]) {
     const Json fn = tool.value("function", Json::object());
     const std::string name = fn.value("name", "");
     if (!named.empty() && name != named) continue;
     Json params = fn.contains("parameters") && fn["parameters"].is_object() ? fn["parameters"] : Json{{"type", "object"}};
-    options.push_back(Json{{"type", "object"},
-                           {"properties", {{"name", {{"const", name}}}, {syntax.arguments_key, params}}},
-                           {"required", Json::array({"name", syntax.arguments_key})},
-                           {"additionalProperties", false}});
+    Json properties = Json::object();
+    Json required = Json::array();
+    if (!syntax.id_key.empty()) {
+      properties[syntax.id_key] = Json{{"type", "string"}, {"pattern", "^[0-9]{1,10}$"}};
+      required.push_back(syntax.id_key);
+    }
+    properties[syntax.name_key] = Json{{"const", name}};
+    properties[syntax.arguments_key] = params;
+    required.push_back(syntax.name_key);
+    required.push_back(syntax.arguments_key);
+    options.push_back(Json{{"type", "object"}, {"properties", properties}, {"required", required}, {"additionalProperties", false}});
   }
   if (options.empty()) return make_error(ErrorKind::kInvalidArgument, "'tool_choice' names a function that is not in 'tools'");
   Json schema = options.size() == 1 ? options[0] : Json{{"anyOf", options}};
@@ -50,12 +136,33 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
   if (!gbnf.ok()) return make_error(gbnf.error().kind, "'tools': " + gbnf.error().message);
   static const std::regex kRootRef("(^|[^A-Za-z0-9_-])root([^A-Za-z0-9_-]|$)");
   std::string body = std::regex_replace(*gbnf, kRootRef, "$1tool-call-object$2");
-  const bool parallel = syntax.parallel && !(chat.contains("parallel_tool_calls") && chat["parallel_tool_calls"] == false);
   std::string root = "root ::= " + gbnf_quote(syntax.before_calls) + " tool-call";
   if (parallel) root += " (" + gbnf_quote(syntax.between_calls) + " tool-call)*";
   root += " " + gbnf_quote(syntax.after_calls) + "\n";
   root += "tool-call ::= " + gbnf_quote(syntax.before_call) + " tool-call-object " + gbnf_quote(syntax.after_call) + "\n";
   return root + body;
+}
+
+Result<std::string> generic_reply_grammar(const Json& chat) {
+  if (!chat.is_object() || !chat.contains("tools") || !chat["tools"].is_array() || chat["tools"].empty()) return std::string();
+  if (chat.contains("tool_choice") && chat["tool_choice"] == "none") return std::string();
+  Json required = chat;
+  required["tool_choice"] = "required";
+  HEARTH_ASSIGN(std::string calls, forced_tool_call_grammar(ChatOutputFamily::kGeneric, required));
+  const Json response = {{"type", "object"},
+                         {"properties", {{"response", {{"type", "string"}}}}},
+                         {"required", Json::array({"response"})},
+                         {"additionalProperties", false}};
+  auto answer = sampler::json_schema_to_gbnf(response);
+  if (!answer.ok()) return make_error(answer.error().kind, answer.error().message);
+  std::string out = "root ::= calls-root | answer-root\n" + prefix_rules(calls, "calls-");
+  if (out.back() != '\n') out += "\n";
+  return out + prefix_rules(*answer, "answer-");
+}
+
+bool is_printed_marker(const Tokenizer& tokenizer, int32_t id) {
+  if (!tokenizer.is_control(id) || tokenizer.is_eog(id)) return false;
+  return is_family_marker(tokenizer.vocabulary().tokens[static_cast<size_t>(id)]);
 }
 
 }  // namespace hearth::engine

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat_output/chat_output_parser.h"
+#include "tokenizer/tokenizer.h"
 #include "util/result.h"
 
 namespace hearth::engine {
@@ -16,5 +17,16 @@ namespace hearth::engine {
 // and optionally "parallel_tool_calls": false); "" when nothing is forced. Errors name
 // 'tool_choice' or the tool whose schema cannot be enforced.
 Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const nlohmann::ordered_json& chat);
+
+// The generic family's reply grammar when tools are offered and not forced ("auto" or no
+// tool_choice): the whole reply is {"tool_calls": [...]} with schema-valid arguments, or
+// {"response": "..."} (as the reference engine's generic mode, which is never lazy); "" without
+// tools or with tool_choice "none".
+Result<std::string> generic_reply_grammar(const nlohmann::ordered_json& chat);
+
+// Whether token `id` is a control token whose text is a template family's structural marker
+// (harmony's <|channel|>, [TOOL_CALLS], ...): printed as text when a request asks for markers or
+// has a grammar, and matched by grammars, so a forced call can use the model's own token.
+bool is_printed_marker(const Tokenizer& tokenizer, int32_t id);
 
 }  // namespace hearth::engine

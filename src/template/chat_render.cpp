@@ -28,6 +28,9 @@ bool has_native_tool_format(const std::string& source) {
       "<tool_call>",                                    // Hermes 2/3, Qwen 2.5/3
       "<|start_header_id|>ipython<|end_header_id|>",    // Llama 3.x
       "[TOOL_CALLS]",                                   // Mistral Nemo
+      "<|channel|>",                                    // gpt-oss (harmony)
+      "<|tool_call|>",                                  // Granite
+      "<|tool_calls_section_begin|>",                   // Kimi-K2
       "<|START_THINKING|>",                             // Command R7B
       ">>>all",                                         // Functionary v3.2
       "<|python_tag|>",                                 // Functionary v3.1 / Llama
@@ -146,6 +149,14 @@ void ChatTemplate::detect_capabilities() {
   };
   bool str_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj.dump())}))}), nullptr));
   bool obj_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj)}))}), nullptr));
+  if (!str_args && !obj_args && contains(source_, "<|channel|>")) {
+    // gpt-oss's template tests `"..." in message.content`, an error on none: its calls render
+    // with empty text content (the later probes use it too).
+    empty_content = "";
+    str_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj.dump())}))}), nullptr));
+    obj_args = renders_args(probe(Json::array({user_msg, tool_calls_msg(Json::array({tool_call("ipython", args_obj)}))}), nullptr));
+    caps_.tool_calls_need_text_content = str_args || obj_args;
+  }
   caps_.supports_tool_calls = str_args || obj_args;
   caps_.requires_object_arguments = !str_args && obj_args;
   if (caps_.supports_tool_calls) {
@@ -315,6 +326,10 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
   in.messages = context["messages"];
   // An assistant turn that only calls tools has no content (null), whatever the client sent.
   for (auto& m : in.messages) {
+    if (caps_.tool_calls_need_text_content) {
+      if (m.contains("tool_calls") && (!m.contains("content") || m["content"].is_null())) m["content"] = "";
+      continue;
+    }
     if (m.contains("tool_calls") && m.contains("content") && m["content"].is_string() && m["content"].get<std::string>().empty()) {
       m["content"] = nullptr;
     }

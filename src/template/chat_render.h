@@ -34,6 +34,7 @@ class ChatTemplate {
     bool supports_tool_responses = false;
     bool supports_parallel_tool_calls = false;
     bool requires_object_arguments = false;
+    bool tool_calls_need_text_content = false;  // calls render only with string content (gpt-oss)
     bool requires_non_null_content = false;
   };
   const Capabilities& capabilities() const { return caps_; }

@@ -1,5 +1,5 @@
 // libFuzzer target: model output through ChatOutputParser. The first byte picks the family and
-// flags, the second a cut position; the rest is the text. Parsing it whole and in two chunks
+// flags (every family of chat_output_parser.h), the second a cut position; the rest is the text. Parsing it whole and in two chunks
 // must give the same answer, reasoning and calls, and every call's arguments must be a JSON
 // object. Any crash, sanitizer report or mismatch is a bug in the parser.
 #include <cstddef>
@@ -42,7 +42,9 @@ Collected run(const hearth::ChatOutputFormat& format, std::string_view a, std::s
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || size > 8192) return 0;
   hearth::ChatOutputFormat format;
-  format.family = static_cast<hearth::ChatOutputFamily>(data[0] % 5);
+  // Bits 0-2 and 6 pick the family, 3-5 the flags.
+  const int pick = (data[0] & 0x07) | ((data[0] & 0x40) >> 3);
+  format.family = static_cast<hearth::ChatOutputFamily>(pick % hearth::kChatOutputFamilyCount);
   format.parse_tool_calls = (data[0] & 0x08) != 0;
   format.parse_reasoning = (data[0] & 0x10) != 0;
   format.reasoning_open = (data[0] & 0x20) != 0;
