@@ -2,6 +2,9 @@
 // checks token ids or lengths: the serving engine does that for every request, once.
 #include "engine/prompt_preparation.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "chat_output/chat_output_parser.h"
 #include "engine/tool_call_grammar.h"
 
@@ -10,6 +13,10 @@
 
 namespace hearth::engine {
 namespace {
+
+// The reasoning markers of the <think> families (DeepSeek R1, Qwen3, QwQ).
+constexpr const char* kThinkOpen = "<think>";
+constexpr const char* kThinkClose = "</think>";
 
 // A chat's messages for a single-turn Go template: text content only (parts are joined).
 std::vector<GoTemplateMessage> go_template_messages(const nlohmann::ordered_json& messages) {
@@ -41,13 +48,20 @@ protocol::PromptInfo::OutputFormat chat_output_format(const ChatTemplate& chat_t
   format.family = chat_output_family_name(detect_chat_output_family(source));
   format.tool_calls = chat.contains("tools") && chat["tools"].is_array() && !chat["tools"].empty();
   const bool thinking_off = chat.contains("enable_thinking") && chat["enable_thinking"].is_boolean() && !chat["enable_thinking"].get<bool>();
-  format.reasoning = !thinking_off && source.find("<think>") != std::string::npos;
-  const std::string open_tag = "<think>";
+  format.reasoning = !thinking_off && source.find(kThinkOpen) != std::string::npos;
+  const std::string open_tag = kThinkOpen;
   size_t last_open = prompt.rfind(open_tag);
   format.reasoning_open = format.reasoning && last_open != std::string::npos &&
-                          prompt.find("</think>", last_open) == std::string::npos &&
+                          prompt.find(kThinkClose, last_open) == std::string::npos &&
                           prompt.find_first_not_of(" \n", last_open + open_tag.size()) == std::string::npos;
   return format;
+}
+
+// The chat's thinking budget in tokens (the API layer puts it there as "thinking_budget"), or -1.
+int32_t chat_thinking_budget(const nlohmann::ordered_json& chat) {
+  if (!chat.is_object() || !chat.contains("thinking_budget") || !chat["thinking_budget"].is_number_integer()) return -1;
+  const int64_t v = chat["thinking_budget"].get<int64_t>();
+  return v < 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
 }
 
 }  // namespace
@@ -155,23 +169,37 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
   PreparedPrompts out;
   for (const auto& source : request.prompts) {
     HEARTH_ASSIGN(protocol::PromptInfo prompt, render_prompt(model, source));
-    std::string tool_grammar;
+    ToolCallGrammar tool_grammar;
     if (source.kind == protocol::PromptSource::Kind::kChat && prompt.output.tool_calls) {
       ChatOutputFamily family = ChatOutputFamily::kPlain;
       chat_output_family_from_name(prompt.output.family, family);
-      HEARTH_ASSIGN(tool_grammar, forced_tool_call_grammar(family, source.chat));
-      if (!tool_grammar.empty() && !base.grammar.empty()) {
+      HEARTH_ASSIGN(tool_grammar, tool_call_grammar(family, source.chat));
+      const bool forced = !tool_grammar.gbnf.empty() && tool_grammar.triggers.empty();
+      if (forced && !base.grammar.empty()) {
         return make_error(ErrorKind::kInvalidArgument, "a forced 'tool_choice' cannot be combined with '" + base.grammar_field + "'");
       }
-      if (!tool_grammar.empty()) prompt.output.reasoning_open = false;  // the grammar starts with the call
+      // tool_choice "auto" with the request's own grammar: that grammar holds, calls are free.
+      if (!forced && !base.grammar.empty()) tool_grammar = ToolCallGrammar{};
+      if (forced) prompt.output.reasoning_open = false;  // the grammar starts with the call
     }
+    const int32_t thinking_budget = source.kind == protocol::PromptSource::Kind::kChat && prompt.output.reasoning
+                                        ? chat_thinking_budget(source.chat)
+                                        : -1;
     for (int32_t j = 0; j < request.n_choices; ++j) {
       GenerationRequest r = base;
-      if (!tool_grammar.empty()) {
-        r.grammar = tool_grammar;
+      if (!tool_grammar.gbnf.empty()) {
+        r.grammar = tool_grammar.gbnf;
+        r.grammar_triggers = tool_grammar.triggers;
         r.grammar_field = "tool_choice";
       }
       r.prompt = prompt.ids;
+      if (thinking_budget >= 0) {
+        r.thinking_budget = thinking_budget;
+        r.thinking_open = prompt.output.reasoning_open;
+        r.thinking_start = kThinkOpen;
+        r.thinking_end = kThinkClose;
+        r.thinking_close = model.tokenizer.encode(std::string("\n") + kThinkClose + "\n\n", false, /*parse_special=*/true);
+      }
       if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
       out.requests.push_back(std::move(r));
     }

@@ -23,15 +23,8 @@ std::string gbnf_quote(const std::string& text) {
   return out + "\"";
 }
 
-}  // namespace
-
-Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json& chat) {
-  if (!chat.is_object() || !chat.contains("tool_choice") || !chat.contains("tools")) return std::string();
-  const Json& choice = chat["tool_choice"];
-  ToolCallSyntax syntax;
-  if (!tool_call_syntax(family, syntax)) {
-    return make_error(ErrorKind::kUnsupported, "'tool_choice': this model's template writes tool calls in a form Hearth cannot force; use \"auto\"");
-  }
+// The calls grammar in the family's syntax for the tools `choice` allows.
+Result<std::string> calls_grammar(const ToolCallSyntax& syntax, const Json& chat, const Json& choice) {
   std::string named = choice.is_object() ? choice.value("name", "") : "";
   Json options = Json::array();
   for (const auto& tool : chat["tools"]) {
@@ -56,6 +49,45 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
   root += " " + gbnf_quote(syntax.after_calls) + "\n";
   root += "tool-call ::= " + gbnf_quote(syntax.before_call) + " tool-call-object " + gbnf_quote(syntax.after_call) + "\n";
   return root + body;
+}
+
+// The text that opens the first call, as the family declares it or from its literal syntax.
+sampler::GrammarTrigger call_trigger(const ToolCallSyntax& syntax) {
+  if (!syntax.trigger.empty()) return {syntax.trigger, syntax.trigger_at_start};
+  std::string text = syntax.before_calls + syntax.before_call;
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return {text, syntax.trigger_at_start};
+}
+
+}  // namespace
+
+Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json& chat) {
+  if (!chat.is_object() || !chat.contains("tool_choice") || !chat.contains("tools")) return std::string();
+  ToolCallSyntax syntax;
+  if (!tool_call_syntax(family, syntax)) {
+    return make_error(ErrorKind::kUnsupported, "'tool_choice': this model's template writes tool calls in a form Hearth cannot force; use \"auto\"");
+  }
+  return calls_grammar(syntax, chat, chat["tool_choice"]);
+}
+
+Result<ToolCallGrammar> tool_call_grammar(ChatOutputFamily family, const Json& chat) {
+  ToolCallGrammar out;
+  if (!chat.is_object() || !chat.contains("tools") || !chat["tools"].is_array() || chat["tools"].empty()) return out;
+  if (chat.contains("tool_choice")) {
+    HEARTH_ASSIGN(out.gbnf, forced_tool_call_grammar(family, chat));
+    return out;
+  }
+  ToolCallSyntax syntax;
+  if (!tool_call_syntax(family, syntax)) return out;
+  const sampler::GrammarTrigger trigger = call_trigger(syntax);
+  if (trigger.text.empty()) return out;
+  // A schema the grammar cannot express leaves "auto" unconstrained rather than failing a
+  // request that forces nothing.
+  auto gbnf = calls_grammar(syntax, chat, Json());
+  if (!gbnf.ok()) return out;
+  out.gbnf = std::move(gbnf).value();
+  out.triggers.push_back(trigger);
+  return out;
 }
 
 }  // namespace hearth::engine

@@ -222,6 +222,22 @@ SampleResult SamplerChain::sample(const float* logits) {
   return out;
 }
 
+SampleResult SamplerChain::force(int32_t token, const float* logits) {
+  SampleResult out;
+  out.token = token;
+  compute_logprobs(logits, token, out);
+  accept(token);
+  if (grammar_) {
+    if (grammar_active_) {
+      grammar_->accept_token(*grammar_vocab_, token);
+    } else {
+      if (!trigger_allows(token)) trigger_match_.clear();
+      watch_trigger(token);
+    }
+  }
+  return out;
+}
+
 void SamplerChain::compute_logprobs(const float* logits, int32_t chosen, SampleResult& out) {
   float max_logit = -INFINITY;
   for (size_t i = 0; i < n_vocab_; ++i) max_logit = std::max(max_logit, logits[i]);

@@ -69,6 +69,10 @@ class SamplerChain {
   SampleResult sample(const float* logits);
   // Adds a token to the history without sampling (prompt tokens, forced tokens).
   void accept(int32_t token);
+  // A token the caller chose in place of sampling one (the engine closing reasoning at its
+  // thinking budget): reported like a sampled token (its log-probability under `logits`),
+  // recorded in the history, and passed to the grammar, which ignores a token it does not allow.
+  SampleResult force(int32_t token, const float* logits);
   // Forgets the history, resets mirostat and the grammar; the RNG keeps its stream.
   void reset();
 
