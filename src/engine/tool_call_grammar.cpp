@@ -23,8 +23,9 @@ std::string gbnf_quote(const std::string& text) {
   return out + "\"";
 }
 
-// The calls grammar in the family's syntax for the tools `choice` allows.
-Result<std::string> calls_grammar(const ToolCallSyntax& syntax, const Json& chat, const Json& choice) {
+// The calls grammar in the family's syntax for the tools `choice` allows; `written`: bytes of
+// the first call's opener that the prompt already holds (an assistant prefill).
+Result<std::string> calls_grammar(const ToolCallSyntax& syntax, const Json& chat, const Json& choice, size_t written = 0) {
   std::string named = choice.is_object() ? choice.value("name", "") : "";
   Json options = Json::array();
   for (const auto& tool : chat["tools"]) {
@@ -44,7 +45,8 @@ Result<std::string> calls_grammar(const ToolCallSyntax& syntax, const Json& chat
   static const std::regex kRootRef("(^|[^A-Za-z0-9_-])root([^A-Za-z0-9_-]|$)");
   std::string body = std::regex_replace(*gbnf, kRootRef, "$1tool-call-object$2");
   const bool parallel = syntax.parallel && !(chat.contains("parallel_tool_calls") && chat["parallel_tool_calls"] == false);
-  std::string root = "root ::= " + gbnf_quote(syntax.before_calls) + " tool-call";
+  const std::string first = (syntax.before_calls + syntax.before_call).substr(written);
+  std::string root = "root ::= " + gbnf_quote(first) + " tool-call-object " + gbnf_quote(syntax.after_call);
   if (parallel) root += " (" + gbnf_quote(syntax.between_calls) + " tool-call)*";
   root += " " + gbnf_quote(syntax.after_calls) + "\n";
   root += "tool-call ::= " + gbnf_quote(syntax.before_call) + " tool-call-object " + gbnf_quote(syntax.after_call) + "\n";
@@ -57,6 +59,22 @@ sampler::GrammarTrigger call_trigger(const ToolCallSyntax& syntax) {
   std::string text = syntax.before_calls + syntax.before_call;
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   return {text, syntax.trigger_at_start};
+}
+
+// An assistant prefill that ends inside the family's call opener ("... <tool_call>"): how many
+// bytes of the opener it wrote (the reply continues the call), or npos.
+size_t prefilled_opener(const ToolCallSyntax& syntax, const Json& chat, const std::string& trigger) {
+  if (!chat.contains("messages") || !chat["messages"].is_array() || chat["messages"].empty()) return std::string::npos;
+  const Json& last = chat["messages"].back();
+  if (!last.is_object() || last.value("role", "") != "assistant" || !last.contains("content") || !last["content"].is_string()) {
+    return std::string::npos;
+  }
+  const std::string content = last["content"].get<std::string>();
+  const std::string opener = syntax.before_calls + syntax.before_call;
+  const size_t at = content.rfind(trigger);
+  if (at == std::string::npos || opener.compare(0, trigger.size(), trigger) != 0) return std::string::npos;
+  const size_t tail = content.size() - at;
+  return tail <= opener.size() && opener.compare(0, tail, content, at, tail) == 0 ? tail : std::string::npos;
 }
 
 }  // namespace
@@ -83,10 +101,12 @@ Result<ToolCallGrammar> tool_call_grammar(ChatOutputFamily family, const Json& c
   if (trigger.text.empty()) return out;
   // A schema the grammar cannot express leaves "auto" unconstrained rather than failing a
   // request that forces nothing.
-  auto gbnf = calls_grammar(syntax, chat, Json());
+  // A prefill that opened a call: the grammar holds from the first token, after its opener.
+  const size_t written = prefilled_opener(syntax, chat, trigger.text);
+  auto gbnf = calls_grammar(syntax, chat, Json(), written == std::string::npos ? 0 : written);
   if (!gbnf.ok()) return out;
   out.gbnf = std::move(gbnf).value();
-  out.triggers.push_back(trigger);
+  if (written == std::string::npos) out.triggers.push_back(trigger);
   return out;
 }
 

@@ -22,7 +22,9 @@ namespace hearth::engine {
 Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const nlohmann::ordered_json& chat);
 
 // The grammar of a reply to `chat` that offers tools: forced (no triggers) as above, or for
-// tool_choice "auto" the same calls as a lazy grammar with the family's triggers. Empty gbnf:
+// tool_choice "auto" the same calls as a lazy grammar with the family's triggers (or, when an
+// assistant prefill ends inside the call opener, the rest of that call from the first token,
+// with no triggers). Empty gbnf:
 // no tools, or a family whose calls Hearth cannot constrain (auto then stays free text).
 struct ToolCallGrammar {
   std::string gbnf;

@@ -61,6 +61,22 @@ TEST(ToolCallGrammar, AutoIsLazyFromTheFamilysTrigger) {
   }
 }
 
+TEST(ToolCallGrammar, APrefillThatOpensACallIsContinuedUnderTheGrammar) {
+  Json chat = chat_with_tools();
+  chat["messages"].push_back(Json{{"role", "assistant"}, {"content", "Checking. <tool_call>"}});
+  auto g = tool_call_grammar(ChatOutputFamily::kHermes, chat);
+  ASSERT_TRUE(g.ok());
+  EXPECT_TRUE(g->triggers.empty());  // on from the first token
+  const std::string rest = "\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\", \"unit\": \"c\"}}\n</tool_call>";
+  EXPECT_TRUE(grammar_accepts(g->gbnf, rest, true));
+  EXPECT_FALSE(grammar_accepts(g->gbnf, "<tool_call>" + rest, false));
+  // A prefill whose call is already closed, or plain text, leaves the grammar lazy.
+  chat["messages"].back()["content"] = "<tool_call>\n{}\n</tool_call> and";
+  auto closed = tool_call_grammar(ChatOutputFamily::kHermes, chat);
+  ASSERT_TRUE(closed.ok());
+  EXPECT_EQ(closed->triggers.size(), 1u);
+}
+
 TEST(ToolCallGrammar, ForcedChoicesHoldFromTheFirstToken) {
   Json chat = chat_with_tools();
   chat["tool_choice"] = "required";
