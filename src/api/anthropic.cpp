@@ -7,6 +7,7 @@
 
 #include "api/choice_state.h"
 #include "api/generation_options.h"
+#include "api/reasoning_options.h"
 #include "api/response_encoder.h"
 #include "api/stream_framing.h"
 #include "api/tool_definitions.h"
@@ -257,13 +258,15 @@ Result<CompletionJob> parse_anthropic_messages(const Json& body, bool require_ma
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat)}};
   HEARTH_TRY(put_tools(body, ToolSpelling::kAnthropic, p.chat));
-  // thinking: {"type": "disabled"} turns a thinking template's reasoning off; "enabled" keeps it.
+  // thinking: {"type": "disabled"} turns a thinking template's reasoning off; "enabled" keeps it,
+  // and its budget_tokens is the thinking budget (not held to Anthropic's 1024 minimum).
   auto thinking = body.find("thinking");
   if (thinking != body.end() && !thinking->is_null()) {
     if (!thinking->is_object() || !thinking->contains("type") || !(*thinking)["type"].is_string()) {
       return field_type_error("", "thinking", "an object with a 'type'", *thinking);
     }
     p.chat["enable_thinking"] = (*thinking)["type"].get<std::string>() != "disabled";
+    if ((*thinking)["type"] == "enabled") HEARTH_TRY(put_thinking_budget(*thinking, "budget_tokens", p.chat, "thinking."));
   }
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));

@@ -30,8 +30,9 @@ struct CompletionJob {
   bool load_only = false;              // ollama: empty prompt/messages only loads the model
   bool unload = false;                 // ollama: keep_alive is 0 (a load-only answer says "unload")
   // Responses API: what the response object echoes back (the request's instructions and
-  // text.format, {"type":"text"} when none was given).
+  // text.format, {"type":"text"} when none was given, and reasoning.effort).
   std::optional<std::string> instructions;
+  std::optional<std::string> reasoning_effort;
   nlohmann::json text_format = {{"type", "text"}};
 };
 

@@ -2,6 +2,7 @@
 #include "api/generation_options.h"
 #include "api/keep_alive.h"
 #include "api/ollama.h"
+#include "api/reasoning_options.h"
 #include "api/structured_output.h"
 #include "api/tool_definitions.h"
 
@@ -163,9 +164,9 @@ Result<CompletionJob> parse_ollama_chat(const Json& body) {
   p.kind = PromptSource::Kind::kChat;
   p.chat = Json{{"messages", std::move(chat_messages)}};
   HEARTH_TRY(put_tools(body, ToolSpelling::kOllama, p.chat));
-  // think: false turns a thinking template's reasoning off; true or "low"/"medium"/"high" keep it.
-  auto think = body.find("think");
-  if (think != body.end() && !think->is_null()) p.chat["enable_thinking"] = !(think->is_boolean() && !think->get<bool>());
+  // think: false turns a thinking template's reasoning off; true or "low"/"medium"/"high" keep it
+  // (a level also reaches templates that read one).
+  HEARTH_TRY(put_ollama_think(body, p.chat));
   job.request.prompts.push_back(std::move(p));
   HEARTH_TRY(validate_completion_job(job));
   return job;

@@ -3,6 +3,7 @@
 
 #include "api/generation_options.h"
 #include "api/openai.h"
+#include "api/reasoning_options.h"
 #include "api/structured_output.h"
 #include "api/tool_definitions.h"
 
@@ -154,9 +155,11 @@ Result<CompletionJob> parse_openai_chat(const Json& body) {
   HEARTH_TRY(put_tools(body, ToolSpelling::kChat, prompt.chat));
   HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   // reasoning_effort "none" turns a thinking template's reasoning off (llama-server's
-  // chat_template_kwargs.enable_thinking too).
+  // chat_template_kwargs.enable_thinking too); another level reaches a template that reads
+  // one. thinking_budget (Hearth's extension): reasoning tokens before the engine closes it.
   HEARTH_ASSIGN(auto reasoning_effort, read_string(body, "reasoning_effort"));
-  if (reasoning_effort) prompt.chat["enable_thinking"] = *reasoning_effort != "none";
+  HEARTH_TRY(put_reasoning_effort(reasoning_effort, "reasoning_effort", prompt.chat));
+  HEARTH_TRY(put_thinking_budget(body, "thinking_budget", prompt.chat));
   auto kwargs = body.find("chat_template_kwargs");
   if (kwargs != body.end() && kwargs->is_object() && kwargs->contains("enable_thinking") && (*kwargs)["enable_thinking"].is_boolean()) {
     prompt.chat["enable_thinking"] = (*kwargs)["enable_thinking"];

@@ -2,9 +2,14 @@
 // `instructions` become a chat, and the answer is one assistant message item. Nothing is
 // stored, so previous_response_id and conversation are refused. Streaming uses the typed
 // events (response.created ... response.completed) with sequence numbers.
+//
+// Output items, in order: a reasoning item when the model thought (its text as one
+// "reasoning_text" content part, streamed as response.reasoning_text.delta; no summary), the
+// assistant message, then one function_call item per call. reasoning.effort sets the level.
 #include "api/choice_state.h"
 #include "api/generation_options.h"
 #include "api/openai.h"
+#include "api/reasoning_options.h"
 #include "api/response_encoder.h"
 #include "api/stream_framing.h"
 #include "api/structured_output.h"
@@ -91,7 +96,9 @@ class ResponsesEncoder final : public ResponseEncoder {
         top_p_(job.request.sampling.top_p),
         instructions_(job.instructions ? Json(*job.instructions) : Json()),
         text_format_(job.text_format),
-        message_id_("msg_" + meta_.id.substr(meta_.id.find('_') + 1)) {}
+        reasoning_(job.reasoning_effort ? Json{{"effort", *job.reasoning_effort}, {"summary", nullptr}} : Json()),
+        message_id_("msg_" + meta_.id.substr(meta_.id.find('_') + 1)),
+        reasoning_id_("rs_" + meta_.id.substr(meta_.id.find('_') + 1)) {}
 
   const char* content_type() const override { return stream_ ? "text/event-stream" : "application/json"; }
 
@@ -99,11 +106,6 @@ class ResponsesEncoder final : public ResponseEncoder {
     if (!stream_) return "";
     std::string out = event("response.created", Json{{"response", response_object("in_progress")}});
     out += event("response.in_progress", Json{{"response", response_object("in_progress")}});
-    out += event("response.output_item.added", Json{{"output_index", 0}, {"item", message_item("in_progress", false)}});
-    out += event("response.content_part.added", Json{{"item_id", message_id_},
-                                                     {"output_index", 0},
-                                                     {"content_index", 0},
-                                                     {"part", text_part("")}});
     return out;
   }
 
@@ -111,16 +113,31 @@ class ResponsesEncoder final : public ResponseEncoder {
     choice_.absorb(e);
     if (!stream_) return "";
     std::string out;
+    if (!e.reasoning.empty()) {
+      if (reasoning_index_ < 0) {
+        reasoning_index_ = next_index_++;
+        out += event("response.output_item.added", Json{{"output_index", reasoning_index_}, {"item", reasoning_item("in_progress", false)}});
+        out += event("response.content_part.added", Json{{"item_id", reasoning_id_},
+                                                         {"output_index", reasoning_index_},
+                                                         {"content_index", 0},
+                                                         {"part", reasoning_part("")}});
+      }
+      out += event("response.reasoning_text.delta", Json{{"item_id", reasoning_id_},
+                                                          {"output_index", reasoning_index_},
+                                                          {"content_index", 0},
+                                                          {"delta", e.reasoning}});
+    }
+    if (!e.text.empty() || !e.tool_calls.empty()) out += open_message();
     if (!e.text.empty()) {
       out += event("response.output_text.delta", Json{{"item_id", message_id_},
-                                                       {"output_index", 0},
+                                                       {"output_index", message_index_},
                                                        {"content_index", 0},
                                                        {"delta", e.text},
                                                        {"logprobs", Json::array()}});
     }
-    // Each finished call is a function_call output item after the message (output_index 1, 2, ...).
+    // Each finished call is a function_call output item after the message.
     for (const auto& call : e.tool_calls) {
-      const int index = static_cast<int>(call.index) + 1;
+      const int index = message_index_ + 1 + static_cast<int>(call.index);
       Json item = function_call_item(call);
       item["status"] = "in_progress";
       item["arguments"] = "";
@@ -135,17 +152,18 @@ class ResponsesEncoder final : public ResponseEncoder {
   std::string end() override {
     const char* status = incomplete() ? "incomplete" : "completed";
     if (!stream_) return dump_json(response_object(status));
-    std::string out;
+    std::string out = open_message();
+    out += close_reasoning();  // reasoning that came after the answer began
     out += event("response.output_text.done", Json{{"item_id", message_id_},
-                                                    {"output_index", 0},
+                                                    {"output_index", message_index_},
                                                     {"content_index", 0},
                                                     {"text", choice_.text},
                                                     {"logprobs", Json::array()}});
     out += event("response.content_part.done", Json{{"item_id", message_id_},
-                                                    {"output_index", 0},
+                                                    {"output_index", message_index_},
                                                     {"content_index", 0},
                                                     {"part", text_part(choice_.text)}});
-    out += event("response.output_item.done", Json{{"output_index", 0}, {"item", message_item(status, true)}});
+    out += event("response.output_item.done", Json{{"output_index", message_index_}, {"item", message_item(status, true)}});
     out += event(incomplete() ? "response.incomplete" : "response.completed", Json{{"response", response_object(status)}});
     return out;
   }
@@ -163,6 +181,42 @@ class ResponsesEncoder final : public ResponseEncoder {
     Json e = {{"type", type}, {"sequence_number", sequence_++}};
     for (auto it = payload.begin(); it != payload.end(); ++it) e[it.key()] = it.value();
     return sse_event(type, e);
+  }
+  // The message item opens after the reasoning (which it closes) and before any call.
+  std::string open_message() {
+    if (message_index_ >= 0) return "";
+    std::string out = close_reasoning();
+    message_index_ = next_index_++;
+    out += event("response.output_item.added", Json{{"output_index", message_index_}, {"item", message_item("in_progress", false)}});
+    out += event("response.content_part.added", Json{{"item_id", message_id_},
+                                                     {"output_index", message_index_},
+                                                     {"content_index", 0},
+                                                     {"part", text_part("")}});
+    return out;
+  }
+  std::string close_reasoning() {
+    std::string out;
+    if (reasoning_index_ >= 0 && !reasoning_closed_) {
+      reasoning_closed_ = true;
+      out += event("response.reasoning_text.done", Json{{"item_id", reasoning_id_},
+                                                         {"output_index", reasoning_index_},
+                                                         {"content_index", 0},
+                                                         {"text", choice_.reasoning}});
+      out += event("response.content_part.done", Json{{"item_id", reasoning_id_},
+                                                      {"output_index", reasoning_index_},
+                                                      {"content_index", 0},
+                                                      {"part", reasoning_part(choice_.reasoning)}});
+      out += event("response.output_item.done", Json{{"output_index", reasoning_index_}, {"item", reasoning_item("completed", true)}});
+    }
+    return out;
+  }
+  static Json reasoning_part(const std::string& text) { return Json{{"type", "reasoning_text"}, {"text", text}}; }
+  Json reasoning_item(const char* status, bool with_content) const {
+    return Json{{"id", reasoning_id_},
+                {"type", "reasoning"},
+                {"status", status},
+                {"summary", Json::array()},
+                {"content", with_content ? Json::array({reasoning_part(choice_.reasoning)}) : Json::array()}};
   }
   static Json text_part(const std::string& text) {
     return Json{{"type", "output_text"}, {"text", text}, {"annotations", Json::array()}, {"logprobs", Json::array()}};
@@ -183,7 +237,9 @@ class ResponsesEncoder final : public ResponseEncoder {
                 {"arguments", call.arguments}};
   }
   Json output_items(const char* status) const {
-    Json items = Json::array({message_item(status, true)});
+    Json items = Json::array();
+    if (!choice_.reasoning.empty()) items.push_back(reasoning_item("completed", true));
+    items.push_back(message_item(status, true));
     for (const auto& call : choice_.tool_calls) items.push_back(function_call_item(call));
     return items;
   }
@@ -203,6 +259,7 @@ class ResponsesEncoder final : public ResponseEncoder {
               {"output", finished ? output_items(status) : Json::array()},
               {"parallel_tool_calls", true},
               {"previous_response_id", nullptr},
+              {"reasoning", reasoning_},
               {"store", false},
               {"temperature", temperature_},
               {"text", {{"format", text_format_}}},
@@ -227,7 +284,13 @@ class ResponsesEncoder final : public ResponseEncoder {
   float top_p_;
   Json instructions_;
   Json text_format_;
+  Json reasoning_;
   std::string message_id_;
+  std::string reasoning_id_;
+  int reasoning_index_ = -1;  // output_index of the reasoning item; -1: not opened
+  bool reasoning_closed_ = false;
+  int message_index_ = -1;    // of the message item
+  int next_index_ = 0;
   ChoiceState choice_;
   int64_t sequence_ = 0;
 };
@@ -271,6 +334,12 @@ Result<CompletionJob> parse_openai_responses(const Json& body) {
   prompt.kind = PromptSource::Kind::kChat;
   prompt.chat = Json{{"messages", std::move(messages)}};
   HEARTH_TRY(put_tools(body, ToolSpelling::kResponses, prompt.chat));
+  HEARTH_ASSIGN(const Json* reasoning, read_object(body, "reasoning"));
+  if (reasoning) {
+    HEARTH_ASSIGN(auto effort, read_string(*reasoning, "effort", "reasoning."));
+    HEARTH_TRY(put_reasoning_effort(effort, "reasoning.effort", prompt.chat));
+    job.reasoning_effort = effort;
+  }
   HEARTH_TRY(read_bool(body, "parallel_tool_calls"));
   job.request.prompts.push_back(std::move(prompt));
   HEARTH_TRY(validate_completion_job(job));

@@ -122,6 +122,8 @@ bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out) {
     case ChatOutputFamily::kLlama3:
       out.arguments_key = "parameters";
       out.parallel = false;
+      out.trigger = "{\"name\"";
+      out.trigger_at_start = true;
       return true;
     case ChatOutputFamily::kMistral:
       out.before_calls = std::string(kMistralOpen) + "[";

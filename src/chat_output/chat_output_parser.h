@@ -71,6 +71,10 @@ struct ToolCallSyntax {
   std::string name_after;
   std::string id_key;
   bool parallel = true;
+  // Where a call starts when the model may choose (tool_choice "auto"): the lazy grammar
+  // switches on at this text. Empty: before_calls + before_call without trailing whitespace.
+  std::string trigger;
+  bool trigger_at_start = false;  // only as the first text of the reply (a bare JSON call)
 };
 // false for a family whose calls are not JSON objects.
 bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out);

@@ -123,7 +123,7 @@ Result<sampler::GrammarConstraint> InferenceContext::grammar_constraint(std::str
     }
     grammar_vocab_ = sampler::TokenTrie::build(pieces, eog);
   });
-  return sampler::GrammarConstraint{std::move(grammar), grammar_vocab_};
+  return sampler::GrammarConstraint{std::move(grammar), grammar_vocab_, {}};
 }
 
 Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& tokens, bool normalize) {

@@ -2,6 +2,9 @@
 // checks token ids or lengths: the serving engine does that for every request, once.
 #include "engine/prompt_preparation.h"
 
+#include <algorithm>
+#include <cstdint>
+
 #include "chat_output/chat_output_parser.h"
 #include "engine/tool_call_grammar.h"
 
@@ -51,6 +54,13 @@ protocol::PromptInfo::OutputFormat chat_output_format(const ChatTemplate& chat_t
                           prompt.find(markers.close, last_open) == std::string::npos &&
                           prompt.find_first_not_of(" \n", last_open + open_tag.size()) == std::string::npos;
   return format;
+}
+
+// The chat's thinking budget in tokens (the API layer puts it there as "thinking_budget"), or -1.
+int32_t chat_thinking_budget(const nlohmann::ordered_json& chat) {
+  if (!chat.is_object() || !chat.contains("thinking_budget") || !chat["thinking_budget"].is_number_integer()) return -1;
+  const int64_t v = chat["thinking_budget"].get<int64_t>();
+  return v < 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
 }
 
 }  // namespace
@@ -158,27 +168,42 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
   PreparedPrompts out;
   for (const auto& source : request.prompts) {
     HEARTH_ASSIGN(protocol::PromptInfo prompt, render_prompt(model, source));
-    std::string tool_grammar;
+    ToolCallGrammar tool_grammar;
     if (source.kind == protocol::PromptSource::Kind::kChat && prompt.output.tool_calls) {
       ChatOutputFamily family = ChatOutputFamily::kPlain;
       chat_output_family_from_name(prompt.output.family, family);
-      HEARTH_ASSIGN(tool_grammar, forced_tool_call_grammar(family, source.chat));
-      if (tool_grammar.empty() && family == ChatOutputFamily::kGeneric && base.grammar.empty()) {
-        HEARTH_ASSIGN(tool_grammar, generic_reply_grammar(source.chat));
-      }
-      if (!tool_grammar.empty() && !base.grammar.empty()) {
+      HEARTH_ASSIGN(tool_grammar, tool_call_grammar(family, source.chat));
+      const bool forced = source.chat.contains("tool_choice");  // the API layer keeps only forcing choices
+      if (forced && !tool_grammar.gbnf.empty() && !base.grammar.empty()) {
         return make_error(ErrorKind::kInvalidArgument, "a forced 'tool_choice' cannot be combined with '" + base.grammar_field + "'");
       }
-      if (!tool_grammar.empty()) prompt.output.reasoning_open = false;  // the grammar starts with the call
+      // tool_choice "auto" with the request's own grammar: that grammar holds, calls are free.
+      if (!forced && !base.grammar.empty()) tool_grammar = ToolCallGrammar{};
+      // A grammar from the first token (forced, generic reply, prefilled opener) starts with the call.
+      if (!tool_grammar.gbnf.empty() && tool_grammar.triggers.empty()) prompt.output.reasoning_open = false;
     }
+    ChatOutputFamily output_family = ChatOutputFamily::kPlain;
+    chat_output_family_from_name(prompt.output.family, output_family);
+    const ReasoningMarkers markers = reasoning_markers(output_family);
+    const int32_t thinking_budget = source.kind == protocol::PromptSource::Kind::kChat && prompt.output.reasoning
+                                        ? chat_thinking_budget(source.chat)
+                                        : -1;
     for (int32_t j = 0; j < request.n_choices; ++j) {
       GenerationRequest r = base;
-      if (!tool_grammar.empty()) {
-        r.grammar = tool_grammar;
+      if (!tool_grammar.gbnf.empty()) {
+        r.grammar = tool_grammar.gbnf;
+        r.grammar_triggers = tool_grammar.triggers;
         r.grammar_field = "tool_choice";
       }
       r.prompt = prompt.ids;
       r.print_markers = prompt.output.active();
+      if (thinking_budget >= 0) {
+        r.thinking_budget = thinking_budget;
+        r.thinking_open = prompt.output.reasoning_open;
+        r.thinking_start = std::string(markers.open);
+        r.thinking_end = std::string(markers.close);
+        r.thinking_close = model.tokenizer.encode("\n" + std::string(markers.close) + "\n\n", false, /*parse_special=*/true);
+      }
       if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
       out.requests.push_back(std::move(r));
     }

@@ -179,6 +179,7 @@ std::shared_ptr<ResultStream> ServingEngine::Impl::submit(GenerationRequest requ
   params.n_probs = request.logprobs ? std::max(params.n_probs, request.top_logprobs) : 0;
   auto grammar = ctx_.grammar_constraint(request.grammar);
   if (!grammar.ok()) return error_stream(id, grammar_error(request, grammar.error()));
+  if (grammar->grammar) grammar->triggers = request.grammar_triggers;
   auto chain = sampler::SamplerChain::create(params, static_cast<size_t>(ctx_.n_vocab()),
                                              static_cast<size_t>(n_ctx_seq), std::move(grammar).value());
   if (!chain.ok()) return error_stream(id, chain.error());

@@ -119,7 +119,11 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
     return out;
   }
 
-  const sampler::SampleResult s = a.prep.chain.sample(logits);
+  // At the thinking budget the closing text is written one token per step, then sampling resumes.
+  if (!a.forcing && a.thinking.due() && !req.thinking_close.empty()) a.forcing = true;
+  const sampler::SampleResult s = a.forcing ? a.prep.chain.force(req.thinking_close[a.n_forced++], logits)
+                                            : a.prep.chain.sample(logits);
+  if (a.forcing && a.n_forced == req.thinking_close.size()) a.forcing = false;
   if (s.token < 0) {
     // Only under a grammar: no token of the vocabulary continues the match here.
     if (a.prep.chain.grammar_complete()) {
@@ -155,6 +159,7 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
     t.token = s.token;
     const bool markers = req.print_markers || !req.grammar.empty();
     t.piece = tokenizer.token_to_piece(s.token, markers && is_printed_marker(tokenizer, s.token));
+    a.thinking.on_token(t.piece);
     t.logprob = s.logprob;
     if (req.logprobs) {
       for (const auto& alt : s.top) t.top.push_back({alt.id, tokenizer.token_to_piece(alt.id, false), alt.logprob});

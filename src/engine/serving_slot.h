@@ -15,6 +15,7 @@
 
 #include "engine/serving_engine.h"
 #include "engine/text_streamer.h"
+#include "engine/thinking_budget.h"
 #include "sampler/sampler_chain.h"
 
 namespace hearth::engine {
@@ -118,7 +119,12 @@ class ServingSlot {
 
  private:
   struct Active {
-    explicit Active(PreparedCompletion p) : prep(std::move(p)), streamer(prep.request.stop), feed(prep.request.prompt) {}
+    explicit Active(PreparedCompletion p)
+        : prep(std::move(p)),
+          streamer(prep.request.stop),
+          feed(prep.request.prompt),
+          thinking(prep.request.thinking_budget, prep.request.thinking_open, prep.request.thinking_start,
+                   prep.request.thinking_end) {}
     int64_t id = -1;
     PreparedCompletion prep;
     std::shared_ptr<ResultStream> stream;
@@ -132,6 +138,9 @@ class ServingSlot {
     int32_t n_generated = 0;
     int32_t eog_token = -1;        // the end-of-generation token that ended the request
     std::vector<TokenOutput> unsent;
+    ThinkingBudget thinking;
+    size_t n_forced = 0;           // thinking_close tokens written so far (all, or none yet)
+    bool forcing = false;          // writing thinking_close in place of sampling
     Timings timings;
     EngineClock::time_point submitted, started, first_token, last_token;
   };

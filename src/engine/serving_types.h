@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "protocol/events.h"
+#include "sampler/sampler_chain.h"
 #include "sampler/sampler_params.h"
 #include "util/result.h"
 
@@ -23,6 +24,13 @@ struct GenerationRequest {
   bool ignore_eos = false;            // keep going past end-of-generation tokens
   std::string grammar;                // GBNF the output must match (root rule `root`); empty: free text
   std::string grammar_field;          // the request field the grammar came from, named in errors
+  std::vector<sampler::GrammarTrigger> grammar_triggers;  // non-empty: the grammar is lazy, off
+                                      //   until one of these texts is generated (sampler_chain.h)
+  int32_t thinking_budget = -1;       // reasoning tokens before the engine closes the reasoning
+                                      //   by writing thinking_close; -1: no budget
+  bool thinking_open = false;         // the prompt ends inside the reasoning
+  std::string thinking_start, thinking_end;  // the family's markers, e.g. <think> and </think>
+  std::vector<int32_t> thinking_close;       // tokens written at the budget (e.g. "\n</think>\n\n")
   bool logprobs = false;              // report each generated token's log-probability
   int32_t top_logprobs = 0;           // ... and the top-n alternatives (implies logprobs)
   bool truncate = false;              // prompt longer than the slot's context: keep the first

@@ -47,6 +47,9 @@ SamplerChain::SamplerChain(const SamplerParams& params, size_t n_vocab, size_t h
     grammar_.emplace(std::move(grammar.grammar));
     grammar_vocab_ = std::move(grammar.vocab);
     allowed_.assign((n_vocab + 63) / 64, 0);
+    triggers_ = std::move(grammar.triggers);
+    grammar_active_ = triggers_.empty();
+    for (const auto& t : triggers_) max_trigger_ = std::max(max_trigger_, t.text.size());
   }
 }
 
@@ -68,6 +71,9 @@ void SamplerChain::reset() {
   history_begin_ = 0;
   mirostat_mu_ = 2.0f * params_.mirostat_tau;
   if (grammar_) grammar_->reset();
+  grammar_active_ = triggers_.empty();
+  watched_.clear();
+  only_space_before_ = true;
 }
 
 void SamplerChain::apply_stage(SamplerKind kind) {
@@ -99,40 +105,136 @@ void SamplerChain::apply_stage(SamplerKind kind) {
   }
 }
 
-SampleResult SamplerChain::sample(const float* logits) {
+namespace {
+
+bool all_space(std::string_view text) {
+  return text.find_first_not_of(" \t\r\n") == std::string_view::npos;
+}
+
+}  // namespace
+
+bool SamplerChain::trigger_allows(int32_t token) {
+  if (grammar_vocab_->is_eog(token)) return true;
+  const std::string_view piece = grammar_vocab_->piece(token);
+  trigger_match_.assign(watched_).append(piece);
+  size_t best = std::string::npos;
+  for (const auto& t : triggers_) {
+    size_t at = trigger_match_.find(t.text);
+    if (at == std::string::npos) continue;
+    if (t.at_start && !(only_space_before_ && all_space(std::string_view(trigger_match_).substr(0, at)))) continue;
+    best = std::min(best, at);
+  }
+  if (best == std::string::npos) {
+    trigger_match_.clear();
+    return true;
+  }
+  trigger_match_.erase(0, best);
+  return grammar_->can_accept_bytes(trigger_match_);
+}
+
+void SamplerChain::watch_trigger(int32_t token) {
+  if (!trigger_match_.empty()) {
+    grammar_->accept_bytes(trigger_match_);  // trigger_allows() checked it
+    grammar_active_ = true;
+    trigger_match_.clear();
+    watched_.clear();
+    return;
+  }
+  if (grammar_vocab_->is_eog(token)) return;
+  watched_.append(grammar_vocab_->piece(token));
+  // Keep only what a trigger could still start in: its longest length less one byte.
+  const size_t keep = max_trigger_ > 0 ? max_trigger_ - 1 : 0;
+  if (watched_.size() > keep) {
+    const size_t drop = watched_.size() - keep;
+    only_space_before_ = only_space_before_ && all_space(std::string_view(watched_).substr(0, drop));
+    watched_.erase(0, drop);
+  }
+}
+
+int32_t SamplerChain::draw(const float* logits, std::span<const int32_t> banned) {
   auto& c = candidates_;
   c.load(logits, n_vocab_);
   for (const auto& [id, bias] : params_.logit_bias) c.items[static_cast<size_t>(id)].logit += bias;
-  if (grammar_) {
+  if (!banned.empty()) {
+    for (int32_t id : banned) c.items[static_cast<size_t>(id)].id = -1;
+    size_t kept = 0;
+    for (size_t i = 0; i < c.size; ++i) {
+      if (c.items[i].id >= 0) c.items[kept++] = c.items[i];
+    }
+    c.size = kept;
+    if (c.size == 0) return -1;
+  }
+  if (grammar_active()) {
     grammar_->fill_mask(*grammar_vocab_, allowed_);
     apply_token_mask(c, allowed_);
-    if (c.size == 0) return SampleResult{};
+    if (c.size == 0) return -1;
   }
-
-  int32_t chosen;
   if (params_.temperature <= 0.0f) {
     // Greedy: penalties and DRY still shape the logits, nothing random runs.
     for (SamplerKind kind : params_.order) {
       if (kind == SamplerKind::kPenalties || kind == SamplerKind::kDry) apply_stage(kind);
     }
-    chosen = c.items[argmax_index(c)].id;
-  } else if (params_.mirostat == 1 || params_.mirostat == 2) {
+    return c.items[argmax_index(c)].id;
+  }
+  if (params_.mirostat == 1 || params_.mirostat == 2) {
     for (SamplerKind kind : params_.order) {
       if (kind == SamplerKind::kPenalties || kind == SamplerKind::kDry) apply_stage(kind);
     }
     apply_temperature(c, params_.temperature);
-    chosen = params_.mirostat == 1
-                 ? sample_mirostat_v1(c, params_.mirostat_tau, params_.mirostat_eta, n_vocab_, mirostat_mu_, rng_)
-                 : sample_mirostat_v2(c, params_.mirostat_tau, params_.mirostat_eta, mirostat_mu_, rng_);
-  } else {
-    for (SamplerKind kind : params_.order) apply_stage(kind);
-    chosen = c.items[sample_index(c, rng_)].id;
+    return params_.mirostat == 1
+               ? sample_mirostat_v1(c, params_.mirostat_tau, params_.mirostat_eta, n_vocab_, mirostat_mu_, rng_)
+               : sample_mirostat_v2(c, params_.mirostat_tau, params_.mirostat_eta, mirostat_mu_, rng_);
+  }
+  for (SamplerKind kind : params_.order) apply_stage(kind);
+  return c.items[sample_index(c, rng_)].id;
+}
+
+SampleResult SamplerChain::sample(const float* logits) {
+  int32_t chosen = draw(logits, {});
+  if (chosen < 0) return SampleResult{};
+  if (grammar_ && !grammar_active_) {
+    // A lazy grammar: a token that opens a call the grammar cannot continue is drawn again
+    // without it (rare: only tokens that complete a trigger are checked). After kMaxRedraws
+    // the last draw stands and the grammar stays off (its trigger is left as text).
+    constexpr size_t kMaxRedraws = 32;
+    banned_.clear();
+    bool allowed = trigger_allows(chosen);
+    while (!allowed && banned_.size() < kMaxRedraws) {
+      banned_.push_back(chosen);
+      const int32_t next = draw(logits, banned_);
+      if (next < 0) break;
+      chosen = next;
+      allowed = trigger_allows(chosen);
+    }
+    if (!allowed) trigger_match_.clear();
   }
   SampleResult out;
   out.token = chosen;
   compute_logprobs(logits, chosen, out);
   accept(chosen);
-  if (grammar_) grammar_->accept_token(*grammar_vocab_, chosen);  // allowed by the mask, so it matches
+  if (grammar_) {
+    if (grammar_active_) {
+      grammar_->accept_token(*grammar_vocab_, chosen);  // allowed by the mask, so it matches
+    } else {
+      watch_trigger(chosen);
+    }
+  }
+  return out;
+}
+
+SampleResult SamplerChain::force(int32_t token, const float* logits) {
+  SampleResult out;
+  out.token = token;
+  compute_logprobs(logits, token, out);
+  accept(token);
+  if (grammar_) {
+    if (grammar_active_) {
+      grammar_->accept_token(*grammar_vocab_, token);
+    } else {
+      if (!trigger_allows(token)) trigger_match_.clear();
+      watch_trigger(token);
+    }
+  }
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <random>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "sampler/candidates.h"
@@ -34,11 +35,25 @@ struct SampleResult {
   std::span<const TokenLogprob> top;   // n_probs best by raw logit; valid until the next call
 };
 
+// Text that switches a lazy grammar on (see GrammarConstraint::triggers).
+struct GrammarTrigger {
+  std::string text;       // e.g. "<tool_call>"; the grammar's match starts with this text
+  bool at_start = false;  // only when it is the first text of the output (after whitespace)
+};
+
 // Sampling under a grammar: the compiled grammar and the vocabulary's bytes (built once per
 // tokenizer). Both set, or neither.
+//
+// With triggers the grammar is lazy: the output is free text until it contains one of the
+// trigger texts; the grammar then matches from the trigger on (the trigger's own text is its
+// first match) and constrains every later token. A sampled token that would complete a trigger
+// but continue it in a way the grammar rejects is redrawn, so once a trigger appears the text
+// from it on always matches the grammar (tool_choice "auto": free text until the family's
+// tool-call opener, then a call whose arguments match the schema).
 struct GrammarConstraint {
   std::shared_ptr<const CompiledGrammar> grammar;
   std::shared_ptr<const TokenTrie> vocab;
+  std::vector<GrammarTrigger> triggers;  // empty: the grammar constrains from the first token
 };
 
 class SamplerChain {
@@ -54,15 +69,22 @@ class SamplerChain {
   SampleResult sample(const float* logits);
   // Adds a token to the history without sampling (prompt tokens, forced tokens).
   void accept(int32_t token);
+  // A token the caller chose in place of sampling one (the engine closing reasoning at its
+  // thinking budget): reported like a sampled token (its log-probability under `logits`),
+  // recorded in the history, and passed to the grammar, which ignores a token it does not allow.
+  SampleResult force(int32_t token, const float* logits);
   // Forgets the history, resets mirostat and the grammar; the RNG keeps its stream.
   void reset();
 
   bool has_grammar() const { return grammar_.has_value(); }
+  // Under a lazy grammar: a trigger appeared and the grammar constrains the output now (always
+  // true for a grammar without triggers).
+  bool grammar_active() const { return grammar_ && grammar_active_; }
   // Under a grammar: the text so far is a complete match.
-  bool grammar_complete() const { return grammar_ && grammar_->is_complete(); }
+  bool grammar_complete() const { return grammar_active() && grammar_->is_complete(); }
   // Under a grammar: the text so far is a complete match and nothing may follow it, so
   // generation is over (the caller need not wait for an end-of-generation token).
-  bool grammar_finished() const { return grammar_ && grammar_->is_complete() && !grammar_->can_continue(); }
+  bool grammar_finished() const { return grammar_active() && grammar_->is_complete() && !grammar_->can_continue(); }
 
   const SamplerParams& params() const { return params_; }
   uint64_t seed() const { return seed_; }
@@ -71,6 +93,15 @@ class SamplerChain {
  private:
   SamplerChain(const SamplerParams& params, size_t n_vocab, size_t history_capacity, GrammarConstraint grammar);
   void apply_stage(SamplerKind kind);
+  // Loads the logits (bias, and the mask of an active grammar applied) and draws one token;
+  // `banned` tokens are left out. -1: nothing is allowed.
+  int32_t draw(const float* logits, std::span<const int32_t> banned);
+  // Lazy grammar, not yet active: whether `token` may follow the text so far (it does not
+  // complete a trigger, or the grammar accepts the trigger and what follows it in the token);
+  // sets trigger_match_ to the text the grammar must match when it does complete one.
+  bool trigger_allows(int32_t token);
+  // Lazy grammar: the chosen token's bytes join the watched text, or switch the grammar on.
+  void watch_trigger(int32_t token);
   void compute_logprobs(const float* logits, int32_t chosen, SampleResult& out);
 
   SamplerParams params_;
@@ -89,6 +120,13 @@ class SamplerChain {
   std::optional<GrammarMatcher> grammar_;
   std::shared_ptr<const TokenTrie> grammar_vocab_;
   std::vector<uint64_t> allowed_;  // the grammar's token mask, n_vocab bits
+  std::vector<GrammarTrigger> triggers_;
+  bool grammar_active_ = true;     // false: a lazy grammar waiting for a trigger
+  std::string watched_;            // the last bytes of the output, where a trigger may begin
+  bool only_space_before_ = true;  // every byte before watched_ is whitespace
+  std::string trigger_match_;      // trigger_allows(): the text from the trigger on
+  size_t max_trigger_ = 0;         // the longest trigger, in bytes
+  std::vector<int32_t> banned_;    // tokens redrawn this step
 };
 
 }  // namespace hearth::sampler

@@ -381,6 +381,12 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
                                   "Respond in JSON format, either with `tool_call` (a request to call tools) or with "
                                   "`response` reply to the user's request");
   }
+  // A thinking level (ollama's think "low"/"medium"/"high", OpenAI's reasoning_effort) reaches
+  // a template that reads one (gpt-oss's `reasoning_effort`).
+  if (request.contains("reasoning_effort") && request["reasoning_effort"].is_string() && contains(source_, "reasoning_effort")) {
+    if (!in.extra_context.is_object()) in.extra_context = Json::object();
+    in.extra_context["reasoning_effort"] = request["reasoning_effort"];
+  }
   HEARTH_ASSIGN(std::string prompt, apply(in, options));
   if (is_deepseek_r1 && contains(source_, "{% if ns.is_tool %}{{'<｜tool▁outputs▁end｜>'}}")) {
     // DeepSeek R1's shipped template leaves the turn open after tool results; close it.

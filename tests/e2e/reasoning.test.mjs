@@ -3,7 +3,10 @@
 // until it writes </think>. It must come back as ollama's message.thinking, OpenAI's
 // reasoning_content and Anthropic's thinking blocks, streamed and not, and never in the answer;
 // turning thinking off (think: false, reasoning_effort "none", thinking disabled) closes the
-// <think> in the prompt and the text is the answer again.
+// <think> in the prompt and the text is the answer again. A thinking budget (Anthropic's
+// budget_tokens, OpenAI chat's thinking_budget extension) makes the engine write </think> after
+// that many reasoning tokens, and the answer continues. The Responses API returns the thinking
+// as a reasoning output item (reasoning_text content), streamed as response.reasoning_text.delta.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import path from 'node:path';
@@ -83,5 +86,96 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     const off = await anthropic.messages.create({ ...req, thinking: { type: 'disabled' } });
     assert.ok(!off.content.some((b) => b.type === 'thinking'));
     assert.ok(off.content.find((b) => b.type === 'text').text.length > 0);
+  });
+
+  it('a thinking budget closes the reasoning and the answer continues (Anthropic, OpenAI)', async () => {
+    const req = { model: 'm', max_tokens: 24, messages: [USER], temperature: 0 };
+    const msg = await anthropic.messages.create({ ...req, thinking: { type: 'enabled', budget_tokens: 5 } });
+    const thinking = msg.content.find((b) => b.type === 'thinking');
+    const text = msg.content.find((b) => b.type === 'text');
+    assert.ok(thinking && thinking.thinking.length > 0, JSON.stringify(msg.content));
+    assert.ok(text && text.text.length > 0, JSON.stringify(msg.content));
+    assert.ok(!text.text.includes('</think>'));
+    // The unbudgeted reply with the same seed is all thinking (see N above).
+    const full = await anthropic.messages.create(req);
+    assert.ok(full.content.find((b) => b.type === 'thinking').thinking.startsWith(thinking.thinking.trimEnd()));
+    const o = await openai.chat.completions.create({ model: 'm', messages: [USER], max_tokens: 24, seed: 1, temperature: 0, thinking_budget: 3 });
+    assert.ok(o.choices[0].message.reasoning_content.length > 0);
+    assert.ok(o.choices[0].message.content.length > 0);
+    let reasoning = '';
+    let content = '';
+    for await (const chunk of await openai.chat.completions.create({ model: 'm', messages: [USER], max_tokens: 24, seed: 1, temperature: 0, thinking_budget: 3, stream: true })) {
+      reasoning += chunk.choices[0]?.delta?.reasoning_content || '';
+      content += chunk.choices[0]?.delta?.content || '';
+    }
+    assert.equal(reasoning, o.choices[0].message.reasoning_content);
+    assert.equal(content, o.choices[0].message.content);
+    await assert.rejects(anthropic.messages.create({ ...req, thinking: { type: 'enabled', budget_tokens: -1 } }), (e) => e.status === 400);
+  });
+
+  it('Responses API: a reasoning item with reasoning_text, streamed and not; reasoning.effort', async () => {
+    const req = { model: 'm', input: 'Why is the sky blue?', max_output_tokens: N, temperature: 0, reasoning: { effort: 'high' } };
+    const r = await openai.responses.create(req);
+    assert.equal(r.output[0].type, 'reasoning', JSON.stringify(r.output));
+    assert.equal(r.output[0].content[0].type, 'reasoning_text');
+    const text = r.output[0].content[0].text;
+    assert.ok(text.length > 0);
+    assert.equal(r.output[1].type, 'message');
+    assert.equal(r.reasoning.effort, 'high');
+    let streamed = '';
+    let doneText = null;
+    const indices = [];
+    for await (const ev of await openai.responses.create({ ...req, stream: true })) {
+      if (ev.type === 'response.reasoning_text.delta') streamed += ev.delta;
+      if (ev.type === 'response.reasoning_text.done') doneText = ev.text;
+      if (ev.type === 'response.output_item.added') indices.push([ev.output_index, ev.item.type]);
+    }
+    assert.equal(streamed, text);
+    assert.equal(doneText, text);
+    assert.deepEqual(indices, [[0, 'reasoning'], [1, 'message']]);
+    const off = await openai.responses.create({ ...req, reasoning: { effort: 'none' } });
+    assert.ok(!off.output.some((i) => i.type === 'reasoning'));
+  });
+
+  it('ollama think levels are accepted, other values are a 400', async () => {
+    const options = { num_predict: 4, seed: 1, temperature: 0 };
+    const r = await ollama.chat({ model: server.modelName, messages: [USER], options, think: 'high' });
+    assert.ok(r.message.thinking.length > 0);
+    await assert.rejects(ollama.chat({ model: server.modelName, messages: [USER], options, think: 'extreme' }), (e) => e.status_code === 400);
+  });
+});
+
+// Qwen3's template opens no <think> itself (the model writes it); an assistant prefill that
+// ends in "<think>\n" starts the reply inside the reasoning, so the budget applies there too, and
+// think: false renders Qwen3's empty <think></think> so the whole reply is the answer.
+const qwen3 = modelPath(MODELS.qwen3);
+const qwen3Template = path.join(modelsDir(), '..', 'templates', 'Qwen-Qwen3-0.6B.jinja');
+
+describe('reasoning with Qwen3', { skip: !qwen3 && 'qwen3 model missing' }, () => {
+  let server;
+  let ollama;
+  before(async () => {
+    server = await startServer({ model: qwen3, args: ['--chat-template-file', qwen3Template] });
+    ollama = new Ollama({ host: server.url });
+  });
+  after(async () => {
+    await server?.stop();
+  });
+
+  it('a prefilled <think> is reasoning, closed by the budget; think false is the answer', async () => {
+    const messages = [USER, { role: 'assistant', content: '<think>\n' }];
+    const options = { num_predict: 20, seed: 1, temperature: 0 };
+    const open = await ollama.chat({ model: server.modelName, messages, options });
+    assert.ok(open.message.thinking.length > 0, JSON.stringify(open.message));
+    const r = await fetch(server.url + '/v1/chat/completions', {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'm', messages, max_tokens: 20, seed: 1, temperature: 0, thinking_budget: 4 }),
+    }).then((x) => x.json());
+    const m = r.choices[0].message;
+    assert.ok(m.reasoning_content.length > 0, JSON.stringify(m));
+    assert.ok(m.content.length > 0, JSON.stringify(m));
+    const off = await ollama.chat({ model: server.modelName, messages: [USER], options, think: false });
+    assert.ok(off.message.content.length > 0);
+    assert.equal(off.message.thinking, undefined);
   });
 });

@@ -170,6 +170,27 @@ describe('tool calls', { skip: !qwen && 'qwen2 model missing' }, () => {
     assert.ok(!content.includes('<tool_call>'));
   });
 
+  it('tool_choice auto: free text, and a call the reply opens is schema-valid (opened by an assistant prefill)', async () => {
+    // The random model writes text and no call on its own (the grammar is lazy: nothing holds it).
+    const plain = await openai.chat.completions.create({ model: 'm', messages: [USER], tools: OPENAI_TOOLS, max_tokens: 16, seed: 1, temperature: 0 });
+    assert.equal(plain.choices[0].finish_reason, 'length');
+    assert.ok(plain.choices[0].message.content.length > 0);
+    // The shared models have no single <tool_call> token for a logit_bias to force, so the
+    // prefill writes the opener: the reply continues inside the call and the grammar holds it.
+    const opened = [USER, { role: 'assistant', content: 'Let me check. <tool_call>' }];
+    for (const seed of [1, 2, 3]) {
+      const r = await openai.chat.completions.create({
+        model: 'm', messages: opened, tools: OPENAI_TOOLS, tool_choice: 'auto', parallel_tool_calls: false, max_tokens: 300, seed, temperature: 0.8,
+      });
+      const text = r.choices[0].message.content;
+      assert.equal(r.choices[0].finish_reason, 'stop', text);
+      assert.ok(text.trimEnd().endsWith('</tool_call>'), text);
+      const call = JSON.parse(text.trimEnd().slice(0, -'</tool_call>'.length));
+      assert.ok(NAMES.includes(call.name), text);
+      assertArgs(call.arguments);
+    }
+  });
+
   it('bad tool input is a 400 in each API', async () => {
     await assert.rejects(openai.chat.completions.create({ model: 'm', messages: [USER], tools: OPENAI_TOOLS, tool_choice: { type: 'function', function: { name: 'nope' } } }),
       (e) => e.status === 400 && /nope/.test(e.message));

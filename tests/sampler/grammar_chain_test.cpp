@@ -20,7 +20,7 @@ GrammarConstraint constraint(const std::string& gbnf) {
   eog[0] = 1;
   auto g = compile_gbnf(gbnf);
   EXPECT_TRUE(g.ok()) << g.error().message;
-  return {*g, TokenTrie::build(kPieces, eog)};
+  return {*g, TokenTrie::build(kPieces, eog), {}};
 }
 
 TEST(GrammarChain, GreedyTakesTheBestAllowedToken) {
@@ -99,7 +99,7 @@ TEST(GrammarChain, ConstraintMustMatchTheVocabulary) {
   SamplerParams p;
   GrammarConstraint c = constraint("root ::= \"a\"\n");
   EXPECT_FALSE(SamplerChain::create(p, kPieces.size() + 1, 16, c).ok());
-  GrammarConstraint no_vocab{c.grammar, nullptr};
+  GrammarConstraint no_vocab{c.grammar, nullptr, {}};
   auto r = SamplerChain::create(p, kPieces.size(), 16, no_vocab);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kInvalidArgument);

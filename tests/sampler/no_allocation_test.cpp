@@ -92,7 +92,7 @@ TEST(SamplerAllocation, GrammarSamplingDoesNotAllocateOnceWarm) {
   p.top_k = 20;
   p.repeat_penalty = 1.1f;
   const size_t n_vocab = pieces.size();
-  auto chain = SamplerChain::create(p, n_vocab, 128, {*grammar, TokenTrie::build(pieces, eog)});
+  auto chain = SamplerChain::create(p, n_vocab, 128, {*grammar, TokenTrie::build(pieces, eog), {}});
   ASSERT_TRUE(chain.ok()) << chain.error().message;
   std::vector<float> logits(n_vocab);
   for (size_t i = 0; i < n_vocab; ++i) logits[i] = std::sin(static_cast<float>(i) * 0.37f) * 3.0f;

@@ -75,5 +75,19 @@ TEST(ChatRender, TemplateErrorsAreValues) {
   EXPECT_FALSE(ChatTemplate::create("{% for %}", "<s>", "</s>").ok());
 }
 
+TEST(ChatRender, AThinkingLevelReachesATemplateThatReadsOne) {
+  // gpt-oss's template prints its system header's "Reasoning: " from reasoning_effort.
+  const std::string src =
+      "Reasoning: {{ reasoning_effort | default('medium') }}|{% for m in messages %}{{ m.content }}{% endfor %}";
+  auto t = ChatTemplate::create(src, "<s>", "</s>", "t.jinja");
+  ASSERT_TRUE(t.ok());
+  auto level = t->render(Json::parse(R"({"messages": [{"role": "user", "content": "U"}], "reasoning_effort": "high"})"));
+  ASSERT_TRUE(level.ok()) << level.error().message;
+  EXPECT_EQ(*level, "Reasoning: high|U");
+  auto none = t->render(Json::parse(R"({"messages": [{"role": "user", "content": "U"}]})"));
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "Reasoning: medium|U");
+}
+
 }  // namespace
 }  // namespace hearth

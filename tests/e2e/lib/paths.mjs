@@ -52,4 +52,5 @@ export const MODELS = {
   llamaF16: 'random/llama-F16.gguf',          // the same model unquantized (create --quantize)
   bert: 'random/bert-F32.gguf',               // encoder for embeddings
   qwen2: 'random/qwen2-Q8_0.gguf',            // random weights, GPT-2 BPE (every byte spellable)
+  qwen3: 'random/qwen3-Q8_0.gguf',            // random weights, Qwen3 (with the Qwen3 template)
 };
