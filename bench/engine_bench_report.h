@@ -214,6 +214,9 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
          "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor.\n\n" +
          markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
+  for (const auto& m : results) {
+    if (!m.llama_error.empty()) out += "- " + m.name + ": llama.cpp could not run it (" + m.llama_error + ").\n";
+  }
   return out;
 }
 
