@@ -39,13 +39,18 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }
 
 // Bytes of weights one decode step reads: every tensor except an untied token embedding (of
-// which one row is read).
+// which one row is read); of a mixture-of-experts model's stacked expert tensors, the share of
+// the experts a token uses (the model's active-parameter bytes).
 uint64_t decode_weight_bytes(const gguf::File& f) {
   uint64_t total = 0;
   const bool tied = f.find_tensor("output.weight") == nullptr;
+  const std::string arch = f.get_or<std::string>("general.architecture", "");
+  const auto n_expert = f.get_or<uint32_t>(arch + ".expert_count", 0);
+  const auto n_used = f.get_or<uint32_t>(arch + ".expert_used_count", 0);
   for (const auto& t : f.tensors()) {
     if (!tied && t.name == "token_embd.weight") continue;
-    total += t.size_bytes;
+    const bool experts = n_expert > 0 && t.name.find("_exps.") != std::string::npos;
+    total += experts ? t.size_bytes / n_expert * n_used : t.size_bytes;
   }
   return total;
 }
@@ -130,6 +135,7 @@ struct Options {
   bool interleave = true;
   std::string json_path;
   std::string doc_path;
+  std::string doc_section;
   std::string command_line;
 };
 
@@ -152,6 +158,8 @@ Result<Options> parse_options(int argc, char** argv) {
        "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
       {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
       {"write_doc", 0, SettingType::kString, "", "regenerate this Markdown file (docs/performance.md)", ""},
+      {"doc_section", 0, SettingType::kString, "",
+       "with --write-doc: replace only this fenced section of the file (for runs over other model sets)", ""},
   });
   std::vector<std::string> args(argv + 1, argv + argc);
   HEARTH_TRY(s.parse(args));
@@ -191,6 +199,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.interleave = layout == "interleaved";
   o.json_path = s.get_string("json");
   o.doc_path = s.get_string("write_doc");
+  o.doc_section = s.get_string("doc_section");
   for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
   return o;
 }
@@ -326,7 +335,8 @@ int main(int argc, char** argv) {
     std::ifstream in(o.doc_path);
     std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream out(o.doc_path);
-    out << keep_doc_sections(old, format_performance_doc(info, results));
+    out << (o.doc_section.empty() ? keep_doc_sections(old, format_performance_doc(info, results))
+                                  : replace_doc_section(old, o.doc_section, format_section_doc(info, results)));
     if (!out) {
       std::fprintf(stderr, "cannot write %s\n", o.doc_path.c_str());
       return 1;

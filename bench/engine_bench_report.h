@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -194,6 +195,28 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
       markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
+  return out;
+}
+
+// A fenced section of docs/performance.md for a run over another set of models (MoE shapes):
+// the run's command, date, machine and load, the table and the target lines.
+inline std::string format_section_doc(const RunInfo& info, const std::vector<ModelResult>& results) {
+  double load[3] = {0, 0, 0};
+  const bool have_load = getloadavg(load, 3) == 3;
+  std::string out = "### Engine benchmark: `" + info.command + "`\n\n";
+  out += "Run on " + info.date + "; " + machine_line(info) + "; llama.cpp `llama-bench` build " +
+         (info.llama_commit.empty() ? std::string("(not run)") : info.llama_commit) + ". " +
+         (have_load ? "Load average at the end of the run: " + fmt("%.1f", load[0]) + " (1 min), " + fmt("%.1f", load[1]) +
+                          " (5 min): the absolute numbers are taken under that load; the ratios come from "
+                          "interleaved runs of both engines in the same rounds.\n\n"
+                    : std::string("\n\n")) +
+         "decode GB/s counts the bytes one token reads: for mixture-of-experts files, the share of the expert "
+         "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor.\n\n" +
+         markdown_table(info, results) + "\n";
+  for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
+  for (const auto& m : results) {
+    if (!m.llama_error.empty()) out += "- " + m.name + ": llama.cpp could not run it (" + m.llama_error + ").\n";
+  }
   return out;
 }
 

@@ -17,8 +17,9 @@ using hearth::SettingType;
 
 int run_make_model(const std::vector<std::string>& args) {
   hearth::Settings s({
-      {"arch", 0, SettingType::kString, "llama", "architecture: llama or qwen2", ""},
+      {"arch", 0, SettingType::kString, "llama", "architecture: llama, qwen2, qwen3moe or gpt-oss", ""},
       {"shape", 0, SettingType::kString, "1b", "size (" + hearth::devtools::model_shape_names() + ")", ""},
+      {"layers", 0, SettingType::kInt, "0", "layers (0: the shape's own count)", "", hearth::SettingRange::at_least(0)},
       {"type", 0, SettingType::kString, "q4_0", "file type: f16, q8_0, q4_0, q4_k_m or q6_k", ""},
       {"output", 'o', SettingType::kString, "", "the .gguf file to write", ""},
       {"seed", 0, SettingType::kInt, "20250605", "seed of the random weights", "", hearth::SettingRange::at_least(0)},
@@ -36,6 +37,7 @@ int run_make_model(const std::vector<std::string>& args) {
   hearth::devtools::MakeModelOptions o;
   o.arch = s.get_string("arch");
   o.shape = s.get_string("shape");
+  o.n_layers = static_cast<int32_t>(s.get_int("layers"));
   o.type = s.get_string("type");
   o.output = s.get_string("output");
   o.seed = static_cast<uint64_t>(s.get_int("seed"));

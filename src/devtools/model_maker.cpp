@@ -30,6 +30,7 @@ struct TensorPlan {
   float mean = 0.0f;
   float std = 0.0f;
   std::vector<float> fixed;  // non-empty: these values instead of random ones
+  std::vector<int64_t> dims; // non-empty: the tensor's dimensions (3-D experts, 2-D biases)
 };
 
 uint64_t splitmix64(uint64_t& state) {
@@ -86,12 +87,19 @@ std::vector<TensorPlan> plan_tensors(const ModelShape& s, FileType ftype) {
     p.role.layer = layer;
     p.role.n_layer = s.n_layer;
     p.role.n_gqa = s.n_head_kv > 0 ? s.n_head / s.n_head_kv : 0;
-    // Both shapes tie the output to the token embedding, as the real models do.
-    p.role.is_output = p.role.name == "token_embd.weight";
+    // A tied shape's output is its token embedding, as in the real models.
+    p.role.is_output = p.role.name == (s.tied_output ? "token_embd.weight" : "output.weight");
     p.mean = mean;
     p.std = std;
     p.type = tensor_type_for(ftype, p.role);
     plans.push_back(std::move(p));
+  };
+  // n_expert stacked matrices of rows x cols (or, for vectors, n_expert vectors of cols).
+  auto add_experts = [&](std::string name, int64_t cols, int64_t rows, bool matrix, int32_t layer, float std) {
+    add(std::move(name), cols, matrix ? rows * s.n_expert : s.n_expert, matrix, layer, 0.0f, std);
+    TensorPlan& p = plans.back();
+    p.dims = matrix ? std::vector<int64_t>{cols, rows, s.n_expert} : std::vector<int64_t>{cols, s.n_expert};
+    if (matrix && s.experts_mxfp4) p.type = DType::kMXFP4;
   };
   const int64_t d = s.n_embd;
   const int64_t q_dim = static_cast<int64_t>(s.n_head) * s.head_dim;
@@ -108,18 +116,43 @@ std::vector<TensorPlan> plan_tensors(const ModelShape& s, FileType ftype) {
     add(p + "attn_q.weight", d, q_dim, true, il, 0.0f, in_std);
     add(p + "attn_k.weight", d, kv_dim, true, il, 0.0f, in_std);
     add(p + "attn_v.weight", d, kv_dim, true, il, 0.0f, in_std);
-    if (s.qkv_bias) {
+    if (s.qkv_bias || s.gpt_oss) {
       add(p + "attn_q.bias", q_dim, 1, false, il, 0.0f, 0.02f);
       add(p + "attn_k.bias", kv_dim, 1, false, il, 0.0f, 0.02f);
       add(p + "attn_v.bias", kv_dim, 1, false, il, 0.0f, 0.02f);
     }
+    if (s.qk_norm) {
+      add(p + "attn_q_norm.weight", s.head_dim, 1, false, il, 1.0f, 0.05f);
+      add(p + "attn_k_norm.weight", s.head_dim, 1, false, il, 1.0f, 0.05f);
+    }
     add(p + "attn_output.weight", q_dim, d, true, il, 0.0f, 1.0f / std::sqrt(static_cast<float>(q_dim)));
-    add(p + "ffn_norm.weight", d, 1, false, il, 1.0f, 0.05f);
-    add(p + "ffn_gate.weight", d, s.n_ff, true, il, 0.0f, in_std);
-    add(p + "ffn_up.weight", d, s.n_ff, true, il, 0.0f, in_std);
-    add(p + "ffn_down.weight", s.n_ff, d, true, il, 0.0f, 1.0f / std::sqrt(static_cast<float>(s.n_ff)));
+    if (s.gpt_oss) {
+      add(p + "attn_output.bias", d, 1, false, il, 0.0f, 0.02f);
+      add(p + "attn_sinks.weight", s.n_head, 1, false, il, 0.0f, 1.0f);
+    }
+    add(p + (s.gpt_oss ? "post_attention_norm.weight" : "ffn_norm.weight"), d, 1, false, il, 1.0f, 0.05f);
+    if (s.n_expert == 0) {
+      add(p + "ffn_gate.weight", d, s.n_ff, true, il, 0.0f, in_std);
+      add(p + "ffn_up.weight", d, s.n_ff, true, il, 0.0f, in_std);
+      add(p + "ffn_down.weight", s.n_ff, d, true, il, 0.0f, 1.0f / std::sqrt(static_cast<float>(s.n_ff)));
+      continue;
+    }
+    // The router stays F32, as llama-quantize leaves it.
+    add(p + "ffn_gate_inp.weight", d, s.n_expert, true, il, 0.0f, in_std);
+    plans.back().type = DType::kF32;
+    const int64_t ff = s.n_ff_expert;
+    add_experts(p + "ffn_gate_exps.weight", d, ff, true, il, in_std);
+    add_experts(p + "ffn_up_exps.weight", d, ff, true, il, in_std);
+    add_experts(p + "ffn_down_exps.weight", ff, d, true, il, 1.0f / std::sqrt(static_cast<float>(ff)));
+    if (s.gpt_oss) {
+      add(p + "ffn_gate_inp.bias", s.n_expert, 1, false, il, 0.0f, 0.02f);
+      add_experts(p + "ffn_gate_exps.bias", ff, 1, false, il, 0.02f);
+      add_experts(p + "ffn_up_exps.bias", ff, 1, false, il, 0.02f);
+      add_experts(p + "ffn_down_exps.bias", d, 1, false, il, 0.02f);
+    }
   }
   add("output_norm.weight", d, 1, false, -1, 1.0f, 0.05f);
+  if (!s.tied_output) add("output.weight", d, s.n_vocab, true, -1, 0.0f, in_std);
   return plans;
 }
 
@@ -157,6 +190,17 @@ void set_metadata(gguf::Writer& w, const ModelShape& s, FileType ftype, Syntheti
   w.set(a + "rope.freq_base", gguf::Value(s.rope_freq_base));
   w.set(a + "rope.dimension_count", gguf::Value(static_cast<uint32_t>(s.head_dim)));
   if (s.arch == "llama") w.set(a + "vocab_size", gguf::Value(static_cast<uint32_t>(s.n_vocab)));
+  if (s.n_expert > 0) {
+    w.set(a + "expert_count", gguf::Value(static_cast<uint32_t>(s.n_expert)));
+    w.set(a + "expert_used_count", gguf::Value(static_cast<uint32_t>(s.n_expert_used)));
+    w.set(a + "expert_feed_forward_length", gguf::Value(static_cast<uint32_t>(s.n_ff_expert)));
+  }
+  if (s.sliding_window > 0) w.set(a + "attention.sliding_window", gguf::Value(static_cast<uint32_t>(s.sliding_window)));
+  if (s.yarn_factor > 0.0f) {
+    w.set(a + "rope.scaling.type", gguf::Value(std::string("yarn")));
+    w.set(a + "rope.scaling.factor", gguf::Value(s.yarn_factor));
+    w.set(a + "rope.scaling.original_context_length", gguf::Value(static_cast<uint32_t>(s.yarn_original_ctx)));
+  }
   w.set("tokenizer.ggml.model", gguf::Value("gpt2"));
   w.set("tokenizer.ggml.pre", gguf::Value(s.tokenizer_pre));
   w.set("tokenizer.ggml.tokens", string_array(std::move(vocab.tokens)));
@@ -200,7 +244,9 @@ Status produce_tensor(const TensorPlan& p, size_t index, uint64_t seed, ThreadPo
 
 Status make_model(const MakeModelOptions& o) {
   if (o.output.empty()) return make_error(ErrorKind::kInvalidArgument, "no output path given");
-  HEARTH_ASSIGN(const ModelShape shape, find_model_shape(o.arch, o.shape));
+  HEARTH_ASSIGN(ModelShape shape, find_model_shape(o.arch, o.shape));
+  if (o.n_layers < 0) return make_error(ErrorKind::kInvalidArgument, "--layers must not be negative");
+  if (o.n_layers > 0) shape.n_layer = o.n_layers;
   HEARTH_ASSIGN(const FileType ftype, file_type_from_name(o.type));
   HEARTH_ASSIGN(SyntheticVocab vocab, make_synthetic_vocab(shape));
   const std::vector<TensorPlan> plans = plan_tensors(shape, ftype);
@@ -208,8 +254,9 @@ Status make_model(const MakeModelOptions& o) {
   gguf::Writer w(32);
   set_metadata(w, shape, ftype, std::move(vocab));
   for (const auto& p : plans) {
-    std::vector<int64_t> dims = {p.role.cols};
-    if (p.role.is_matrix) dims.push_back(p.role.rows);
+    std::vector<int64_t> dims = p.dims;
+    if (dims.empty()) dims.push_back(p.role.cols);
+    if (p.dims.empty() && p.role.is_matrix) dims.push_back(p.role.rows);
     HEARTH_TRY(w.add_tensor_deferred(p.role.name, p.type, std::move(dims)));
   }
   ThreadPool pool(o.n_threads);

@@ -13,8 +13,9 @@
 namespace hearth::devtools {
 
 struct MakeModelOptions {
-  std::string arch = "llama";   // llama | qwen2
+  std::string arch = "llama";   // llama | qwen2 | qwen3moe | gpt-oss
   std::string shape = "1b";     // see model_shapes.h
+  int32_t n_layers = 0;         // 0: the shape's; else fewer (or more) layers of the same size
   std::string type = "q4_0";    // f16 | q8_0 | q4_0 | q4_k_m | q6_k
   std::string output;           // path of the .gguf to write
   uint64_t seed = 20250605;

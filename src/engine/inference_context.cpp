@@ -65,6 +65,9 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   kv::KvCacheOptions kv_options;
   kv_options.pool = o.kv_pool;
   kv_options.prefix_sharing = o.prefix_sharing;
+  // Sliding-window layers release what falls out of their window; the device copy of the cache
+  // mirrors one table per sequence, so with layers offloaded every layer keeps every block.
+  if (o.gpu_layers == 0) kv_options.sliding = c->model_->kv_sliding();
   // Block names are seeded with the model's identity (its file and shape): one cache never
   // serves K/V computed by another model.
   const std::string identity = path + "|" + h.arch_name + "|" + std::to_string(h.n_layer) + "|" +

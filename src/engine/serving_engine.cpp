@@ -416,6 +416,8 @@ void ServingEngine::Impl::admit(std::vector<Task>& tasks) {
       choice = choose_slot(views, req.prompt, req.cache_prompt, opts_.slot_similarity);
     }
     ServingSlot& slot = slots_[static_cast<size_t>(choice.slot)];
+    // Sliding-window layers may have released the keys a shorter resume point needs.
+    choice.reuse = ctx_.kv().seq_resumable(slot.seq(), choice.reuse);
     if (Status st = ctx_.seq_truncate(slot.seq(), choice.reuse); !st.ok()) {
       // Cannot happen (reuse <= the sequence's length); keep the invariant visible if it does.
       EngineEvent ev;

@@ -39,17 +39,28 @@ int32_t PrefixCache::peek(std::span<const int32_t> tokens) const {
   return static_cast<int32_t>(n * bt);
 }
 
-std::vector<int32_t> PrefixCache::match(std::span<const int32_t> tokens) {
+std::vector<CachedBlock> PrefixCache::lookup(std::span<const int32_t> tokens) const {
   const auto bt = static_cast<size_t>(block_tokens_);
-  std::vector<int32_t> blocks;
+  std::vector<CachedBlock> blocks;
   uint64_t parent = seed_;
   while ((blocks.size() + 1) * bt <= tokens.size()) {
     auto block = tokens.subspan(blocks.size() * bt, bt);
     const uint64_t h = chain_hash(parent, block);
     auto it = entries_.find(h);
     if (it == entries_.end() || it->second.parent != parent || !std::equal(block.begin(), block.end(), it->second.tokens.begin())) break;
-    touch(h, it->second);
-    blocks.push_back(it->second.block);
+    blocks.push_back({it->second.block, it->second.sliding});
+    parent = h;
+  }
+  return blocks;
+}
+
+std::vector<CachedBlock> PrefixCache::match(std::span<const int32_t> tokens) {
+  std::vector<CachedBlock> blocks = lookup(tokens);
+  const auto bt = static_cast<size_t>(block_tokens_);
+  uint64_t parent = seed_;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    const uint64_t h = chain_hash(parent, tokens.subspan(i * bt, bt));
+    touch(h, entries_.at(h));
     parent = h;
   }
   return blocks;
@@ -64,8 +75,9 @@ void PrefixCache::touch(uint64_t hash, Entry& e) {
   e.last_used = now;
 }
 
-void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks, std::vector<uint64_t>& hashes,
-                         KvBlockPool& pool) {
+void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_t> blocks,
+                         std::span<const int32_t> sliding, std::vector<uint64_t>& hashes, KvBlockPool& pool) {
+  auto sliding_of = [&](size_t i) { return sliding_pool_ != nullptr && i < sliding.size() ? sliding[i] : -1; };
   const auto bt = static_cast<size_t>(block_tokens_);
   const size_t full = std::min(tokens.size() / bt, blocks.size());
   if (hashes.size() > full) hashes.resize(full);
@@ -84,12 +96,18 @@ void PrefixCache::insert(std::span<const int32_t> tokens, std::span<const int32_
       // child is cached only below its own sequence's block, so whoever holds a cached block
       // holds its whole chain and a block the cache alone holds is always evictable.
       if (it->second.block != blocks[i]) return;
+      if (it->second.sliding < 0 && sliding_of(i) >= 0) {  // the same rows, still held by this sequence
+        it->second.sliding = sliding_of(i);
+        sliding_pool_->kv_block_ref(it->second.sliding);
+      }
       parent = h;
       continue;
     }
     Entry e;
     e.parent = parent;
     e.block = blocks[i];
+    e.sliding = sliding_of(i);
+    if (e.sliding >= 0) sliding_pool_->kv_block_ref(e.sliding);
     e.tokens.assign(block_tokens.begin(), block_tokens.end());
     e.last_used = ++clock_;
     pool.kv_block_ref(e.block);
@@ -109,6 +127,7 @@ void PrefixCache::remove(uint64_t hash, KvBlockPool& pool) {
   leaves_.erase({it->second.last_used, hash});
   const uint64_t parent = it->second.parent;
   const int32_t block = it->second.block;
+  if (it->second.sliding >= 0) sliding_pool_->kv_block_unref(it->second.sliding);
   entries_.erase(it);
   if (!is_root(parent)) {
     auto p = entries_.find(parent);
@@ -157,7 +176,10 @@ int32_t PrefixCache::n_evictable(const KvBlockPool& pool) const {
 }
 
 void PrefixCache::clear(KvBlockPool& pool) {
-  for (auto& [hash, e] : entries_) pool.kv_block_unref(e.block);
+  for (auto& [hash, e] : entries_) {
+    pool.kv_block_unref(e.block);
+    if (e.sliding >= 0) sliding_pool_->kv_block_unref(e.sliding);
+  }
   entries_.clear();
   leaves_.clear();
 }

@@ -181,12 +181,12 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
       const AttendItem& item = work.self->attend_items_[i];
       const auto& bt = work.batch[static_cast<size_t>(item.first)];
       if (bt.seq != span_seq) {
-        auto table = work.kv->block_table(bt.seq);
+        auto table = work.kv->block_table(bt.seq, work.il);  // sliding layers: their own table
         scratch.k_blocks.resize(table.size());
         scratch.v_blocks.resize(table.size());
         for (size_t b = 0; b < table.size(); ++b) {
-          scratch.k_blocks[b] = blocks.k_block(work.il, table[b]);
-          scratch.v_blocks[b] = blocks.v_block(work.il, table[b]);
+          scratch.k_blocks[b] = work.kv->k_block(work.il, table[b]);
+          scratch.v_blocks[b] = work.kv->v_block(work.il, table[b]);
         }
         span.k_blocks = scratch.k_blocks.data();
         span.v_blocks = scratch.v_blocks.data();

@@ -63,4 +63,12 @@ kv::KvLayout Model::kv_layout(DType type, int32_t block_tokens) const {
   return l;
 }
 
+kv::KvSliding Model::kv_sliding() const {
+  kv::KvSliding s;
+  if (hparams_.sliding_window <= 0) return s;
+  s.window = hparams_.sliding_window;
+  for (int32_t il = 0; il < hparams_.n_layer; ++il) s.layers.push_back(hparams_.layer_is_sliding(il));
+  return s;
+}
+
 }  // namespace hearth::model

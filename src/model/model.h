@@ -9,6 +9,7 @@
 
 #include "gguf/gguf_file.h"
 #include "kv/kv_block_pool.h"
+#include "kv/kv_cache.h"
 #include "model/hparams.h"
 #include "model/weights.h"
 #include "util/anonymous_memory.h"
@@ -52,6 +53,8 @@ class Model {
 
   // The KV cache layout for this model with the given cache element type.
   kv::KvLayout kv_layout(DType type = DType::kF16, int32_t block_tokens = 16) const;
+  // Which layers slide and how far, for a KV cache that releases what falls out of the window.
+  kv::KvSliding kv_sliding() const;
 
  private:
   Model() = default;

@@ -108,6 +108,53 @@ TEST(MakeModel, EveryTypeLoadsAndOutputTypesFollowTheFileType) {
   }
 }
 
+TEST(MakeModel, TinyQwen3MoeHasStackedExpertsAndRuns) {
+  const std::string dir = test::make_temp_dir();
+  const std::string path = make("qwen3moe", "q4_k_m", dir);
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  const gguf::TensorInfo* up = f->find_tensor("blk.1.ffn_up_exps.weight");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->shape, (std::vector<int64_t>{256, 256, 8}));
+  EXPECT_EQ(up->type, DType::kQ4_K);
+  EXPECT_EQ(type_of(*f, "blk.0.ffn_gate_inp.weight"), DType::kF32);  // the router stays F32
+  EXPECT_EQ(type_of(*f, "blk.0.attn_k_norm.weight"), DType::kF32);
+  EXPECT_EQ(type_of(*f, "output.weight"), DType::kQ6_K);  // untied
+  EXPECT_EQ(f->get_or<uint32_t>("qwen3moe.expert_used_count", 0), 2u);
+  expect_decodes(path);
+}
+
+TEST(MakeModel, TinyGptOssHasMxfp4ExpertsAndRuns) {
+  const std::string dir = test::make_temp_dir();
+  const std::string path = make("gpt-oss", "q8_0", dir);
+  auto f = gguf::File::open(path);
+  ASSERT_TRUE(f.ok()) << f.error().to_string();
+  EXPECT_EQ(type_of(*f, "blk.0.ffn_down_exps.weight"), DType::kMXFP4);
+  EXPECT_EQ(type_of(*f, "blk.0.attn_q.weight"), DType::kQ8_0);
+  const gguf::TensorInfo* bias = f->find_tensor("blk.0.ffn_down_exps.bias");
+  ASSERT_NE(bias, nullptr);
+  EXPECT_EQ(bias->shape, (std::vector<int64_t>{256, 4}));
+  EXPECT_NE(f->find_tensor("blk.1.attn_sinks.weight"), nullptr);
+  EXPECT_EQ(f->get_or<uint32_t>("gpt-oss.attention.sliding_window", 0), 16u);
+  expect_decodes(path);
+}
+
+TEST(MakeModel, LayersOverrideAndArchPrefixedShapeNames) {
+  const std::string dir = test::make_temp_dir();
+  MakeModelOptions o;
+  o.shape = "qwen3moe-tiny";  // --arch left at its default
+  o.n_layers = 1;
+  o.type = "q8_0";
+  o.output = dir + "/one-layer.gguf";
+  ASSERT_TRUE(make_model(o).ok());
+  auto f = gguf::File::open(o.output);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->get_or<uint32_t>("qwen3moe.block_count", 0), 1u);
+  EXPECT_EQ(f->find_tensor("blk.1.attn_q.weight"), nullptr);
+  o.n_layers = -1;
+  EXPECT_FALSE(make_model(o).ok());
+}
+
 TEST(MakeModel, BytesDoNotDependOnThreads) {
   const std::string dir = test::make_temp_dir();
   auto one = read_file(make("qwen2", "q4_0", dir, 1));

@@ -60,7 +60,9 @@ std::unique_ptr<GoldenRunner> GoldenRunner::open(const std::string& path, int32_
   if (!m.ok()) return nullptr;
   r->model = std::move(m).value();
   r->pool = std::make_unique<ThreadPool>(2);
-  auto kv = kv::KvCache::create(r->model->kv_layout(DType::kF16), (n_ctx + 15) / 16 + 1);
+  kv::KvCacheOptions kv_options;
+  kv_options.sliding = r->model->kv_sliding();  // sliding layers release what leaves their window
+  auto kv = kv::KvCache::create(r->model->kv_layout(DType::kF16), (n_ctx + 15) / 16 + 1, kv_options);
   EXPECT_TRUE(kv.ok());
   if (!kv.ok()) return nullptr;
   r->kv = std::make_unique<kv::KvCache>(std::move(kv).value());
