@@ -1,7 +1,7 @@
 // Elastic KV against llama-server, server to server (issue: "compared with llama-server where
 // one is available"): `hearth serve` and llama.cpp's `llama-server` load the same model with
 // the same context (default 32,768 tokens over 8 slots), and each one's RSS is read after
-// load, at the peak of 8 concurrent requests with 1,000-token prompts, and 1.2 s and 5 s after
+// load, at the peak of 8 concurrent requests (--words plain words each), and 1.2 s and 5 s after
 // the last one finished. llama-server reserves n_ctx of KV up front; Hearth commits KV as
 // tokens arrive and gives it back when idle (HEARTH_KV_IDLE_CACHE, default and 0 both shown).
 // Runs llama-server only when HEARTH_LLAMA_CPP_BIN names a build holding it; writes JSON and,
@@ -33,6 +33,7 @@ struct Options {
   int ctx = 32768;
   int parallel = 8;
   int threads = 2;
+  int words = 250;
   std::string json = "kv_server_bench.json";
   std::string write_doc;
 };
@@ -42,18 +43,20 @@ struct Figures {
   bool ran = false;
   double loaded = 0, peak = 0, after_1s = 0, after_5s = 0;  // MiB
   int failed_requests = 0;
+  int prompt_tokens = 0;  // of one request, as the server counted it
 };
 
-// A ~1,000-token prompt of plain words, different from its first word on per request (no
-// prefix in common between the 8).
-std::string prompt(int i) {
+// A prompt of `words` plain words, different from its first word on per request (no prefix in
+// common between the requests). Its length in tokens depends on the model's vocabulary: the
+// servers' usage.prompt_tokens says it.
+std::string prompt(int i, int words) {
   std::string p = "Request " + std::to_string(i) + ":";
-  const char* words[] = {"river", "stone", "lantern", "meadow", "harbor", "violet", "engine", "quiet"};
-  for (int k = 0; k < 1000; ++k) p += std::string(" ") + words[(k * 7 + i * 3) % 8];
+  const char* vocabulary[] = {"river", "stone", "lantern", "meadow", "harbor", "violet", "engine", "quiet"};
+  for (int k = 0; k < words; ++k) p += std::string(" ") + vocabulary[(k * 7 + i * 3) % 8];
   return p;
 }
 
-Figures measure(const std::string& name, std::vector<std::string> args, int port, int parallel) {
+Figures measure(const std::string& name, std::vector<std::string> args, int port, int parallel, int words) {
   Figures f;
   f.server = name;
   ChildServer server;
@@ -74,14 +77,20 @@ Figures measure(const std::string& name, std::vector<std::string> args, int port
     }
   });
   std::atomic<int> failed{0};
+  std::atomic<int> prompt_tokens{0};
   std::vector<std::thread> clients;
   for (int i = 0; i < parallel; ++i) {
     clients.emplace_back([&, i] {
       httplib::Client cli("127.0.0.1", port);
       cli.set_read_timeout(600, 0);
-      const nlohmann::json body = {{"prompt", prompt(i)}, {"max_tokens", 32}, {"temperature", 0}};
+      const nlohmann::json body = {{"prompt", prompt(i, words)}, {"max_tokens", 32}, {"temperature", 0}};
       auto r = cli.Post("/v1/completions", body.dump(), "application/json");
-      if (!r || r->status != 200) ++failed;
+      if (!r || r->status != 200) {
+        ++failed;
+        return;
+      }
+      const auto answer = nlohmann::json::parse(r->body, nullptr, false);
+      if (answer.is_object() && answer.contains("usage")) prompt_tokens = answer["usage"].value("prompt_tokens", 0);
     });
   }
   for (auto& t : clients) t.join();
@@ -89,6 +98,7 @@ Figures measure(const std::string& name, std::vector<std::string> args, int port
   sampler.join();
   f.peak = peak.load() / 1024.0;
   f.failed_requests = failed.load();
+  f.prompt_tokens = prompt_tokens.load();
   std::this_thread::sleep_for(std::chrono::milliseconds(1200));
   f.after_1s = server.rss_kib() / 1024.0;
   std::this_thread::sleep_for(std::chrono::milliseconds(3800));
@@ -109,11 +119,12 @@ int main(int argc, char** argv) {
     else if (a == "--ctx" && has_value) o.ctx = std::atoi(argv[++i]);
     else if (a == "--parallel" && has_value) o.parallel = std::atoi(argv[++i]);
     else if (a == "--threads" && has_value) o.threads = std::atoi(argv[++i]);
+    else if (a == "--words" && has_value) o.words = std::atoi(argv[++i]);
     else if (a == "--json" && has_value) o.json = argv[++i];
     else if (a == "--write-doc" && has_value) o.write_doc = argv[++i];
     else {
       std::fprintf(stderr, "usage: bench_kv_server_bench --model FILE.gguf [--ctx N] [--parallel N] [--threads N] "
-                           "[--json FILE] [--write-doc FILE]\n");
+                           "[--words N] [--json FILE] [--write-doc FILE]\n");
       return 2;
     }
   }
@@ -134,7 +145,7 @@ int main(int argc, char** argv) {
                           {HEARTH_EXE, "serve", "-m", o.model, "--host", "127.0.0.1", "--port", std::to_string(port),
                            "--ctx-size", std::to_string(o.ctx), "--parallel", std::to_string(o.parallel), "-t",
                            std::to_string(o.threads)},
-                          port, o.parallel));
+                          port, o.parallel, o.words));
   }
   const char* bin = std::getenv("HEARTH_LLAMA_CPP_BIN");
   std::string llama_note = "not run: HEARTH_LLAMA_CPP_BIN is not set";
@@ -145,7 +156,7 @@ int main(int argc, char** argv) {
       all.push_back(measure("llama-server", {exe, "-m", o.model, "--host", "127.0.0.1", "--port", std::to_string(port),
                                              "-c", std::to_string(o.ctx), "-np", std::to_string(o.parallel), "-t",
                                              std::to_string(o.threads)},
-                            port, o.parallel));
+                            port, o.parallel, o.words));
       llama_note = "";
     } else {
       llama_note = "not run: no llama-server in " + std::string(bin);
@@ -157,7 +168,8 @@ int main(int argc, char** argv) {
   std::printf("RSS (MiB)                                  after load   peak   1.2 s after   5 s after   failed\n");
   for (const Figures& f : all) {
     j["servers"].push_back({{"server", f.server}, {"ran", f.ran}, {"loaded_mib", f.loaded}, {"peak_mib", f.peak},
-                            {"after_1_2s_mib", f.after_1s}, {"after_5s_mib", f.after_5s}, {"failed", f.failed_requests}});
+                            {"after_1_2s_mib", f.after_1s}, {"after_5s_mib", f.after_5s}, {"failed", f.failed_requests},
+                            {"prompt_tokens", f.prompt_tokens}});
     if (!f.ran) {
       std::printf("%-42s did not start\n", f.server.c_str());
       continue;
@@ -172,17 +184,19 @@ int main(int argc, char** argv) {
     d << "## Elastic KV against llama-server\n\n"
       << "Written by `bench_kv_server_bench --write-doc docs/performance.md` (bench/kv_server_bench.cpp). Model: `"
       << o.model << "`, context " << o.ctx << " tokens over " << o.parallel << " slots, " << o.threads
-      << " threads, F16 KV, " << o.parallel << " concurrent requests with ~1,000-token prompts and 32 generated tokens. "
+      << " threads, F16 KV, " << o.parallel << " concurrent requests of " << o.words
+      << " words (prompt tokens as each server counted them below) and 32 generated tokens. "
       << "Load average when the run started: " << load_at_start << ".\n\n"
-      << "| server | RSS after load (MiB) | peak | 1.2 s after the last request | 5 s after | failed |\n|---|---|---|---|---|---|\n";
+      << "| server | prompt tokens | RSS after load (MiB) | peak | 1.2 s after the last request | 5 s after | failed |\n"
+      << "|---|---|---|---|---|---|---|\n";
     char row[512];
     for (const Figures& f : all) {
       if (!f.ran) {
-        d << "| " << f.server << " | did not start | | | | |\n";
+        d << "| " << f.server << " | did not start | | | | | |\n";
         continue;
       }
-      std::snprintf(row, sizeof row, "| %s | %.1f | %.1f | %.1f | %.1f | %d |\n", f.server.c_str(), f.loaded, f.peak,
-                    f.after_1s, f.after_5s, f.failed_requests);
+      std::snprintf(row, sizeof row, "| %s | %d | %.1f | %.1f | %.1f | %.1f | %d |\n", f.server.c_str(), f.prompt_tokens,
+                    f.loaded, f.peak, f.after_1s, f.after_5s, f.failed_requests);
       d << row;
     }
     if (!llama_note.empty()) d << "\nllama-server " << llama_note << ".\n";

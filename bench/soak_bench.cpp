@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <fstream>
 #include <mutex>
@@ -164,6 +165,8 @@ int main(int argc, char** argv) {
   }
   // One log line per request would bury the report; warnings and errors still show.
   ::setenv("HEARTH_LOG_LEVEL", "warn", 0);
+  double load_at_start = 0;
+  getloadavg(&load_at_start, 1);
   hearth::bench::ChildServer server;
   if (!start_server(server, o)) {
     std::fprintf(stderr, "hearth serve did not start (%s; log: /tmp/soak_bench_server.log)\n", o.hearth.c_str());
@@ -229,7 +232,9 @@ int main(int argc, char** argv) {
     std::ostringstream s;
     s << "## Soak (`bench_soak_bench`)\n\n"
       << o.clients << " streaming clients for " << static_cast<int>(elapsed) << " s against `hearth serve --parallel "
-      << o.parallel << "` with " << o.model << " on loopback, " << o.n_predict << " tokens per request.\n\n"
+      << o.parallel << "` with " << o.model << " on loopback, " << o.n_predict << " tokens per request, "
+      << hearth::bench::utc_date() << "; load average when it started " << load_at_start
+      << " (2 cores: above ~1 other work shared the machine). The TTFT is queueing: the clients share the slots.\n\n"
       << "| served | 503 (queue full) | errors | RSS start | RSS peak | RSS end | TTFT p50 | TTFT p99 |\n"
       << "|---|---|---|---|---|---|---|---|\n";
     char row[256];
