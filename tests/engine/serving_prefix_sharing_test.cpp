@@ -222,7 +222,9 @@ TEST_F(ServingEngineTest, AKvLimitTakesIdleSlotsSequencesBackWhileBusy) {
   }
   EXPECT_LT(p.committed_bytes, before);
   for (const SlotInfo& s : engine->slots()) {
-    if (s.id != 3) EXPECT_EQ(s.cached_tokens, 0) << "slot " << s.id;
+    if (s.id != 3) {
+      EXPECT_EQ(s.cached_tokens, 0) << "slot " << s.id;
+    }
   }
   Collected done = collect(*running);
   EXPECT_EQ(done.final.kind, EngineEvent::Kind::kDone);
