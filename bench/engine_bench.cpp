@@ -238,8 +238,12 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
     return m;
   }
   const auto& h = (*runner)->ctx().model().hparams();
-  m.kv_bytes = static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(n_ctx) *
-               static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(h.head_dim_k + h.head_dim_v) * 2;
+  const uint64_t kv_token_bytes =
+      static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(h.head_dim_k + h.head_dim_v) * 2;
+  m.kv_bytes = kv_token_bytes * static_cast<uint64_t>(n_ctx);
+  // A generation step at depth d reads the F16 K and V of every earlier token: on average over
+  // the run, depth + tg/2 of them.
+  m.decode_kv_bytes = o.depth > 0 ? kv_token_bytes * static_cast<uint64_t>(o.depth + o.tg / 2) : 0;
   // Warm-up, as llama-bench does one before its runs.
   if (auto w = (*runner)->prompt_tps(o.pp); !w.ok()) {
     m.error = w.error().to_string();

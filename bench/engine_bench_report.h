@@ -25,6 +25,7 @@ struct RunInfo {
 struct ModelResult {
   std::string path, name, error, llama_error, llama_commit;
   uint64_t file_bytes = 0, decode_weight_bytes = 0, kv_bytes = 0;
+  uint64_t decode_kv_bytes = 0;  // F16 KV one generation step reads at the run's depth (0 at depth 0)
   uint64_t baseline_rss = 0, peak_rss = 0, llama_peak_rss = 0;
   bool peak_rss_measured = false;
   std::vector<double> hearth_pp, hearth_tg, llama_pp, llama_tg, load_ms;
@@ -55,9 +56,13 @@ inline std::string ratio_text(double a, double b) { return b > 0 && a > 0 ? fmt(
 // The Markdown table shared by the console and the doc.
 inline std::string markdown_table(const RunInfo& info, const std::vector<ModelResult>& results) {
   const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg) + (info.depth > 0 ? "@d" + std::to_string(info.depth) : "");
+  // At depth, each row also shows the bandwidth bound: the tokens/s a step reading its weights and
+  // its KV at the measured streaming-read bandwidth would reach.
+  const bool at_depth = info.depth > 0;
   std::string out = "| model | MiB | " + pp + " Hearth | " + pp + " llama.cpp | ratio | " + tg + " Hearth | " + tg +
-                    " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | load ms | RSS MiB (budget) |\n";
-  out += "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                    " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | " +
+                    (at_depth ? "KV MiB read per step | bw bound tok/s | " : "") + "load ms | RSS MiB (budget) |\n";
+  out += std::string("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|") + (at_depth ? "---:|---:|" : "") + "---:|---:|\n";
   for (const auto& m : results) {
     if (!m.error.empty()) {
       out += "| " + m.name + " | error: " + m.error + " |||||||||||\n";
@@ -65,12 +70,14 @@ inline std::string markdown_table(const RunInfo& info, const std::vector<ModelRe
     }
     const double hpp = median(m.hearth_pp), htg = median(m.hearth_tg);
     const double lpp = median(m.llama_pp), ltg = median(m.llama_tg);
-    const double gbs = htg * static_cast<double>(m.decode_weight_bytes) / 1e9;
-    const double lgbs = ltg * static_cast<double>(m.decode_weight_bytes) / 1e9;
+    const double step_bytes = static_cast<double>(m.decode_weight_bytes + m.decode_kv_bytes);
+    const double gbs = htg * step_bytes / 1e9;
+    const double lgbs = ltg * step_bytes / 1e9;
     out += "| " + m.name + " | " + fmt("%.0f", mib(m.file_bytes)) + " | " + fmt("%.2f", hpp) + " | " +
            (lpp > 0 ? fmt("%.2f", lpp) : "-") + " | " + ratio_text(hpp, lpp) + " | " + fmt("%.2f", htg) + " | " +
            (ltg > 0 ? fmt("%.2f", ltg) : "-") + " | " + ratio_text(htg, ltg) + " | " + fmt("%.1f", gbs) + " | " +
            (lgbs > 0 ? fmt("%.1f", lgbs) : "-") + " | " + fmt("%.0f%%", 100.0 * gbs / info.read_gbs) + " | " +
+           (at_depth ? fmt("%.0f", mib(m.decode_kv_bytes)) + " | " + fmt("%.1f", info.read_gbs * 1e9 / step_bytes) + " | " : std::string()) +
            fmt("%.0f", median(m.load_ms)) + " | " +
            (m.peak_rss_measured ? fmt("%.0f", mib(hearth_rss(m))) : std::string("?")) + " (" +
            fmt("%.0f", mib(rss_budget(m))) + ") |\n";
@@ -149,6 +156,7 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
                         {"file_bytes", m.file_bytes},
                         {"decode_weight_bytes", m.decode_weight_bytes},
                         {"kv_bytes", m.kv_bytes},
+                        {"decode_kv_bytes", m.decode_kv_bytes},
                         {"hearth", {{"pp_tps", m.hearth_pp}, {"tg_tps", m.hearth_tg}, {"load_ms", m.load_ms},
                                     {"pp_median", median(m.hearth_pp)}, {"tg_median", median(m.hearth_tg)},
                                     {"peak_rss_bytes", hearth_rss(m)}, {"rss_budget_bytes", rss_budget(m)}}},
@@ -189,7 +197,8 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "- pp" + std::to_string(info.pp) + ": tokens/s of one batch of " + std::to_string(info.pp) +
       " random tokens (logits of the last); tg" + std::to_string(info.tg) + ": tokens/s of " +
       std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
-      "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding) times tg tokens/s; "
+      "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding), plus at depth the "
+      "F16 KV it reads, times tg tokens/s; "
       "% of read bw compares Hearth's with the streaming-read bandwidth above.\n"
       "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
       "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
@@ -211,7 +220,11 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
                           "interleaved runs of both engines in the same rounds.\n\n"
                     : std::string("\n\n")) +
          "decode GB/s counts the bytes one token reads: for mixture-of-experts files, the share of the expert "
-         "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor.\n\n" +
+         "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor" +
+         (info.depth > 0 ? std::string(", plus the F16 KV of the depth's tokens; bw bound tok/s is the streaming-read "
+                                       "bandwidth divided by those bytes per step (the speed a step that only read them would reach)")
+                         : std::string()) +
+         ".\n\n" +
          markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
   for (const auto& m : results) {
