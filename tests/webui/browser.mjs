@@ -92,3 +92,74 @@ export async function streamText(server, id) {
   }
   return text;
 }
+
+// Records the page's renderer main thread with Chrome's tracing (CDP) until the returned
+// function is called, which resolves to the tasks it ran: how many, their wall time and their
+// thread CPU time ("tdur": time the thread actually ran, which a loaded machine does not
+// stretch), and the longest task by wall time and by CPU time. A long task whose wall time far
+// exceeds its CPU time was descheduled by the OS, not busy with the page's work.
+export async function traceMainThread(page) {
+  const cdp = await page.context().newCDPSession(page);
+  const events = [];
+  cdp.on('Tracing.dataCollected', (e) => events.push(...e.value));
+  await cdp.send('Tracing.start', {
+    transferMode: 'ReportEvents',
+    traceConfig: { recordMode: 'recordAsMuchAsPossible', includedCategories: ['disabled-by-default-devtools.timeline', 'devtools.timeline'] },
+  });
+  return async () => {
+    const complete = new Promise((resolve) => cdp.once('Tracing.tracingComplete', resolve));
+    await cdp.send('Tracing.end');
+    await complete;
+    await cdp.detach();
+    // The page's main thread: the renderer main thread that ran the most tasks.
+    const mains = new Set(events.filter((e) => e.name === 'thread_name' && e.args?.name === 'CrRendererMain').map((e) => `${e.pid}:${e.tid}`));
+    const byThread = new Map();
+    for (const e of events) {
+      if (e.ph !== 'X' || e.name !== 'RunTask' || !mains.has(`${e.pid}:${e.tid}`)) continue;
+      const key = `${e.pid}:${e.tid}`;
+      if (!byThread.has(key)) byThread.set(key, []);
+      byThread.get(key).push({ wall: (e.dur ?? 0) / 1000, cpu: (e.tdur ?? e.dur ?? 0) / 1000 });
+    }
+    const [mainKey, tasks] = [...byThread.entries()].sort((a, b) => b[1].length - a[1].length)[0] ?? ['', []];
+    // CPU time by kind of work inside the tasks (script, style, layout, paint, GC, ...); nested
+    // events count in each of their ancestors' kinds too.
+    const kinds = {};
+    for (const e of events) {
+      if (e.ph !== 'X' || e.name === 'RunTask' || `${e.pid}:${e.tid}` !== mainKey) continue;
+      kinds[e.name] = (kinds[e.name] ?? 0) + (e.tdur ?? e.dur ?? 0) / 1000;
+    }
+    const sum = (f) => tasks.reduce((s, t) => s + f(t), 0);
+    const byWall = tasks.reduce((m, t) => (t.wall > m.wall ? t : m), { wall: 0, cpu: 0 });
+    const byCpu = tasks.reduce((m, t) => (t.cpu > m.cpu ? t : m), { wall: 0, cpu: 0 });
+    const r1 = (x) => Math.round(x * 10) / 10;
+    return {
+      tasks: tasks.length,
+      wall_ms: r1(sum((t) => t.wall)),
+      cpu_ms: r1(sum((t) => t.cpu)),
+      longest_wall_ms: r1(byWall.wall),
+      longest_wall_task_cpu_ms: r1(byWall.cpu),
+      longest_cpu_ms: r1(byCpu.cpu),
+      over_50ms_wall: tasks.filter((t) => t.wall > 50).length,
+      over_50ms_cpu: tasks.filter((t) => t.cpu > 50).length,
+      cpu_ms_by_kind: Object.fromEntries(Object.entries(kinds).sort((a, b) => b[1] - a[1]).slice(0, 12).map(([k, v]) => [k, r1(v)])),
+    };
+  };
+}
+
+// The 50 ms budget for long tasks (docs/performance.md): no task may block the page longer. The
+// page's own work is judged by thread CPU time from the trace, which a loaded machine does not
+// stretch: always. The long tasks' wall time (the long-task observer's figure) is judged only
+// when the machine was quiet (1-minute load average below 2 when the answer began); on a loaded
+// one the scheduler stretches tasks that ran a few ms of CPU, so they are reported with the load
+// average and the CPU time the longest one really ran.
+export const LONG_TASK_BUDGET_MS = 50;
+export function judgeLongTasks(assert, { longTasks, trace, loadAverage, what }) {
+  const longest = Math.max(0, ...longTasks);
+  assert.ok(trace.longest_cpu_ms <= LONG_TASK_BUDGET_MS, `${what}: a task ran ${trace.longest_cpu_ms} ms of CPU on the page's main thread`);
+  if (loadAverage < 2) {
+    assert.ok(longest <= LONG_TASK_BUDGET_MS, `${what}: the page was blocked for ${longest} ms at once (load average ${loadAverage.toFixed(2)})`);
+  } else if (longest > LONG_TASK_BUDGET_MS) {
+    console.log(`warning: ${what}: long tasks up to ${Math.round(longest)} ms not judged at load average ${loadAverage.toFixed(2)} (2 or more); ` +
+      `the longest ran ${trace.longest_wall_task_cpu_ms} ms of CPU`);
+  }
+}

@@ -1,6 +1,7 @@
 // The web UI against a router-mode `hearth serve` (no -m; a store this test fills with `hearth
 // create`'s API): the picker switches models, showing each one's load state and the loading
-// bar; Unload; and the errors a router gives, as the page words them: a runner killed
+// bar; Unload; loads and unloads made elsewhere show up live (the router's status feed, or
+// polling where the feed fails); and the errors a router gives, as the page words them: a runner killed
 // mid-answer, 503 queue full (Retry-After), 507 not enough memory (needed vs available), and
 // an image attached for a model without vision; and a page opened under a LAN name works.
 import { after, before, describe, it } from 'node:test';
@@ -134,6 +135,42 @@ describe('web UI: router mode', { skip }, () => {
     assert.equal((await server.getJson('/models')).data.find((m) => m.id === 'rand:latest').status.value, 'unloaded');
     await dialog.getByRole('button', { name: 'Close' }).click();
     assert.equal(await picker.locator('option[value="rand:latest"]').textContent(), 'rand:latest');
+  });
+
+  it('a load and an unload started elsewhere show in the picker without a reload: the status feed, else polling', async () => {
+    await page.goto(server.url + '/');
+    const picker = page.getByRole('combobox', { name: 'Model' });
+    const rand = picker.locator('option[value="rand:latest"]');
+    await picker.and(page.locator('[data-watch=feed]')).waitFor({ timeout: WAIT });
+    assert.equal(await rand.textContent(), 'rand:latest');
+    // With the feed open the page does not poll GET /models.
+    const polls = [];
+    const onRequest = (r) => {
+      if (new URL(r.url()).pathname === '/models') polls.push(r.url());
+    };
+    page.on('request', onRequest);
+    const t0 = Date.now();
+    const loaded = await server.request('POST', '/models/load', { model: 'rand:latest' });
+    assert.equal(loaded.status, 200, loaded.text);
+    await rand.filter({ hasText: '(loaded)' }).waitFor({ state: 'attached', timeout: WAIT });
+    const shownMs = Date.now() - t0;
+    assert.equal((await server.request('POST', '/models/unload', { model: 'rand:latest' })).status, 200);
+    await page.waitForFunction(() => document.querySelector('option[value="rand:latest"]').textContent === 'rand:latest', null, { timeout: WAIT });
+    page.off('request', onRequest);
+    assert.deepEqual(polls, [], 'no polling while the feed is open');
+    record({ router_feed: { load_elsewhere_shown_ms: shownMs } });
+
+    // A server or proxy without the feed: the page polls GET /models instead.
+    await page.route('**/models/sse', (route) => route.fulfill({ status: 404, contentType: 'application/json', body: '{"error":"not here"}' }));
+    await page.reload();
+    await picker.and(page.locator('[data-watch=polling]')).waitFor({ timeout: WAIT });
+    assert.equal((await server.request('POST', '/models/load', { model: 'rand:latest' })).status, 200);
+    await rand.filter({ hasText: '(loaded)' }).waitFor({ state: 'attached', timeout: WAIT });
+    assert.equal((await server.request('POST', '/models/unload', { model: 'rand:latest' })).status, 200);
+    await page.waitForFunction(() => document.querySelector('option[value="rand:latest"]').textContent === 'rand:latest', null, { timeout: WAIT });
+    await page.unroute('**/models/sse');
+    await page.reload();
+    await picker.and(page.locator('[data-watch=feed]')).waitFor({ timeout: WAIT });
   });
 
   it('a runner killed mid-answer: the page says the answer broke off, keeps the text, and Regenerate works', async () => {

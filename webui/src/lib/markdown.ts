@@ -1,8 +1,10 @@
 // Model output to safe HTML: Markdown (marked), code highlighting (highlight.js, a fixed set of
-// languages), math ($...$ inline, $$...$$ display; KaTeX), then DOMPurify over the whole
-// result, so nothing the model writes (<script>, on* attributes, javascript: links) can run in
-// the page. Code blocks get a copy button, handled by the message view.
-import { Marked, type Tokens } from 'marked';
+// languages), math ($...$ inline, $$...$$ display; KaTeX), then DOMPurify, so nothing the model
+// writes (<script>, on* attributes, javascript: links) can run in the page. Code blocks get a copy
+// button, handled by the message view. The text is rendered block by block (each top-level block
+// of the Markdown on its own, sanitised on its own), so a streaming answer can keep the blocks it
+// finished and re-render only the open one (markdown_stream.ts); a full render is the same blocks.
+import { Marked, type Token, type TokensList, type Tokens } from 'marked';
 import DOMPurify from 'dompurify';
 import hljs from 'highlight.js/lib/core';
 import bash from 'highlight.js/lib/languages/bash';
@@ -47,14 +49,20 @@ function math(tex: string, display: boolean): string {
 }
 
 const marked = new Marked({ gfm: true, breaks: false });
+// False while a code block is still being written: it is shown as plain text and highlighted once,
+// when it is finished (renderBlock's option).
+let highlightCode = true;
 marked.use({
   extensions: [
     {
+      // Display math: a block starting with $$ up to the next $$ that ends its line, with no blank
+      // line and no other $$ between. It does not interrupt a paragraph (no `start`): $$...$$
+      // inside one is inline math in display style, which looks the same. (Cutting paragraphs at
+      // $$ made a later setext underline, which marked matches without the cut, swallow them.)
       name: 'mathBlock',
       level: 'block',
-      start: (src: string) => src.indexOf('$$'),
       tokenizer(src: string) {
-        const m = /^\$\$([\s\S]+?)\$\$(?:\n|$)/.exec(src);
+        const m = /^ {0,3}\$\$((?:(?!\$\$|\n[ \t]*\n)[\s\S])+?)\$\$[ \t]*(?:\n|$)/.exec(src);
         if (m) return { type: 'mathBlock', raw: m[0], text: m[1].trim() };
         return undefined;
       },
@@ -76,7 +84,7 @@ marked.use({
     code(token: Tokens.Code) {
       const lang = (token.lang ?? '').split(/\s/)[0].toLowerCase();
       const known = lang && hljs.getLanguage(lang);
-      const body = known ? hljs.highlight(token.text, { language: lang, ignoreIllegals: true }).value : escapeHtml(token.text);
+      const body = known && highlightCode ? hljs.highlight(token.text, { language: lang, ignoreIllegals: true }).value : escapeHtml(token.text);
       return (
         `<div class="code-block"><div class="code-head"><span>${escapeHtml(lang || 'text')}</span>` +
         `<button type="button" class="copy-code" aria-label="Copy code">Copy</button></div>` +
@@ -95,12 +103,40 @@ DOMPurify.addHook('afterSanitizeAttributes', (node) => {
   }
 });
 
-export function renderMarkdown(text: string): string {
-  const html = marked.parse(text, { async: false }) as string;
+function sanitize(html: string): string {
   return DOMPurify.sanitize(html, {
     USE_PROFILES: { html: true, mathMl: true, svg: true },
     FORBID_TAGS: ['style', 'form', 'input', 'textarea', 'select', 'iframe', 'object', 'embed'],
   });
+}
+
+// The text as the Markdown lexer reads it (it turns CR LF and CR into LF first): offsets into
+// this string are offsets into the blocks' raw text.
+export function normalizeNewlines(text: string): string {
+  return text.includes('\r') ? text.replace(/\r\n?/g, '\n') : text;
+}
+
+// The top-level blocks of `text` (normalised); their raw texts, in order, make up the text. The
+// list's `links` holds the reference definitions ([label]: url) found, which decide how links
+// anywhere in the text render.
+export function lexBlocks(text: string): TokensList {
+  return marked.lexer(text);
+}
+
+// One top-level block as sanitised HTML; `highlight` false shows code as plain text.
+export function renderBlock(token: Token, highlight = true): string {
+  if (token.type === 'space') return '';
+  highlightCode = highlight;
+  try {
+    return sanitize(marked.parser([token]));
+  } finally {
+    highlightCode = true;
+  }
+}
+
+// The whole text at once: every block, highlighted.
+export function renderBlocks(text: string): string[] {
+  return lexBlocks(normalizeNewlines(text)).map((t) => renderBlock(t)).filter((html) => html !== '');
 }
 
 // Splits "<think>…</think>answer" into the thinking part (folded in the view) and the answer.

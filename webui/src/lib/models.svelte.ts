@@ -1,8 +1,10 @@
-// The model store as the server shows it: /api/tags (stored, with sizes), /api/ps (loaded), the
-// router's GET /models (each model's state: unloaded, loading, loaded; a load progress when the
-// server reports one), and the management calls: load (POST /models/load), unload
-// (POST /models/unload), pull with NDJSON progress, delete.
+// The model store as the server shows it: /api/tags (stored, with sizes), /api/ps (loaded), each
+// model's state in router mode (unloaded, loading with its progress, loaded) from the router's
+// status feed GET /models/sse, or from polling GET /models while the feed is not available, and
+// the management calls: load (POST /models/load), unload (POST /models/unload), pull with NDJSON
+// progress, delete.
 import { failure, getJson, postJson, request, type LoadedModel, type StoredModel } from './api';
+import { readEvents } from './sse';
 import { refreshProps, server } from './server.svelte';
 
 export const models = $state({
@@ -13,6 +15,8 @@ export const models = $state({
   pull: null as null | { name: string; status: string; completed: number; total: number },
   // Router state by model name; absent: the server has no router (single-model mode).
   state: {} as Record<string, ModelState>,
+  // How the states arrive: 'feed' (GET /models/sse), 'polling' (GET /models), '' (not watched).
+  watch: '' as '' | 'feed' | 'polling',
 });
 
 export interface ModelState {
@@ -20,7 +24,9 @@ export interface ModelState {
   progress?: number; // 0..1 while loading, when the server reports it
 }
 
-const LOAD_POLL_MS = 200;
+const LOAD_POLL_MS = 200; // polling while a load this page started runs, without the feed
+const POLL_MS = 2000; // polling without the feed
+const FEED_RETRY_MS = 10000; // how long to poll before trying the feed again
 
 // The state of one entry of GET /models. The progress may come as status.progress or as a
 // top-level progress, as a fraction (0..1) or a percentage; anything else is ignored.
@@ -40,6 +46,58 @@ async function refreshStates(): Promise<void> {
   const next: Record<string, ModelState> = {};
   for (const m of list.data ?? []) next[m.id] = stateOf(m);
   models.state = next;
+}
+
+// Follows the router's status feed until it ends or fails; true if it was open. Each event is
+// one model's /models entry; a model the page does not know yet (pulled or created elsewhere)
+// refreshes the stored list.
+async function followFeed(): Promise<boolean> {
+  const abort = new AbortController();
+  let opened = false;
+  try {
+    const res = await request('/models/sse', { signal: abort.signal, headers: { Accept: 'text/event-stream' } });
+    if (!res.ok || !res.headers.get('Content-Type')?.startsWith('text/event-stream')) return false;
+    opened = true;
+    models.watch = 'feed';
+    await readEvents(res, (name, data) => {
+      if (name !== 'model_status') return;
+      let entry: { id?: unknown; status?: unknown; progress?: unknown };
+      try {
+        entry = JSON.parse(data);
+      } catch {
+        return;
+      }
+      if (typeof entry.id !== 'string') return;
+      models.state = { ...models.state, [entry.id]: stateOf(entry) };
+      if (!models.stored.some((m) => m.name === entry.id)) void refreshModels();
+    }, abort.signal);
+  } catch {
+    // a dropped connection or a server that went away: polled below, then tried again
+  } finally {
+    abort.abort();
+  }
+  return opened;
+}
+
+// Keeps models.state current in router mode for as long as the page is open: the status feed,
+// or, while it fails (a proxy that buffers it, a server without it), polling GET /models.
+let watching = false;
+export async function watchModels(): Promise<void> {
+  if (watching || !server.storeMode) return;
+  watching = true;
+  for (;;) {
+    const wasOpen = await followFeed();
+    models.watch = 'polling';
+    const until = Date.now() + (wasOpen ? POLL_MS : FEED_RETRY_MS);
+    do {
+      try {
+        await refreshStates();
+      } catch {
+        // shown by the next action that fails
+      }
+      await new Promise((r) => setTimeout(r, POLL_MS));
+    } while (Date.now() < until);
+  }
 }
 
 export async function refreshModels(): Promise<void> {
@@ -86,13 +144,14 @@ async function busy(label: string, fn: () => Promise<void>): Promise<void> {
 }
 
 // Loads `name` and makes it the chat's model. The load call returns when the model is ready;
-// meanwhile GET /models is polled so the picker shows the loading state (and progress).
+// meanwhile the picker shows the loading state (and progress) from the status feed, or, without
+// it, from polling GET /models.
 export function useModel(name: string): Promise<void> {
   return busy(`Loading ${name}…`, async () => {
     models.state = { ...models.state, [name]: { value: 'loading' } };
     let loading = true;
     const poll = (async () => {
-      while (loading) {
+      while (loading && models.watch !== 'feed') {
         await new Promise((r) => setTimeout(r, LOAD_POLL_MS));
         if (!loading) break;
         try {
