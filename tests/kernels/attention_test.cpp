@@ -47,7 +47,7 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
     for (const Case& c : cases) {
       const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40);
       const std::vector<float> q = random_floats(static_cast<size_t>(c.p.n_head) * c.p.head_dim_k, 41, -2.0f, 2.0f);
-      const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p);
+      const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p, true);
       std::vector<float> scalar_out;
       for (CpuVariant v : test::variants_under_test()) {
         SCOPED_TRACE(std::string(dtype_name(type)) + " " + c.name + " " + test::variant_label(v));
@@ -83,7 +83,7 @@ TEST(Attention, LongSpansGroupedHeads) {
     const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
-      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params);
+      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
         SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) + " " +
                      test::variant_label(v));
@@ -146,7 +146,7 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
     const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 81, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 149}, std::pair{p, 90}, std::pair{window, 120}}) {
-      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params);
+      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
         test::VariantScope scope(v);
         for (const auto& cut : cuts) {

@@ -7,8 +7,12 @@
 // - scores are computed 16 keys at a time: one register of products per key, then a reduction
 //   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
 //   lanes wide.
+// - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
+//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; value
+//   rows are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
-// to F16 (products and sums in F32, softmax sum in double); for the others they stay F32.
+// to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
+// quantized caches Q.K is the exact integer block dot of the same Q8_0 query.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,7 +22,9 @@
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
 
 namespace hearth::kernels {
 namespace {
@@ -70,6 +76,182 @@ struct HeadRow {
     }
   }
 };
+
+constexpr bool is_quantized(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+// One query head, quantized to Q8_0, laid out for vpdpbusd against a key head's 64-element
+// chunks (two 32-element blocks): the 64 query bytes in the order the chunk's key bytes are
+// loaded (Q8_0: block 0 then block 1; Q4_0: low nibbles of blocks 0 and 1, then high ones), the
+// correction that makes the unsigned key bytes signed again (Q8_0 keys are loaded as k + 128,
+// Q4_0 nibbles are k + 8: -offset x the lane's 4 query bytes), and Q's block scale per lane.
+struct alignas(64) QChunk {
+  int8_t q[64];
+  int32_t corr[16];
+  float d[16];
+};
+constexpr int kFloatsPerQChunk = static_cast<int>(sizeof(QChunk) / sizeof(float));
+
+// Lanes (int32 / float) whose 4 key bytes come from the chunk's second block.
+template <DType T>
+constexpr __mmask16 second_block_lanes() { return T == DType::kQ8_0 ? 0xFF00 : 0xF0F0; }
+
+template <DType T>
+void prepare_q_chunks(const float* qh, int dk, QChunk* chunks) {
+  BlockQ8_0 b[kMaxHeadDim / kQK];
+  const int nb = dk / kQK;
+  quantize_row_q8_0(qh, b, dk);
+  for (int c = 0; c < (nb + 1) / 2; ++c) {
+    QChunk& x = chunks[c];
+    float d[2] = {0.0f, 0.0f};
+    for (int half = 0; half < 2; ++half) {
+      const int bi = 2 * c + half;
+      for (int e = 0; e < kQK; ++e) {
+        const int byte = T == DType::kQ8_0 ? half * 32 + e : (e < 16 ? 0 : 32) + half * 16 + (e & 15);
+        x.q[byte] = bi < nb ? b[bi].qs[e] : 0;
+      }
+      if (bi < nb) d[half] = fp16_to_fp32(b[bi].d);
+    }
+    const int offset = T == DType::kQ8_0 ? 128 : 8;
+    for (int l = 0; l < 16; ++l) {
+      const int sum = x.q[4 * l] + x.q[4 * l + 1] + x.q[4 * l + 2] + x.q[4 * l + 3];
+      x.corr[l] = -offset * sum;
+      x.d[l] = d[((second_block_lanes<T>() >> l) & 1) != 0 ? 1 : 0];
+    }
+  }
+}
+
+// Chunk c of a key head (blocks 2c and 2c + 1 of nb) as unsigned bytes in the QChunk order,
+// and the key's block scale per lane.
+template <DType T>
+inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
+  const bool two = 2 * c + 1 < nb;
+  if constexpr (T == DType::kQ8_0) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(head) + 2 * c;
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
+                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
+  } else {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(head) + 2 * c;
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
+    const __m128i y = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
+    const __m256i xy = _mm256_set_m128i(y, x);
+    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
+                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xy), _mm256_srli_epi16(xy, 4), 1);
+    return _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
+  }
+}
+
+// Scores of the m (<= 16) keys from pos for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
+// heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
+template <DType T, int NCH>
+void score_block_q(const KvSpan& kv, int32_t pos, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn,
+                   const AttentionParams& p, int32_t n_pad, float* dst) {
+  const int nch = NCH > 0 ? NCH : nch_rt;
+  alignas(64) float part4[4][kKeyBlock][16];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
+      continue;
+    }
+    const uint8_t* head = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off;
+    __m512 acc[4];
+    for (int c = 0; c < nch; ++c) {
+      __m512 dk;
+      const __m512i k = load_key_chunk<T>(head, c, nb, &dk);
+      for (int h = 0; h < gn; ++h) {
+        const QChunk& x = qc[static_cast<size_t>(h) * nch + c];
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(x.corr), k, _mm512_load_si512(x.q));
+        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(x.d));
+        acc[h] = c == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale)
+                        : _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[h]);
+      }
+    }
+    for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], acc[h]);
+  }
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m512 rows[kKeyBlock];
+    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
+    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled) and the
+// block's scale.
+template <DType T>
+inline float load_value_block(const uint8_t* head, int b, __m512* v) {
+  if constexpr (T == DType::kQ8_0) {
+    const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16 * h));
+      v[h] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+    }
+    return _cvtsh_ss(x.d);
+  } else {
+    const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
+    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+    v[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(q, low), eight)));
+    v[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight)));
+    return _cvtsh_ss(x.d);
+  }
+}
+
+// out[h] += probs[h][i] * V[pos + i] for the m (<= 16) keys from pos and gn heads of a Q8_0 /
+// Q4_0 cache: each value block is converted once; every head adds it times (probability x
+// block scale) with one FMA per vector. VC: vectors per value head (0: run time, accumulators
+// in memory; else the gn <= 16 / VC heads' accumulators stay in registers).
+template <DType T, int VC>
+void value_block_q(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                   int gn, float* out, int dv) {
+  const int vc = VC > 0 ? VC : vc_rt;
+  if constexpr (VC > 0) {
+    constexpr int kHeads = 16 / VC;
+    __m512 acc[kHeads][VC];
+    for (int h = 0; h < kHeads && h < gn; ++h) {
+      for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
+    }
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off;
+      for (int b = 0; b < VC / 2; ++b) {
+        __m512 v[2];
+        const float d = load_value_block<T>(head, b, v);
+        for (int h = 0; h < kHeads && h < gn; ++h) {
+          const __m512 w = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
+          acc[h][2 * b] = _mm512_fmadd_ps(v[0], w, acc[h][2 * b]);
+          acc[h][2 * b + 1] = _mm512_fmadd_ps(v[1], w, acc[h][2 * b + 1]);
+        }
+      }
+    }
+    for (int h = 0; h < kHeads && h < gn; ++h) {
+      for (int c = 0; c < VC; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(h) * dv + 16 * c, acc[h][c]);
+    }
+  } else {
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off;
+      for (int b = 0; b < vc / 2; ++b) {
+        __m512 v[2];
+        const float d = load_value_block<T>(head, b, v);
+        for (int h = 0; h < gn; ++h) {
+          float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
+          const __m512 w = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
+          _mm512_storeu_ps(o, _mm512_fmadd_ps(v[0], w, _mm512_loadu_ps(o)));
+          _mm512_storeu_ps(o + 16, _mm512_fmadd_ps(v[1], w, _mm512_loadu_ps(o + 16)));
+        }
+      }
+    }
+  }
+}
 
 // Prefetches the bytes [begin, end) of n rows starting at key pos (rows that exist).
 void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
@@ -199,11 +381,19 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   const int32_t n_pad = (n + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
   const int kc = dk / 16, vc = dv / 16;
   const int kvh_first = head_begin / full_group, kvh_last = (head_end - 1) / full_group;
-  // scratch: scores then probabilities [n_heads][n_pad], then Q [n_heads][dk] (16-float aligned)
-  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * dk + 16);
+  // scratch: scores then probabilities [n_heads][n_pad], then Q: [n_heads][dk] floats, or for
+  // a quantized cache [n_heads][nch] QChunks (64-byte aligned)
+  const int nb = dk / kQK, nch = (nb + 1) / 2;
+  const size_t q_floats = is_quantized(T) ? static_cast<size_t>(n_heads) * nch * kFloatsPerQChunk
+                                          : static_cast<size_t>(n_heads) * dk;
+  scratch.resize(static_cast<size_t>(n_heads) * n_pad + q_floats + 16);
   float* scores = scratch.data();
   float* qf = scores + static_cast<size_t>(n_heads) * n_pad;
-  for (int h = 0; h < n_heads; ++h) {
+  auto* qc = reinterpret_cast<QChunk*>((reinterpret_cast<uintptr_t>(qf) + 63) & ~static_cast<uintptr_t>(63));
+  for (int h = 0; h < n_heads && is_quantized(T); ++h) {
+    prepare_q_chunks<T>(q + static_cast<int64_t>(head_begin + h) * dk, dk, qc + static_cast<size_t>(h) * nch);
+  }
+  for (int h = 0; h < n_heads && !is_quantized(T); ++h) {
     const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
     for (int c = 0; c < kc; ++c) {
       __m512 x = _mm512_loadu_ps(qh + 16 * c);
@@ -218,7 +408,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 
   // Scores: per block of 16 keys, every KV head of the call.
   const auto score_block = kc == 4 ? score_block_of<T, 4> : kc == 8 ? score_block_of<T, 8> : score_block_of<T, 0>;
-  const auto value_block = vc == 4 ? value_block_of<T, 4> : vc == 8 ? value_block_of<T, 8> : value_block_of<T, 0>;
+  const auto value_block = is_quantized(T) ? (vc == 4 ? value_block_q<T, 4> : vc == 8 ? value_block_q<T, 8> : value_block_q<T, 0>)
+                                           : (vc == 4 ? value_block_of<T, 4> : vc == 8 ? value_block_of<T, 8> : value_block_of<T, 0>);
+  const auto score_block_q_fn = nch == 1 ? score_block_q<T, 1> : nch == 2 ? score_block_q<T, 2> : score_block_q<T, 0>;
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
@@ -228,7 +420,13 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       for (int g0 = 0; g0 < g.n; g0 += 4) {  // 4 heads per pass over the block's key vectors
         const int gn = std::min(4, g.n - g0);
         float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
-        score_block(kv, lo + j0, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad, dst);
+        if constexpr (is_quantized(T)) {
+          score_block_q_fn(kv, lo + j0, m, k_off, nch, nb, qc + static_cast<size_t>(g.h0 - head_begin + g0) * nch, gn, p,
+                           n_pad, dst);
+        } else {
+          score_block(kv, lo + j0, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad,
+                      dst);
+        }
       }
     }
   }
