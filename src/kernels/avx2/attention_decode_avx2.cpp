@@ -71,10 +71,10 @@ inline __m256 reduce_rows_8(const __m256 part[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
-// Scores of the m (<= 8) keys from pos for gn (<= 4) query heads (their QBlocks nb apart) into
+// Scores of the m (<= 8) keys at rows for gn (<= 4) query heads (their QBlocks nb apart) into
 // dst (the heads' rows n_pad apart).
 template <DType T>
-void score_block(const KvSpan& kv, int32_t pos, int m, size_t k_off, int nb, const QBlock* qb, int gn,
+void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const QBlock* qb, int gn,
                  const AttentionParams& p, int32_t n_pad, float* dst) {
   __m256 part[kHeadsPerPass][kKeyBlock];
   for (int i = 0; i < kKeyBlock; ++i) {
@@ -82,7 +82,7 @@ void score_block(const KvSpan& kv, int32_t pos, int m, size_t k_off, int nb, con
       for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
       continue;
     }
-    const uint8_t* head = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off;
+    const uint8_t* head = rows[i] + k_off;
     __m256 acc[kHeadsPerPass];
     for (int b = 0; b < nb; ++b) {
       float dk;
@@ -148,13 +148,13 @@ inline float load_value_block(const uint8_t* head, int b, __m256* v) {
   return d;
 }
 
-// out[h] += probs[h][i] * V[pos + i] for the m (<= 8) keys from pos and gn heads (output rows
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 8) keys at rows and gn heads (output rows
 // dv apart, probabilities n_pad apart).
 template <DType T>
-void value_block(const KvSpan& kv, int32_t pos, int m, size_t v_off, int nb, const float* probs, int32_t n_pad, int gn,
+void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const float* probs, int32_t n_pad, int gn,
                  float* out, int dv) {
   for (int i = 0; i < m; ++i) {
-    const uint8_t* head = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off;
+    const uint8_t* head = rows[i] + v_off;
     for (int b = 0; b < nb; ++b) {
       __m256 v[4];
       const float d = load_value_block<T>(head, b, v);
@@ -223,12 +223,14 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const int h0 = std::max(kvh * full_group, head_begin);
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
       for (int g0 = 0; g0 < gsize; g0 += kHeadsPerPass) {
         const int r = h0 - head_begin + g0;
-        score_block<T>(kv, lo + j0, m, head_offset<T>(kvh, dk), nbk, qb + static_cast<size_t>(r) * nbk,
+        score_block<T>(rows, m, head_offset<T>(kvh, dk), nbk, qb + static_cast<size_t>(r) * nbk,
                        std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
       }
     }
@@ -264,10 +266,12 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const int h0 = std::max(kvh * full_group, head_begin);
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
-      value_block<T>(kv, lo + j0, m, head_offset<T>(kvh, dv), nbv, scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0,
+      value_block<T>(rows, m, head_offset<T>(kvh, dv), nbv, scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0,
                      n_pad, gsize, out + static_cast<int64_t>(h0) * dv, dv);
     }
   }

@@ -144,19 +144,21 @@ inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
   }
 }
 
-// Scores of the m (<= 16) keys from pos for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
+// Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
 // heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
-template <DType T, int NCH>
-void score_block_q(const KvSpan& kv, int32_t pos, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn,
+// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+template <DType T, int NCH, bool FULL>
+void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn_rt,
                    const AttentionParams& p, int32_t n_pad, float* dst) {
   const int nch = NCH > 0 ? NCH : nch_rt;
+  const int gn = FULL ? 4 : gn_rt;
   alignas(64) float part4[4][kKeyBlock][16];
   for (int i = 0; i < kKeyBlock; ++i) {
     if (i >= m) {
       for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
       continue;
     }
-    const uint8_t* head = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off;
+    const uint8_t* head = rows[i] + k_off;
     __m512 acc[4];
     for (int c = 0; c < nch; ++c) {
       __m512 dk;
@@ -207,14 +209,16 @@ inline float load_value_block(const uint8_t* head, int b, __m512* v) {
   }
 }
 
-// out[h] += probs[h][i] * V[pos + i] for the m (<= 16) keys from pos and gn heads of a Q8_0 /
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads of a Q8_0 /
 // Q4_0 cache: each value block is converted once; every head adds it times (probability x
 // block scale) with one FMA per vector. VC: vectors per value head (0: run time, accumulators
 // in memory; else the gn <= 16 / VC heads' accumulators stay in registers).
-template <DType T, int VC>
-void value_block_q(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
-                   int gn, float* out, int dv) {
+// FULL (VC > 0 only): gn is 16 / VC.
+template <DType T, int VC, bool FULL>
+void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                   int gn_rt, float* out, int dv) {
   const int vc = VC > 0 ? VC : vc_rt;
+  const int gn = FULL && VC > 0 ? 16 / (VC > 0 ? VC : 16) : gn_rt;
   if constexpr (VC > 0) {
     constexpr int kHeads = 16 / VC;
     __m512 acc[kHeads][VC];
@@ -222,7 +226,7 @@ void value_block_q(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt
       for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
     }
     for (int i = 0; i < m; ++i) {
-      const uint8_t* head = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off;
+      const uint8_t* head = rows[i] + v_off;
       for (int b = 0; b < VC / 2; ++b) {
         __m512 v[2];
         const float d = load_value_block<T>(head, b, v);
@@ -238,7 +242,7 @@ void value_block_q(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt
     }
   } else {
     for (int i = 0; i < m; ++i) {
-      const uint8_t* head = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off;
+      const uint8_t* head = rows[i] + v_off;
       for (int b = 0; b < vc / 2; ++b) {
         __m512 v[2];
         const float d = load_value_block<T>(head, b, v);
@@ -271,12 +275,14 @@ inline GroupRange group_range(int kvh, int full_group, int head_begin, int head_
   return {h0, std::min((kvh + 1) * full_group, head_end) - h0};
 }
 
-// Scores of the m (<= 16) keys from pos for gn (<= 4) query heads (qf, dk floats apart) into
+// Scores of the m (<= 16) keys at rows for gn (<= 4) query heads (qf, dk floats apart) into
 // dst (the heads' rows n_pad apart). KC: vectors per key row (0: kc, known at run time only).
-template <DType T, int KC>
-void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn,
+// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+template <DType T, int KC, bool FULL>
+void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn_rt,
                     const AttentionParams& p, int32_t n_pad, float* dst) {
   const int kc = KC > 0 ? KC : kc_rt;
+  const int gn = FULL ? 4 : gn_rt;
   alignas(64) float part4[4][kKeyBlock][16];
   for (int i = 0; i < kKeyBlock; ++i) {
     if (i >= m) {
@@ -284,7 +290,7 @@ void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_r
       continue;
     }
     __m512 k[KC > 0 ? KC : kMaxVecs];
-    HeadRow<T>::load(kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off, kc, k);
+    HeadRow<T>::load(rows[i] + k_off, kc, k);
     for (int h = 0; h < gn; ++h) {
       const float* qh = qf + static_cast<size_t>(h) * dk;
       __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
@@ -307,12 +313,14 @@ void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_r
   }
 }
 
-// out[h] += probs[h][i] * V[pos + i] for the m (<= 16) keys from pos and gn heads whose
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
 // accumulators fit 16 registers (output rows dv apart, probabilities n_pad apart); each value
 // vector is converted once and multiplied, then added (as the scalar axpy).
-template <DType T, int VC>
-void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
-                    int gn, float* out, int dv) {
+// FULL (VC > 0 only): gn is 16 / VC.
+template <DType T, int VC, bool FULL>
+void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                    int gn_rt, float* out, int dv) {
+  const int gn = FULL && VC > 0 ? 16 / (VC > 0 ? VC : 16) : gn_rt;
   if constexpr (VC > 0) {  // the accumulators in registers: constant bounds, heads past gn skipped
     constexpr int kHeads = 16 / VC;
     __m512 acc[kHeads][VC];
@@ -322,7 +330,7 @@ void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_r
     }
     for (int i = 0; i < m; ++i) {
       __m512 v[VC];
-      HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, VC, v);
+      HeadRow<T>::load(rows[i] + v_off, VC, v);
       for (int h = 0; h < kHeads; ++h) {
         if (h >= gn) break;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
@@ -338,7 +346,7 @@ void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_r
       float* oh = out + static_cast<int64_t>(h) * dv;
       for (int i = 0; i < m; ++i) {
         __m512 v[kMaxVecs];
-        HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, vc_rt, v);
+        HeadRow<T>::load(rows[i] + v_off, vc_rt, v);
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
         for (int c = 0; c < vc_rt; ++c) {
           _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(v[c], pr)));
@@ -407,13 +415,23 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   const size_t v_begin = HeadRow<T>::offset(kvh_first, dv), v_end = HeadRow<T>::offset(kvh_last + 1, dv);
 
   // Scores: per block of 16 keys, every KV head of the call.
-  const auto score_block = kc == 4 ? score_block_of<T, 4> : kc == 8 ? score_block_of<T, 8> : score_block_of<T, 0>;
-  const auto value_block = is_quantized(T) ? (vc == 4 ? value_block_q<T, 4> : vc == 8 ? value_block_q<T, 8> : value_block_q<T, 0>)
-                                           : (vc == 4 ? value_block_of<T, 4> : vc == 8 ? value_block_of<T, 8> : value_block_of<T, 0>);
-  const auto score_block_q_fn = nch == 1 ? score_block_q<T, 1> : nch == 2 ? score_block_q<T, 2> : score_block_q<T, 0>;
+  // [0]: any number of heads, [1]: a full pass (constant head count)
+  const decltype(&score_block_of<T, 0, false>) score_fns[2] = {
+      kc == 4 ? score_block_of<T, 4, false> : kc == 8 ? score_block_of<T, 8, false> : score_block_of<T, 0, false>,
+      kc == 4 ? score_block_of<T, 4, true> : kc == 8 ? score_block_of<T, 8, true> : score_block_of<T, 0, false>};
+  const decltype(&score_block_q<T, 0, false>) score_q_fns[2] = {
+      nch == 1 ? score_block_q<T, 1, false> : nch == 2 ? score_block_q<T, 2, false> : score_block_q<T, 0, false>,
+      nch == 1 ? score_block_q<T, 1, true> : nch == 2 ? score_block_q<T, 2, true> : score_block_q<T, 0, false>};
+  const decltype(&value_block_of<T, 0, false>) value_fns[2] = {
+      is_quantized(T) ? (vc == 4 ? value_block_q<T, 4, false> : vc == 8 ? value_block_q<T, 8, false> : value_block_q<T, 0, false>)
+                      : (vc == 4 ? value_block_of<T, 4, false> : vc == 8 ? value_block_of<T, 8, false> : value_block_of<T, 0, false>),
+      is_quantized(T) ? (vc == 4 ? value_block_q<T, 4, true> : vc == 8 ? value_block_q<T, 8, true> : value_block_q<T, 0, false>)
+                      : (vc == 4 ? value_block_of<T, 4, true> : vc == 8 ? value_block_of<T, 8, true> : value_block_of<T, 0, false>)};
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t k_off = HeadRow<T>::offset(kvh, dk);
@@ -421,10 +439,10 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
         const int gn = std::min(4, g.n - g0);
         float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
         if constexpr (is_quantized(T)) {
-          score_block_q_fn(kv, lo + j0, m, k_off, nch, nb, qc + static_cast<size_t>(g.h0 - head_begin + g0) * nch, gn, p,
+          score_q_fns[gn == 4 ? 1 : 0](rows, m, k_off, nch, nb, qc + static_cast<size_t>(g.h0 - head_begin + g0) * nch, gn, p,
                            n_pad, dst);
         } else {
-          score_block(kv, lo + j0, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad,
+          score_fns[gn == 4 ? 1 : 0](rows, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad,
                       dst);
         }
       }
@@ -467,13 +485,15 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t v_off = HeadRow<T>::offset(kvh, dv);
       const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
       for (int g0 = 0; g0 < g.n; g0 += per_pass) {
         const int gn = std::min(per_pass, g.n - g0);
-        value_block(kv, lo + j0, m, v_off, vc, scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0, n_pad,
+        value_fns[gn == per_pass ? 1 : 0](rows, m, v_off, vc, scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0, n_pad,
                     gn, out + static_cast<int64_t>(g.h0 + g0) * dv, dv);
       }
     }
