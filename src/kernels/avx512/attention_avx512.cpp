@@ -188,37 +188,54 @@ void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, 
   }
 }
 
-// Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled) and the
-// block's scale.
+// Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled).
 template <DType T>
-inline float load_value_block(const uint8_t* head, int b, __m512* v) {
+inline void load_value_block(const uint8_t* head, int b, __m512* v) {
   if constexpr (T == DType::kQ8_0) {
     const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
     for (int h = 0; h < 2; ++h) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16 * h));
       v[h] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
     }
-    return _cvtsh_ss(x.d);
   } else {
     const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
     const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
     v[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(q, low), eight)));
     v[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight)));
-    return _cvtsh_ss(x.d);
   }
 }
 
+// The scale of block b of the m (<= 16) value heads at rows (+ v_off), 16 lanes (0 past m).
+template <DType T>
+inline __m512 value_block_scales(const uint8_t* const* rows, int m, size_t v_off, int b) {
+  alignas(32) uint16_t d[kKeyBlock] = {};
+  for (int i = 0; i < m; ++i) {
+    const uint8_t* head = rows[i] + v_off;
+    d[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+  }
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
+}
+
+constexpr int kMaxValueHeads = 8;  // heads per value pass: 16 / (dv / 16), at most 8 (dv = 32)
+
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads of a Q8_0 /
-// Q4_0 cache: each value block is converted once; every head adds it times (probability x
-// block scale) with one FMA per vector. VC: vectors per value head (0: run time, accumulators
-// in memory; else the gn <= 16 / VC heads' accumulators stay in registers).
+// Q4_0 cache: the weights probability x block scale are formed 16 keys at a time, then each
+// value block is converted once and every head adds it times its weight with one FMA per
+// vector. VC: vectors per value head (0: run time, accumulators in memory; else the
+// gn <= 16 / VC heads' accumulators stay in registers).
 // FULL (VC > 0 only): gn is 16 / VC.
 template <DType T, int VC, bool FULL>
 void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
                    int gn_rt, float* out, int dv) {
   const int vc = VC > 0 ? VC : vc_rt;
   const int gn = FULL && VC > 0 ? 16 / (VC > 0 ? VC : 16) : gn_rt;
+  const int nb = vc / 2;
+  alignas(64) float w[kMaxValueHeads][kMaxVecs / 2][kKeyBlock];
+  for (int b = 0; b < nb; ++b) {
+    const __m512 d = value_block_scales<T>(rows, m, v_off, b);
+    for (int h = 0; h < gn; ++h) _mm512_store_ps(w[h][b], _mm512_mul_ps(_mm512_loadu_ps(probs + static_cast<size_t>(h) * n_pad), d));
+  }
   if constexpr (VC > 0) {
     constexpr int kHeads = 16 / VC;
     __m512 acc[kHeads][VC];
@@ -229,11 +246,11 @@ void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, c
       const uint8_t* head = rows[i] + v_off;
       for (int b = 0; b < VC / 2; ++b) {
         __m512 v[2];
-        const float d = load_value_block<T>(head, b, v);
+        load_value_block<T>(head, b, v);
         for (int h = 0; h < kHeads && h < gn; ++h) {
-          const __m512 w = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
-          acc[h][2 * b] = _mm512_fmadd_ps(v[0], w, acc[h][2 * b]);
-          acc[h][2 * b + 1] = _mm512_fmadd_ps(v[1], w, acc[h][2 * b + 1]);
+          const __m512 wt = _mm512_set1_ps(w[h][b][i]);
+          acc[h][2 * b] = _mm512_fmadd_ps(v[0], wt, acc[h][2 * b]);
+          acc[h][2 * b + 1] = _mm512_fmadd_ps(v[1], wt, acc[h][2 * b + 1]);
         }
       }
     }
@@ -243,14 +260,14 @@ void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, c
   } else {
     for (int i = 0; i < m; ++i) {
       const uint8_t* head = rows[i] + v_off;
-      for (int b = 0; b < vc / 2; ++b) {
+      for (int b = 0; b < nb; ++b) {
         __m512 v[2];
-        const float d = load_value_block<T>(head, b, v);
+        load_value_block<T>(head, b, v);
         for (int h = 0; h < gn; ++h) {
           float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
-          const __m512 w = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
-          _mm512_storeu_ps(o, _mm512_fmadd_ps(v[0], w, _mm512_loadu_ps(o)));
-          _mm512_storeu_ps(o + 16, _mm512_fmadd_ps(v[1], w, _mm512_loadu_ps(o + 16)));
+          const __m512 wt = _mm512_set1_ps(w[h][b][i]);
+          _mm512_storeu_ps(o, _mm512_fmadd_ps(v[0], wt, _mm512_loadu_ps(o)));
+          _mm512_storeu_ps(o + 16, _mm512_fmadd_ps(v[1], wt, _mm512_loadu_ps(o + 16)));
         }
       }
     }
