@@ -5,8 +5,8 @@
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
 //   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
 //   arithmetic, the same integers;
-// - keys are walked in blocks of 8, every KV head of the call per block, the next block's
-//   rows prefetched; the query heads of a GQA group (up to 4 per pass) share each loaded key;
+// - keys are walked in blocks of 8, every KV head of the call per block, the rows two
+//   blocks ahead prefetched into L2; the query heads of a GQA group (up to 4 per pass) share each loaded key;
 // - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
 //   lanes wide; the softmax sum is in double, as the scalar kernel;
 // - each value block is converted to F32 once and added to every head of the group times
@@ -171,7 +171,7 @@ void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t ro
                    int32_t end_pos, size_t begin, size_t end) {
   for (int i = 0; i < n && pos + i < end_pos; ++i) {
     const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
-    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T0);
+    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
   }
 }
 
@@ -222,7 +222,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
@@ -265,7 +265,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
