@@ -1,6 +1,9 @@
-// AVX2 attention of one query token (a decode step) over a Q8_0 or Q4_0 paged KV cache, which
-// otherwise takes the portable path on AVX2 machines (F16 and F32 caches keep it: their
-// dot_f16 / axpy_f16 kernels are already AVX2 and bit-identical to the scalar reference).
+// AVX2 attention of one query token (a decode step) over an F16, Q8_0 or Q4_0 paged KV cache,
+// which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
+// AVX2 machines; F32 caches keep that path.
+// - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
+//   heads of the GQA group, products then sums in F32, probabilities rounded to F16, values
+//   multiplied then added, as the scalar path (only the order of the Q.K sums differs);
 // - Q is quantized to Q8_0 once per head per step; each key's Q.K is an integer dot product per
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
 //   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
@@ -39,6 +42,7 @@ inline const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens,
 
 template <DType T>
 size_t head_offset(int kvh, int d) {
+  if constexpr (T == DType::kF16) return static_cast<size_t>(kvh) * d * 2;
   return static_cast<size_t>(kvh) * d / kQK * (T == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
 }
 
@@ -167,6 +171,58 @@ void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const 
   }
 }
 
+// F16 cache: scores of the m (<= 8) keys at rows for gn (<= 4) query heads (Q rounded to F16,
+// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads; products
+// and sums in F32, as the scalar dot_f16 (only the order of the sums differs).
+void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, const float* qf, int gn,
+                     const AttentionParams& p, int32_t n_pad, float* dst) {
+  __m256 part[kHeadsPerPass][kKeyBlock];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
+      continue;
+    }
+    const auto* k16 = reinterpret_cast<const uint16_t*>(rows[i] + k_off);
+    __m256 acc[kHeadsPerPass];
+    for (int c = 0; c < dk; c += 8) {
+      const __m256 k = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k16 + c)));
+      for (int h = 0; h < gn; ++h) {
+        const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c), k);
+        acc[h] = c == 0 ? prod : _mm256_add_ps(acc[h], prod);
+      }
+    }
+    for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
+  }
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
+    if (p.softcap != 0.0f) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm256_load_ps(lanes);
+    }
+    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), each value
+// chunk converted once for the group's heads, multiplied then added (as the scalar axpy_f16).
+void value_block_f16(const uint8_t* const* rows, int m, size_t v_off, const float* probs, int32_t n_pad, int gn,
+                     float* out, int dv) {
+  for (int i = 0; i < m; ++i) {
+    const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off);
+    for (int c = 0; c < dv; c += 8) {
+      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + c)));
+      for (int h = 0; h < gn; ++h) {
+        float* o = out + static_cast<int64_t>(h) * dv + c;
+        const __m256 pr = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(v, pr)));
+      }
+    }
+  }
+}
+
 void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
                    int32_t end_pos, size_t begin, size_t end) {
   for (int i = 0; i < n && pos + i < end_pos; ++i) {
@@ -179,7 +235,8 @@ template <DType T>
 bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                     int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v;
-  if (dk % kQK != 0 || dv % kQK != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim || p.n_head_kv <= 0 ||
+  const int vec_step = T == DType::kF16 ? 8 : kQK;
+  if (dk % vec_step != 0 || dv % vec_step != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim || p.n_head_kv <= 0 ||
       p.n_head % p.n_head_kv != 0) {
     return false;
   }
@@ -210,11 +267,20 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   const int kvh_first = head_begin / full_group, kvh_last = (head_end - 1) / full_group;
   // scratch: scores then probabilities [n_heads][n_pad], then [n_heads][nbk] QBlocks (32-byte aligned)
   constexpr size_t kFloatsPerQBlock = sizeof(QBlock) / sizeof(float);
-  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * nbk * kFloatsPerQBlock + 8);
+  // (for an F16 cache: [n_heads][dk] floats of Q rounded to F16)
+  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * nbk * kFloatsPerQBlock +
+                 static_cast<size_t>(n_heads) * dk + 8);
   float* scores = scratch.data();
   auto* qb = reinterpret_cast<QBlock*>(
       (reinterpret_cast<uintptr_t>(scores + static_cast<size_t>(n_heads) * n_pad) + 31) & ~static_cast<uintptr_t>(31));
-  for (int h = 0; h < n_heads; ++h) {
+  float* qf = reinterpret_cast<float*>(qb);
+  for (int h = 0; h < n_heads && T == DType::kF16; ++h) {
+    for (int c = 0; c < dk; c += 8) {
+      const __m256 x = _mm256_loadu_ps(q + static_cast<int64_t>(head_begin + h) * dk + c);
+      _mm256_storeu_ps(qf + static_cast<size_t>(h) * dk + c, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+    }
+  }
+  for (int h = 0; h < n_heads && T != DType::kF16; ++h) {
     prepare_q_blocks(q + static_cast<int64_t>(head_begin + h) * dk, dk, qb + static_cast<size_t>(h) * nbk);
   }
   const size_t k_begin = head_offset<T>(kvh_first, dk), k_end = head_offset<T>(kvh_last + 1, dk);
@@ -230,8 +296,13 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
       for (int g0 = 0; g0 < gsize; g0 += kHeadsPerPass) {
         const int r = h0 - head_begin + g0;
-        score_block<T>(rows, m, head_offset<T>(kvh, dk), nbk, qb + static_cast<size_t>(r) * nbk,
-                       std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
+        if constexpr (T == DType::kF16) {
+          score_block_f16(rows, m, head_offset<T>(kvh, dk), dk, qf + static_cast<size_t>(r) * dk,
+                          std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
+        } else {
+          score_block<T>(rows, m, head_offset<T>(kvh, dk), nbk, qb + static_cast<size_t>(r) * nbk,
+                         std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
+        }
       }
     }
   }
@@ -260,7 +331,11 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
     }
     const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / total));
-    for (int32_t j = 0; j < n_pad; j += 8) _mm256_storeu_ps(s + j, _mm256_mul_ps(_mm256_loadu_ps(s + j), inv));
+    for (int32_t j = 0; j < n_pad; j += 8) {
+      __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + j), inv);
+      if constexpr (T == DType::kF16) pr = _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT));
+      _mm256_storeu_ps(s + j, pr);
+    }
   }
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
@@ -271,6 +346,11 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const int h0 = std::max(kvh * full_group, head_begin);
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
+      if constexpr (T == DType::kF16) {
+        value_block_f16(rows, m, head_offset<T>(kvh, dv), scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0, n_pad,
+                        gsize, out + static_cast<int64_t>(h0) * dv, dv);
+        continue;
+      }
       value_block<T>(rows, m, head_offset<T>(kvh, dv), nbv, scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0,
                      n_pad, gsize, out + static_cast<int64_t>(h0) * dv, dv);
     }
@@ -283,6 +363,7 @@ bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan&
                       std::vector<float>& scratch) {
   if (p.sinks != nullptr) return false;  // the portable path handles sinks
   switch (kv.type) {
+    case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ4_0: return attention_step<DType::kQ4_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     default: return false;
