@@ -1,7 +1,9 @@
 // Attention of one query token over a paged KV span, and the conversions of KV rows to and
 // from the cache's storage type. The F16 path mimics the ecosystem's CPU arithmetic: Q rounded
 // to F16, Q.K products summed in F32, scale and softcap in F32, softmax in F32 (sum in
-// double), probabilities rounded to F16 before they weight the F16 V rows.
+// double), probabilities rounded to F16 before they weight the F16 V rows. For a Q8_0 or Q4_0
+// cache Q is quantized to Q8_0 once per head (as the ecosystem converts Q to the key type's dot
+// partner), so Q.K is the matrix kernels' integer block dot product.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -118,17 +120,20 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   const bool f16 = kv.type == DType::kF16;
   const bool quantized = kv.type == DType::kQ8_0 || kv.type == DType::kQ4_0;
   const float inv_softcap = p.softcap != 0.0f ? 1.0f / p.softcap : 0.0f;  // scale, tanh, scale
-  // scores, then (for Q8_0 / Q4_0 caches) one dequantized K or V head
+  // scores, then (for Q8_0 / Q4_0 caches) one dequantized V head
   scratch.resize(static_cast<size_t>(n_kv) + static_cast<size_t>(std::max(dk, dv)));
   float* scores = scratch.data();
   float* deq = scratch.data() + n_kv;
   thread_local std::vector<uint16_t> q16;
+  thread_local std::vector<BlockQ8_0> q8;
   q16.resize(static_cast<size_t>(dk));
+  q8.resize(static_cast<size_t>(dk / kQK));
 
   for (int h = head_begin; h < head_end; ++h) {
     const int kvh = std::min(h / group, p.n_head_kv - 1);
     const float* qh = q + static_cast<int64_t>(h) * dk;
     if (f16) fp32_to_fp16_row(qh, q16.data(), dk);
+    if (quantized) quantize_row_q8_0(qh, q8.data(), dk);
     const size_t k_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dk);
     const size_t v_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dv);
     for (int32_t j = lo; j <= hi; ++j) {
@@ -137,8 +142,7 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
       if (f16) {
         s = k.dot_f16(dk, q16.data(), reinterpret_cast<const uint16_t*>(krow));
       } else if (quantized) {
-        (void)dequantize_row(kv.type, krow, deq, dk);
-        s = k.vec_dot[static_cast<int>(DType::kF32)](dk, deq, qh);
+        s = k.vec_dot[static_cast<int>(kv.type)](dk, krow, q8.data());
       } else {
         s = k.vec_dot[static_cast<int>(DType::kF32)](dk, krow, qh);
       }

@@ -136,6 +136,7 @@ void fill_avx512_attention_kernels(KernelTable& t);
 // Called by fill_avx512_kernels: dot products and whole-matrix kernels for IQ4_NL, IQ4_XS, MXFP4.
 void fill_avx512_nonlinear_kernels(KernelTable& t);
 void fill_avx2_attention_tile_kernels(KernelTable& t);
+void fill_avx2_attention_decode_kernels(KernelTable& t);  // called by fill_avx2_kernels: Q8_0 / Q4_0 decode
 void fill_avx512_attention_tile_kernels(KernelTable& t);
 bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work);
 

@@ -1,8 +1,9 @@
-// Attention over a paged KV span (F16, F32 and Q8_0 caches; GQA, causal, window, softcap) in
+// Attention over a paged KV span (F16, F32, Q8_0 and Q4_0 caches; GQA, causal, window, softcap) in
 // every CPU variant against a double-precision implementation, plus KV row conversions.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
 
 #include "attention_test_util.h"
 #include "kernel_test_util.h"
@@ -47,7 +48,7 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
     for (const Case& c : cases) {
       const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40);
       const std::vector<float> q = random_floats(static_cast<size_t>(c.p.n_head) * c.p.head_dim_k, 41, -2.0f, 2.0f);
-      const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p);
+      const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p, true);
       std::vector<float> scalar_out;
       for (CpuVariant v : test::variants_under_test()) {
         SCOPED_TRACE(std::string(dtype_name(type)) + " " + c.name + " " + test::variant_label(v));
@@ -83,7 +84,7 @@ TEST(Attention, LongSpansGroupedHeads) {
     const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
-      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params);
+      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
         SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) + " " +
                      test::variant_label(v));
@@ -146,7 +147,7 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
     const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 81, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 149}, std::pair{p, 90}, std::pair{window, 120}}) {
-      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params);
+      const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
         test::VariantScope scope(v);
         for (const auto& cut : cuts) {
@@ -171,6 +172,58 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
           }
           const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
           for (size_t i = 0; i < merged.size(); ++i) ASSERT_NEAR(merged[i], want[i], tol) << "at " << i;
+        }
+      }
+    }
+  }
+}
+
+// Random shapes for the decode kernels of every variant: head sizes 64, 80, 96 (an odd number
+// of 32-blocks), 128 and 256 (80 only for F16 / F32: quantized caches need multiples of 32),
+// GQA ratios 1, 4 and 8, lengths that are not a multiple of the 16-token cache block or of the
+// kernels' key blocks, softcap on some; the whole step and a split into two key parts merged,
+// against the double-precision reference with the query as decode multiplies it.
+TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
+  std::mt19937 rng(2311);
+  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
+    const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
+    for (int head_dim : {64, 80, 96, 128, 256}) {
+      if (quantized && head_dim % 32 != 0) continue;
+      for (int group : {1, 4, 8}) {
+        AttentionParams p;
+        p.n_head_kv = 2;
+        p.n_head = 2 * group;
+        p.head_dim_k = p.head_dim_v = head_dim;
+        p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        p.softcap = group == 4 ? 20.0f : 0.0f;
+        int n_kv = std::uniform_int_distribution<int>(20, 160)(rng);
+        if (n_kv % 16 == 0) ++n_kv;
+        const int q_pos = std::uniform_int_distribution<int>(n_kv / 2, n_kv - 1)(rng);
+        const int cut = std::uniform_int_distribution<int>(1, q_pos)(rng);
+        const auto seed = static_cast<uint32_t>(rng());
+        const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed);
+        const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, seed + 1, -2.0f, 2.0f);
+        const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, p, true);
+        const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
+        for (CpuVariant v : test::variants_under_test()) {
+          SCOPED_TRACE(std::string(dtype_name(type)) + " head_dim " + std::to_string(head_dim) + " group " +
+                       std::to_string(group) + " n_kv " + std::to_string(n_kv) + " q_pos " + std::to_string(q_pos) +
+                       " cut " + std::to_string(cut) + " " + test::variant_label(v));
+          test::VariantScope scope(v);
+          std::vector<float> out(want.size(), 123.0f), scratch;
+          attention(q.data(), q_pos, n_kv, kv.span, p, out.data(), scratch);
+          for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tol) << "at " << i;
+          std::vector<float> a(want.size()), b(want.size()), sa(2 * p.n_head), sb(2 * p.n_head), merged(want.size());
+          attention_heads_part(q.data(), q_pos, n_kv, kv.span, p, 0, p.n_head, KeyPart{0, cut, sa.data()}, a.data(),
+                               scratch);
+          attention_heads_part(q.data(), q_pos, n_kv, kv.span, p, 0, p.n_head, KeyPart{cut, n_kv, sb.data()}, b.data(),
+                               scratch);
+          for (int h = 0; h < p.n_head; ++h) {
+            const float* parts[2] = {a.data() + h * head_dim, b.data() + h * head_dim};
+            const float* stats[2] = {sa.data() + 2 * h, sb.data() + 2 * h};
+            attention_merge(2, parts, stats, head_dim, merged.data() + h * head_dim);
+          }
+          for (size_t i = 0; i < merged.size(); ++i) ASSERT_NEAR(merged[i], want[i], tol) << "merged at " << i;
         }
       }
     }

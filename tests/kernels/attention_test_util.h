@@ -50,10 +50,22 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
   return kv;
 }
 
+// The query as a decode step multiplies it with the keys: rounded to F16 for an F16 cache and
+// quantized to Q8_0 per head for a Q8_0 / Q4_0 cache (decode_query); as given otherwise (and
+// in the prefill tile, which keeps Q in F32 for every cache type).
 std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, int n_kv, const PagedKv& kv,
-                                        const AttentionParams& p) {
+                                        const AttentionParams& p, bool decode_query = false) {
   std::vector<double> out(static_cast<size_t>(p.n_head) * p.head_dim_v, 0.0);
   const int group = p.n_head / p.n_head_kv;
+  const bool q8 = decode_query && (kv.span.type == DType::kQ8_0 || kv.span.type == DType::kQ4_0);
+  std::vector<float> q_used = q;
+  if (q8) {
+    std::vector<BlockQ8_0> blocks(p.head_dim_k / kQK);
+    for (int h = 0; h < p.n_head; ++h) {
+      quantize_row_q8_0(q.data() + static_cast<size_t>(h) * p.head_dim_k, blocks.data(), p.head_dim_k);
+      dequantize_row_q8_0(blocks.data(), q_used.data() + static_cast<size_t>(h) * p.head_dim_k, p.head_dim_k);
+    }
+  }
   for (int h = 0; h < p.n_head; ++h) {
     const int kvh = h / group;
     std::vector<double> s(n_kv, -INFINITY);
@@ -63,7 +75,7 @@ std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, 
       if (p.window > 0 && j < q_pos - p.window + 1) continue;
       double d = 0.0;
       for (int c = 0; c < p.head_dim_k; ++c) {
-        double qv = q[h * p.head_dim_k + c];
+        double qv = q_used[h * p.head_dim_k + c];
         if (kv.span.type == DType::kF16) qv = fp16_to_fp32(fp32_to_fp16(q[h * p.head_dim_k + c]));
         d += qv * kv.k_values[j][kvh * p.head_dim_k + c];
       }

@@ -407,6 +407,7 @@ void fill_avx2_kernels(KernelTable& t) {
   fill_avx2_more_kernels(t);
   fill_avx2_nonlinear_kernels(t);
   fill_avx2_attention_tile_kernels(t);
+  fill_avx2_attention_decode_kernels(t);
   fill_avx2_pointwise_kernels(t);
 }
 

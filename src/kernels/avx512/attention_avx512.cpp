@@ -2,13 +2,17 @@
 // cache, written to stream the cache at memory speed:
 // - keys are walked in blocks of 16, and for each block every KV head of the call is done
 //   before the next block, so each K (then V) row is read whole and once, front to back, while
-//   the next block's rows are prefetched;
+//   the rows two blocks ahead are prefetched into L2 (one block ahead into L1 measured slower);
 // - the query heads that share a KV head (GQA) use each converted key/value vector together;
 // - scores are computed 16 keys at a time: one register of products per key, then a reduction
 //   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
 //   lanes wide.
+// - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
+//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; value
+//   rows are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
-// to F16 (products and sums in F32, softmax sum in double); for the others they stay F32.
+// to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
+// quantized caches Q.K is the exact integer block dot of the same Q8_0 query.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -18,7 +22,9 @@
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
 
 namespace hearth::kernels {
 namespace {
@@ -71,12 +77,209 @@ struct HeadRow {
   }
 };
 
+constexpr bool is_quantized(DType t) { return t == DType::kQ8_0 || t == DType::kQ4_0; }
+
+// One query head, quantized to Q8_0, laid out for vpdpbusd against a key head's 64-element
+// chunks (two 32-element blocks): the 64 query bytes in the order the chunk's key bytes are
+// loaded (Q8_0: block 0 then block 1; Q4_0: low nibbles of blocks 0 and 1, then high ones), the
+// correction that makes the unsigned key bytes signed again (Q8_0 keys are loaded as k + 128,
+// Q4_0 nibbles are k + 8: -offset x the lane's 4 query bytes), and Q's block scale per lane.
+struct alignas(64) QChunk {
+  int8_t q[64];
+  int32_t corr[16];
+  float d[16];
+};
+constexpr int kFloatsPerQChunk = static_cast<int>(sizeof(QChunk) / sizeof(float));
+
+// Lanes (int32 / float) whose 4 key bytes come from the chunk's second block.
+template <DType T>
+constexpr __mmask16 second_block_lanes() { return T == DType::kQ8_0 ? 0xFF00 : 0xF0F0; }
+
+template <DType T>
+void prepare_q_chunks(const float* qh, int dk, QChunk* chunks) {
+  BlockQ8_0 b[kMaxHeadDim / kQK];
+  const int nb = dk / kQK;
+  quantize_row_q8_0(qh, b, dk);
+  for (int c = 0; c < (nb + 1) / 2; ++c) {
+    QChunk& x = chunks[c];
+    float d[2] = {0.0f, 0.0f};
+    for (int half = 0; half < 2; ++half) {
+      const int bi = 2 * c + half;
+      for (int e = 0; e < kQK; ++e) {
+        const int byte = T == DType::kQ8_0 ? half * 32 + e : (e < 16 ? 0 : 32) + half * 16 + (e & 15);
+        x.q[byte] = bi < nb ? b[bi].qs[e] : 0;
+      }
+      if (bi < nb) d[half] = fp16_to_fp32(b[bi].d);
+    }
+    const int offset = T == DType::kQ8_0 ? 128 : 8;
+    for (int l = 0; l < 16; ++l) {
+      const int sum = x.q[4 * l] + x.q[4 * l + 1] + x.q[4 * l + 2] + x.q[4 * l + 3];
+      x.corr[l] = -offset * sum;
+      x.d[l] = d[((second_block_lanes<T>() >> l) & 1) != 0 ? 1 : 0];
+    }
+  }
+}
+
+// Chunk c of a key head (blocks 2c and 2c + 1 of nb) as unsigned bytes in the QChunk order,
+// and the key's block scale per lane.
+template <DType T>
+inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
+  const bool two = 2 * c + 1 < nb;
+  if constexpr (T == DType::kQ8_0) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(head) + 2 * c;
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
+    const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
+    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
+                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
+    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
+  } else {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(head) + 2 * c;
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
+    const __m128i y = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
+    const __m256i xy = _mm256_set_m128i(y, x);
+    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
+                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
+    const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xy), _mm256_srli_epi16(xy, 4), 1);
+    return _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
+  }
+}
+
+// Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
+// heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
+// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+template <DType T, int NCH, bool FULL>
+void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn_rt,
+                   const AttentionParams& p, int32_t n_pad, float* dst) {
+  const int nch = NCH > 0 ? NCH : nch_rt;
+  const int gn = FULL ? 4 : gn_rt;
+  alignas(64) float part4[4][kKeyBlock][16];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
+      continue;
+    }
+    const uint8_t* head = rows[i] + k_off;
+    __m512 acc[4];
+    for (int c = 0; c < nch; ++c) {
+      __m512 dk;
+      const __m512i k = load_key_chunk<T>(head, c, nb, &dk);
+      for (int h = 0; h < gn; ++h) {
+        const QChunk& x = qc[static_cast<size_t>(h) * nch + c];
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(x.corr), k, _mm512_load_si512(x.q));
+        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(x.d));
+        acc[h] = c == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale)
+                        : _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[h]);
+      }
+    }
+    for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], acc[h]);
+  }
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m512 rows[kKeyBlock];
+    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
+    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled).
+template <DType T>
+inline void load_value_block(const uint8_t* head, int b, __m512* v) {
+  if constexpr (T == DType::kQ8_0) {
+    const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
+    for (int h = 0; h < 2; ++h) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs + 16 * h));
+      v[h] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q));
+    }
+  } else {
+    const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
+    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(x.qs));
+    v[0] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(q, low), eight)));
+    v[1] = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight)));
+  }
+}
+
+// The scale of block b of the m (<= 16) value heads at rows (+ v_off), 16 lanes (0 past m).
+template <DType T>
+inline __m512 value_block_scales(const uint8_t* const* rows, int m, size_t v_off, int b) {
+  alignas(32) uint16_t d[kKeyBlock] = {};
+  for (int i = 0; i < m; ++i) {
+    const uint8_t* head = rows[i] + v_off;
+    d[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+  }
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
+}
+
+constexpr int kMaxValueHeads = 8;  // heads per value pass: 16 / (dv / 16), at most 8 (dv = 32)
+
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads of a Q8_0 /
+// Q4_0 cache: the weights probability x block scale are formed 16 keys at a time, then each
+// value block is converted once and every head adds it times its weight with one FMA per
+// vector. VC: vectors per value head (0: run time, accumulators in memory; else the
+// gn <= 16 / VC heads' accumulators stay in registers).
+// FULL (VC > 0 only): gn is 16 / VC.
+template <DType T, int VC, bool FULL>
+void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                   int gn_rt, float* out, int dv) {
+  const int vc = VC > 0 ? VC : vc_rt;
+  const int gn = FULL && VC > 0 ? 16 / (VC > 0 ? VC : 16) : gn_rt;
+  const int nb = vc / 2;
+  alignas(64) float w[kMaxValueHeads][kMaxVecs / 2][kKeyBlock];
+  for (int b = 0; b < nb; ++b) {
+    const __m512 d = value_block_scales<T>(rows, m, v_off, b);
+    for (int h = 0; h < gn; ++h) _mm512_store_ps(w[h][b], _mm512_mul_ps(_mm512_loadu_ps(probs + static_cast<size_t>(h) * n_pad), d));
+  }
+  if constexpr (VC > 0) {
+    constexpr int kHeads = 16 / VC;
+    __m512 acc[kHeads][VC];
+    for (int h = 0; h < kHeads && h < gn; ++h) {
+      for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
+    }
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = rows[i] + v_off;
+      for (int b = 0; b < VC / 2; ++b) {
+        __m512 v[2];
+        load_value_block<T>(head, b, v);
+        for (int h = 0; h < kHeads && h < gn; ++h) {
+          const __m512 wt = _mm512_set1_ps(w[h][b][i]);
+          acc[h][2 * b] = _mm512_fmadd_ps(v[0], wt, acc[h][2 * b]);
+          acc[h][2 * b + 1] = _mm512_fmadd_ps(v[1], wt, acc[h][2 * b + 1]);
+        }
+      }
+    }
+    for (int h = 0; h < kHeads && h < gn; ++h) {
+      for (int c = 0; c < VC; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(h) * dv + 16 * c, acc[h][c]);
+    }
+  } else {
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = rows[i] + v_off;
+      for (int b = 0; b < nb; ++b) {
+        __m512 v[2];
+        load_value_block<T>(head, b, v);
+        for (int h = 0; h < gn; ++h) {
+          float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
+          const __m512 wt = _mm512_set1_ps(w[h][b][i]);
+          _mm512_storeu_ps(o, _mm512_fmadd_ps(v[0], wt, _mm512_loadu_ps(o)));
+          _mm512_storeu_ps(o + 16, _mm512_fmadd_ps(v[1], wt, _mm512_loadu_ps(o + 16)));
+        }
+      }
+    }
+  }
+}
+
 // Prefetches the bytes [begin, end) of n rows starting at key pos (rows that exist).
 void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
                    int32_t end_pos, size_t begin, size_t end) {
   for (int i = 0; i < n && pos + i < end_pos; ++i) {
     const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
-    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T0);
+    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
   }
 }
 
@@ -89,12 +292,14 @@ inline GroupRange group_range(int kvh, int full_group, int head_begin, int head_
   return {h0, std::min((kvh + 1) * full_group, head_end) - h0};
 }
 
-// Scores of the m (<= 16) keys from pos for gn (<= 4) query heads (qf, dk floats apart) into
+// Scores of the m (<= 16) keys at rows for gn (<= 4) query heads (qf, dk floats apart) into
 // dst (the heads' rows n_pad apart). KC: vectors per key row (0: kc, known at run time only).
-template <DType T, int KC>
-void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn,
+// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+template <DType T, int KC, bool FULL>
+void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn_rt,
                     const AttentionParams& p, int32_t n_pad, float* dst) {
   const int kc = KC > 0 ? KC : kc_rt;
+  const int gn = FULL ? 4 : gn_rt;
   alignas(64) float part4[4][kKeyBlock][16];
   for (int i = 0; i < kKeyBlock; ++i) {
     if (i >= m) {
@@ -102,7 +307,7 @@ void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_r
       continue;
     }
     __m512 k[KC > 0 ? KC : kMaxVecs];
-    HeadRow<T>::load(kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, pos + i) + k_off, kc, k);
+    HeadRow<T>::load(rows[i] + k_off, kc, k);
     for (int h = 0; h < gn; ++h) {
       const float* qh = qf + static_cast<size_t>(h) * dk;
       __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
@@ -125,12 +330,14 @@ void score_block_of(const KvSpan& kv, int32_t pos, int m, size_t k_off, int kc_r
   }
 }
 
-// out[h] += probs[h][i] * V[pos + i] for the m (<= 16) keys from pos and gn heads whose
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
 // accumulators fit 16 registers (output rows dv apart, probabilities n_pad apart); each value
 // vector is converted once and multiplied, then added (as the scalar axpy).
-template <DType T, int VC>
-void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
-                    int gn, float* out, int dv) {
+// FULL (VC > 0 only): gn is 16 / VC.
+template <DType T, int VC, bool FULL>
+void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
+                    int gn_rt, float* out, int dv) {
+  const int gn = FULL && VC > 0 ? 16 / (VC > 0 ? VC : 16) : gn_rt;
   if constexpr (VC > 0) {  // the accumulators in registers: constant bounds, heads past gn skipped
     constexpr int kHeads = 16 / VC;
     __m512 acc[kHeads][VC];
@@ -140,7 +347,7 @@ void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_r
     }
     for (int i = 0; i < m; ++i) {
       __m512 v[VC];
-      HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, VC, v);
+      HeadRow<T>::load(rows[i] + v_off, VC, v);
       for (int h = 0; h < kHeads; ++h) {
         if (h >= gn) break;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
@@ -156,7 +363,7 @@ void value_block_of(const KvSpan& kv, int32_t pos, int m, size_t v_off, int vc_r
       float* oh = out + static_cast<int64_t>(h) * dv;
       for (int i = 0; i < m; ++i) {
         __m512 v[kMaxVecs];
-        HeadRow<T>::load(kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, pos + i) + v_off, vc_rt, v);
+        HeadRow<T>::load(rows[i] + v_off, vc_rt, v);
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
         for (int c = 0; c < vc_rt; ++c) {
           _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(v[c], pr)));
@@ -199,11 +406,19 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   const int32_t n_pad = (n + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
   const int kc = dk / 16, vc = dv / 16;
   const int kvh_first = head_begin / full_group, kvh_last = (head_end - 1) / full_group;
-  // scratch: scores then probabilities [n_heads][n_pad], then Q [n_heads][dk] (16-float aligned)
-  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * dk + 16);
+  // scratch: scores then probabilities [n_heads][n_pad], then Q: [n_heads][dk] floats, or for
+  // a quantized cache [n_heads][nch] QChunks (64-byte aligned)
+  const int nb = dk / kQK, nch = (nb + 1) / 2;
+  const size_t q_floats = is_quantized(T) ? static_cast<size_t>(n_heads) * nch * kFloatsPerQChunk
+                                          : static_cast<size_t>(n_heads) * dk;
+  scratch.resize(static_cast<size_t>(n_heads) * n_pad + q_floats + 16);
   float* scores = scratch.data();
   float* qf = scores + static_cast<size_t>(n_heads) * n_pad;
-  for (int h = 0; h < n_heads; ++h) {
+  auto* qc = reinterpret_cast<QChunk*>((reinterpret_cast<uintptr_t>(qf) + 63) & ~static_cast<uintptr_t>(63));
+  for (int h = 0; h < n_heads && is_quantized(T); ++h) {
+    prepare_q_chunks<T>(q + static_cast<int64_t>(head_begin + h) * dk, dk, qc + static_cast<size_t>(h) * nch);
+  }
+  for (int h = 0; h < n_heads && !is_quantized(T); ++h) {
     const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
     for (int c = 0; c < kc; ++c) {
       __m512 x = _mm512_loadu_ps(qh + 16 * c);
@@ -217,18 +432,36 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   const size_t v_begin = HeadRow<T>::offset(kvh_first, dv), v_end = HeadRow<T>::offset(kvh_last + 1, dv);
 
   // Scores: per block of 16 keys, every KV head of the call.
-  const auto score_block = kc == 4 ? score_block_of<T, 4> : kc == 8 ? score_block_of<T, 8> : score_block_of<T, 0>;
-  const auto value_block = vc == 4 ? value_block_of<T, 4> : vc == 8 ? value_block_of<T, 8> : value_block_of<T, 0>;
+  // [0]: any number of heads, [1]: a full pass (constant head count)
+  const decltype(&score_block_of<T, 0, false>) score_fns[2] = {
+      kc == 4 ? score_block_of<T, 4, false> : kc == 8 ? score_block_of<T, 8, false> : score_block_of<T, 0, false>,
+      kc == 4 ? score_block_of<T, 4, true> : kc == 8 ? score_block_of<T, 8, true> : score_block_of<T, 0, false>};
+  const decltype(&score_block_q<T, 0, false>) score_q_fns[2] = {
+      nch == 1 ? score_block_q<T, 1, false> : nch == 2 ? score_block_q<T, 2, false> : score_block_q<T, 0, false>,
+      nch == 1 ? score_block_q<T, 1, true> : nch == 2 ? score_block_q<T, 2, true> : score_block_q<T, 0, false>};
+  const decltype(&value_block_of<T, 0, false>) value_fns[2] = {
+      is_quantized(T) ? (vc == 4 ? value_block_q<T, 4, false> : vc == 8 ? value_block_q<T, 8, false> : value_block_q<T, 0, false>)
+                      : (vc == 4 ? value_block_of<T, 4, false> : vc == 8 ? value_block_of<T, 8, false> : value_block_of<T, 0, false>),
+      is_quantized(T) ? (vc == 4 ? value_block_q<T, 4, true> : vc == 8 ? value_block_q<T, 8, true> : value_block_q<T, 0, false>)
+                      : (vc == 4 ? value_block_of<T, 4, true> : vc == 8 ? value_block_of<T, 8, true> : value_block_of<T, 0, false>)};
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t k_off = HeadRow<T>::offset(kvh, dk);
       for (int g0 = 0; g0 < g.n; g0 += 4) {  // 4 heads per pass over the block's key vectors
         const int gn = std::min(4, g.n - g0);
         float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
-        score_block(kv, lo + j0, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad, dst);
+        if constexpr (is_quantized(T)) {
+          score_q_fns[gn == 4 ? 1 : 0](rows, m, k_off, nch, nb, qc + static_cast<size_t>(g.h0 - head_begin + g0) * nch, gn, p,
+                           n_pad, dst);
+        } else {
+          score_fns[gn == 4 ? 1 : 0](rows, m, k_off, kc, qf + static_cast<size_t>(g.h0 - head_begin + g0) * dk, dk, gn, p, n_pad,
+                      dst);
+        }
       }
     }
   }
@@ -268,14 +501,16 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   // stay in registers for the block.
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t v_off = HeadRow<T>::offset(kvh, dv);
       const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
       for (int g0 = 0; g0 < g.n; g0 += per_pass) {
         const int gn = std::min(per_pass, g.n - g0);
-        value_block(kv, lo + j0, m, v_off, vc, scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0, n_pad,
+        value_fns[gn == per_pass ? 1 : 0](rows, m, v_off, vc, scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0, n_pad,
                     gn, out + static_cast<int64_t>(g.h0 + g0) * dv, dv);
       }
     }

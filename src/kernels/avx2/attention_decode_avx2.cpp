@@ -1,0 +1,377 @@
+// AVX2 attention of one query token (a decode step) over an F16, Q8_0 or Q4_0 paged KV cache,
+// which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
+// AVX2 machines; F32 caches keep that path.
+// - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
+//   heads of the GQA group, products then sums in F32, probabilities rounded to F16, values
+//   multiplied then added, as the scalar path (only the order of the Q.K sums differs);
+// - Q is quantized to Q8_0 once per head per step; each key's Q.K is an integer dot product per
+//   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
+//   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
+//   arithmetic, the same integers;
+// - keys are walked in blocks of 8, every KV head of the call per block, the rows two
+//   blocks ahead prefetched into L2; the query heads of a GQA group (up to 4 per pass) share each loaded key;
+// - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
+//   lanes wide; the softmax sum is in double, as the scalar kernel;
+// - each value block is converted to F32 once and added to every head of the group times
+//   (probability x block scale).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kernels/avx2/avx2_helpers.h"
+#include "kernels/avx2/vector_math_avx2.h"
+#include "kernels/kernel_table.h"
+#include "kernels/ops.h"
+#include "tensor/fp16.h"
+#include "tensor/quant_blocks.h"
+#include "tensor/quantize.h"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kMaxHeadDim = 256;
+constexpr int kKeyBlock = 8;
+constexpr int kHeadsPerPass = 4;
+
+inline const uint8_t* kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
+  return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
+}
+
+template <DType T>
+size_t head_offset(int kvh, int d) {
+  if constexpr (T == DType::kF16) return static_cast<size_t>(kvh) * d * 2;
+  return static_cast<size_t>(kvh) * d / kQK * (T == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0));
+}
+
+// One 32-element block of a query head quantized to Q8_0: its bytes (element order, which is
+// also the order nibbles_32 gives a Q4_0 key block), -8 x the sum of each lane's 4 bytes (the
+// offset of Q4_0's unsigned nibbles) and its scale.
+struct alignas(32) QBlock {
+  int8_t q[32];
+  int32_t corr[8];
+  float d;
+};
+
+void prepare_q_blocks(const float* qh, int dk, QBlock* out) {
+  BlockQ8_0 b[kMaxHeadDim / kQK];
+  quantize_row_q8_0(qh, b, dk);
+  for (int i = 0; i < dk / kQK; ++i) {
+    for (int e = 0; e < kQK; ++e) out[i].q[e] = b[i].qs[e];
+    for (int l = 0; l < 8; ++l) {
+      out[i].corr[l] = -8 * (out[i].q[4 * l] + out[i].q[4 * l + 1] + out[i].q[4 * l + 2] + out[i].q[4 * l + 3]);
+    }
+    out[i].d = fp16_to_fp32(b[i].d);
+  }
+}
+
+// Lane r of the result = the sum of the 8 lanes of part[r].
+inline __m256 reduce_rows_8(const __m256 part[8]) {
+  const __m256 t0 = _mm256_hadd_ps(part[0], part[1]), t1 = _mm256_hadd_ps(part[2], part[3]);
+  const __m256 t2 = _mm256_hadd_ps(part[4], part[5]), t3 = _mm256_hadd_ps(part[6], part[7]);
+  const __m256 u0 = _mm256_hadd_ps(t0, t1), u1 = _mm256_hadd_ps(t2, t3);
+  return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
+}
+
+// Scores of the m (<= 8) keys at rows for gn (<= 4) query heads (their QBlocks nb apart) into
+// dst (the heads' rows n_pad apart).
+template <DType T>
+void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const QBlock* qb, int gn,
+                 const AttentionParams& p, int32_t n_pad, float* dst) {
+  __m256 part[kHeadsPerPass][kKeyBlock];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
+      continue;
+    }
+    const uint8_t* head = rows[i] + k_off;
+    __m256 acc[kHeadsPerPass];
+    for (int b = 0; b < nb; ++b) {
+      float dk;
+      __m256i k, k_abs;
+      if constexpr (T == DType::kQ8_0) {
+        const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
+        k = load256(x.qs);
+        k_abs = _mm256_sign_epi8(k, k);
+        dk = half_to_float(x.d);
+      } else {
+        const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
+        k = k_abs = nibbles_32(x.qs);
+        dk = half_to_float(x.d);
+      }
+      for (int h = 0; h < gn; ++h) {
+        const QBlock& x = qb[static_cast<size_t>(h) * nb + b];
+        const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q));
+        __m256i dot;
+        if constexpr (T == DType::kQ8_0) {
+          dot = dot_u8_s8(k_abs, _mm256_sign_epi8(q, k));
+        } else {
+          dot = _mm256_add_epi32(dot_u8_s8(k_abs, q), _mm256_load_si256(reinterpret_cast<const __m256i*>(x.corr)));
+        }
+        const __m256 scale = _mm256_set1_ps(dk * x.d);
+        acc[h] = b == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(dot), scale)
+                        : _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
+      }
+    }
+    for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
+  }
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
+    if (p.softcap != 0.0f) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm256_load_ps(lanes);
+    }
+    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// Block b of a value head as four F32 vectors of its integers (unscaled); returns its scale.
+template <DType T>
+inline float load_value_block(const uint8_t* head, int b, __m256* v) {
+  __m256i x;
+  float d;
+  if constexpr (T == DType::kQ8_0) {
+    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(head)[b];
+    x = load256(blk.qs);
+    d = half_to_float(blk.d);
+  } else {
+    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(head)[b];
+    x = _mm256_sub_epi8(nibbles_32(blk.qs), _mm256_set1_epi8(8));
+    d = half_to_float(blk.d);
+  }
+  const __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
+  v[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
+  v[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
+  v[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
+  v[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
+  return d;
+}
+
+// out[h] += probs[h][i] * V(rows[i]) for the m (<= 8) keys at rows and gn heads (output rows
+// dv apart, probabilities n_pad apart).
+template <DType T>
+void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const float* probs, int32_t n_pad, int gn,
+                 float* out, int dv) {
+  for (int i = 0; i < m; ++i) {
+    const uint8_t* head = rows[i] + v_off;
+    for (int b = 0; b < nb; ++b) {
+      __m256 v[4];
+      const float d = load_value_block<T>(head, b, v);
+      for (int h = 0; h < gn; ++h) {
+        const __m256 w = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
+        float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
+        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + 8 * c, _mm256_fmadd_ps(v[c], w, _mm256_loadu_ps(o + 8 * c)));
+      }
+    }
+  }
+}
+
+// F16 cache: scores of the m (<= 8) keys at rows for gn (<= 4) query heads (Q rounded to F16,
+// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads; products
+// and sums in F32, as the scalar dot_f16 (only the order of the sums differs).
+void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, const float* qf, int gn,
+                     const AttentionParams& p, int32_t n_pad, float* dst) {
+  __m256 part[kHeadsPerPass][kKeyBlock];
+  for (int i = 0; i < kKeyBlock; ++i) {
+    if (i >= m) {
+      for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
+      continue;
+    }
+    const auto* k16 = reinterpret_cast<const uint16_t*>(rows[i] + k_off);
+    __m256 acc[kHeadsPerPass];
+    for (int c = 0; c < dk; c += 8) {
+      const __m256 k = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k16 + c)));
+      for (int h = 0; h < gn; ++h) {
+        const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c), k);
+        acc[h] = c == 0 ? prod : _mm256_add_ps(acc[h], prod);
+      }
+    }
+    for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
+  }
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
+    if (p.softcap != 0.0f) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm256_load_ps(lanes);
+    }
+    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
+// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), each value
+// chunk converted once for the group's heads, multiplied then added (as the scalar axpy_f16).
+void value_block_f16(const uint8_t* const* rows, int m, size_t v_off, const float* probs, int32_t n_pad, int gn,
+                     float* out, int dv) {
+  for (int i = 0; i < m; ++i) {
+    const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off);
+    for (int c = 0; c < dv; c += 8) {
+      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + c)));
+      for (int h = 0; h < gn; ++h) {
+        float* o = out + static_cast<int64_t>(h) * dv + c;
+        const __m256 pr = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(v, pr)));
+      }
+    }
+  }
+}
+
+void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
+                   int32_t end_pos, size_t begin, size_t end) {
+  for (int i = 0; i < n && pos + i < end_pos; ++i) {
+    const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
+    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
+  }
+}
+
+template <DType T>
+bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                    int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
+  const int dk = p.head_dim_k, dv = p.head_dim_v;
+  const int vec_step = T == DType::kF16 ? 8 : kQK;
+  if (dk % vec_step != 0 || dv % vec_step != 0 || dk > kMaxHeadDim || dv > kMaxHeadDim || p.n_head_kv <= 0 ||
+      p.n_head % p.n_head_kv != 0) {
+    return false;
+  }
+  head_begin = std::max(head_begin, 0);
+  head_end = std::min(head_end, p.n_head);
+  if (head_end <= head_begin) return true;
+  std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
+  float* stats = part != nullptr ? part->stats : nullptr;
+  if (stats != nullptr) {
+    for (int h = head_begin; h < head_end; ++h) {
+      stats[2 * h] = -INFINITY;
+      stats[2 * h + 1] = 0.0f;
+    }
+  }
+  if (n_kv <= 0 || p.n_head <= 0) return true;
+  int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
+  int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
+  if (part != nullptr) {
+    lo = std::max(lo, part->begin);
+    hi = std::min(hi, part->end - 1);
+  }
+  if (hi < lo) return true;
+  const int full_group = p.n_head / p.n_head_kv;
+  const int n_heads = head_end - head_begin;
+  const int32_t n = hi - lo + 1;
+  const int32_t n_pad = (n + kKeyBlock - 1) / kKeyBlock * kKeyBlock;
+  const int nbk = dk / kQK, nbv = dv / kQK;
+  const int kvh_first = head_begin / full_group, kvh_last = (head_end - 1) / full_group;
+  // scratch: scores then probabilities [n_heads][n_pad], then [n_heads][nbk] QBlocks (32-byte aligned)
+  constexpr size_t kFloatsPerQBlock = sizeof(QBlock) / sizeof(float);
+  // (for an F16 cache: [n_heads][dk] floats of Q rounded to F16)
+  scratch.resize(static_cast<size_t>(n_heads) * n_pad + static_cast<size_t>(n_heads) * nbk * kFloatsPerQBlock +
+                 static_cast<size_t>(n_heads) * dk + 8);
+  float* scores = scratch.data();
+  auto* qb = reinterpret_cast<QBlock*>(
+      (reinterpret_cast<uintptr_t>(scores + static_cast<size_t>(n_heads) * n_pad) + 31) & ~static_cast<uintptr_t>(31));
+  float* qf = reinterpret_cast<float*>(qb);
+  for (int h = 0; h < n_heads && T == DType::kF16; ++h) {
+    for (int c = 0; c < dk; c += 8) {
+      const __m256 x = _mm256_loadu_ps(q + static_cast<int64_t>(head_begin + h) * dk + c);
+      _mm256_storeu_ps(qf + static_cast<size_t>(h) * dk + c, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+    }
+  }
+  for (int h = 0; h < n_heads && T != DType::kF16; ++h) {
+    prepare_q_blocks(q + static_cast<int64_t>(head_begin + h) * dk, dk, qb + static_cast<size_t>(h) * nbk);
+  }
+  const size_t k_begin = head_offset<T>(kvh_first, dk), k_end = head_offset<T>(kvh_last + 1, dk);
+  const size_t v_begin = head_offset<T>(kvh_first, dv), v_end = head_offset<T>(kvh_last + 1, dv);
+
+  for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+    const int m = std::min<int32_t>(kKeyBlock, n - j0);
+    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const int h0 = std::max(kvh * full_group, head_begin);
+      const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
+      for (int g0 = 0; g0 < gsize; g0 += kHeadsPerPass) {
+        const int r = h0 - head_begin + g0;
+        if constexpr (T == DType::kF16) {
+          score_block_f16(rows, m, head_offset<T>(kvh, dk), dk, qf + static_cast<size_t>(r) * dk,
+                          std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
+        } else {
+          score_block<T>(rows, m, head_offset<T>(kvh, dk), nbk, qb + static_cast<size_t>(r) * nbk,
+                         std::min(kHeadsPerPass, gsize - g0), p, n_pad, scores + static_cast<size_t>(r) * n_pad + j0);
+        }
+      }
+    }
+  }
+
+  for (int h = 0; h < n_heads; ++h) {
+    float* s = scores + static_cast<size_t>(h) * n_pad;
+    for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
+    __m256 mx = _mm256_set1_ps(-INFINITY);
+    for (int32_t j = 0; j < n_pad; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, mx);
+    const float max_s = *std::max_element(lanes, lanes + 8);
+    const __m256 max = _mm256_set1_ps(max_s);
+    __m256d sum0 = _mm256_setzero_pd(), sum1 = _mm256_setzero_pd();
+    for (int32_t j = 0; j < n_pad; j += 8) {
+      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), max));
+      _mm256_storeu_ps(s + j, e);
+      sum0 = _mm256_add_pd(sum0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+      sum1 = _mm256_add_pd(sum1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    }
+    alignas(32) double dl[4];
+    _mm256_store_pd(dl, _mm256_add_pd(sum0, sum1));
+    const double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    if (stats != nullptr) {
+      stats[2 * (head_begin + h)] = max_s;
+      stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
+    }
+    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / total));
+    for (int32_t j = 0; j < n_pad; j += 8) {
+      __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + j), inv);
+      if constexpr (T == DType::kF16) pr = _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT));
+      _mm256_storeu_ps(s + j, pr);
+    }
+  }
+
+  for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
+    const int m = std::min<int32_t>(kKeyBlock, n - j0);
+    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
+    for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const int h0 = std::max(kvh * full_group, head_begin);
+      const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
+      if constexpr (T == DType::kF16) {
+        value_block_f16(rows, m, head_offset<T>(kvh, dv), scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0, n_pad,
+                        gsize, out + static_cast<int64_t>(h0) * dv, dv);
+        continue;
+      }
+      value_block<T>(rows, m, head_offset<T>(kvh, dv), nbv, scores + static_cast<size_t>(h0 - head_begin) * n_pad + j0,
+                     n_pad, gsize, out + static_cast<int64_t>(h0) * dv, dv);
+    }
+  }
+  return true;
+}
+
+bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                      int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                      std::vector<float>& scratch) {
+  if (p.sinks != nullptr) return false;  // the portable path handles sinks
+  switch (kv.type) {
+    case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    case DType::kQ4_0: return attention_step<DType::kQ4_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+    default: return false;
+  }
+}
+
+}  // namespace
+
+void fill_avx2_attention_decode_kernels(KernelTable& t) { t.attention_decode = attention_decode; }
+
+}  // namespace hearth::kernels
