@@ -38,6 +38,7 @@
 #include "util/file_io.h"
 #include "util/log.h"
 #include "util/byte_size.h"
+#include "util/file_keyed_cache.h"
 #include "util/system_memory.h"
 
 namespace hearth::app {
@@ -165,22 +166,21 @@ int fail(const std::string& message, int status = 2) {
   return status;
 }
 
-// The GPUs this server can use, one line each, as ollama lists them at start.
-void print_gpu_devices() {
+// The GPUs this server can use, one line each, as ollama lists them at start. The router (store
+// mode) runs no kernel, so it discovers them in a child process: in-process discovery would keep
+// the Vulkan loader and every driver mapped (lavapipe's libLLVM: ~50 MiB of its idle RSS). It
+// forks, so it runs before any thread starts.
+std::string gpu_device_lines(bool in_child) {
   const char* hearth_gpu = std::getenv("HEARTH_GPU");
   if (hearth_gpu != nullptr && device::gpu_disabled(hearth_gpu)) {
-    std::printf("hearth: HEARTH_GPU=%s: models run on the CPU\n", hearth_gpu);
-    return;
+    return std::string("hearth: HEARTH_GPU=") + hearth_gpu + ": models run on the CPU\n";
   }
-  auto devices = device::list_devices();
-  if (!devices.ok()) {
-    std::printf("hearth: no GPU (%s); models run on the CPU\n", devices.error().message.c_str());
-    return;
-  }
-  if (devices->empty()) std::printf("hearth: no GPU; models run on the CPU\n");
-  for (size_t i = 0; i < devices->size(); ++i) {
-    std::printf("hearth: GPU %s\n", device::describe_device(i, (*devices)[i]).c_str());
-  }
+  auto devices = in_child ? device::list_devices_in_child() : device::list_devices();
+  if (!devices.ok()) return "hearth: no GPU (" + devices.error().message + "); models run on the CPU\n";
+  if (devices->empty()) return "hearth: no GPU; models run on the CPU\n";
+  std::string lines;
+  for (size_t i = 0; i < devices->size(); ++i) lines += "hearth: GPU " + device::describe_device(i, (*devices)[i]) + "\n";
+  return lines;
 }
 
 // Sets o.n_ctx (all slots together): --ctx-size when given (llama-server's meaning, split among
@@ -375,28 +375,16 @@ start_model_router(const Settings& s, const engine::ContextOptions& base, const 
   const auto slots = static_cast<uint64_t>(std::max<int64_t>(1, s.get_int("parallel")));
   // Estimates by blob (path, size and mtime): every routed request asks for a spec, and reading a
   // large vocabulary's GGUF header each time cost ~15 ms per request with a 1B model.
-  auto estimates = std::make_shared<std::pair<std::mutex, std::map<std::string, engine::MemoryEstimate>>>();
-  auto make_spec = [base, batch, paths, slots, estimates](const store::ModelDescription& d) {
+  auto estimates = std::make_shared<FileKeyedCache<engine::MemoryEstimate>>(
+      [base, batch](const std::string& model_path) { return engine::estimate_memory(model_path, base, batch); });
+  auto make_spec = [paths, slots, estimates](const store::ModelDescription& d) {
     router::ModelLoadSpec spec;
     spec.name = d.stored.name.display();
     spec.key = d.stored.manifest_digest + " " + spec.name;
     // KV is committed as tokens arrive (elastic KV), so a model starts with weights + buffers;
     // what its KV commits later shows in the runner's reported memory.
     constexpr uint64_t kRunnerOverhead = 32u << 20;  // the runner process itself, tokenizer, a first KV chunk
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(d.model_path, ec);
-    const auto mtime = std::filesystem::last_write_time(d.model_path, ec);
-    const std::string blob_key = d.model_path + "\n" + std::to_string(size) + "\n" + std::to_string(mtime.time_since_epoch().count());
-    Result<engine::MemoryEstimate> need = make_error(ErrorKind::kNotFound, "not estimated");
-    {
-      std::lock_guard lock(estimates->first);
-      if (auto it = estimates->second.find(blob_key); it != estimates->second.end()) need = it->second;
-    }
-    if (!need.ok()) {
-      need = engine::estimate_memory(d.model_path, base, batch);
-      std::lock_guard lock(estimates->first);
-      if (need.ok() && !ec) estimates->second[blob_key] = *need;
-    }
+    const Result<engine::MemoryEstimate> need = estimates->get(d.model_path);
     spec.need_bytes = (need.ok() ? need->weights_bytes + need->work_bytes : 0) + kRunnerOverhead;
     // Its first KV, for the machine-wide KV budget: one slot's full context.
     spec.kv_need_bytes = need.ok() ? need->kv_bytes / slots : 0;
@@ -487,6 +475,7 @@ int run_serve(const CommandArgs& args) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
+  const std::string gpu_lines = gpu_device_lines(store_mode);
   // Router mode's settings are checked before anything is bound.
   Result<std::pair<std::shared_ptr<router::ModelRouter>, std::function<router::ModelLoadSpec(const store::ModelDescription&)>>> routed =
       make_error(ErrorKind::kUnavailable, "no router");
@@ -499,7 +488,7 @@ int run_serve(const CommandArgs& args) {
   http.start();
   const std::string shown_host = o.host.find(':') != std::string::npos ? "[" + o.host + "]" : o.host;
   std::printf("hearth: listening on %s://%s:%d\n", o.tls_cert_file.empty() ? "http" : "https", shown_host.c_str(), http.port());
-  print_gpu_devices();
+  std::fputs(gpu_lines.c_str(), stdout);
   std::fflush(stdout);
   if (store_mode) {
     std::string fallbacks;

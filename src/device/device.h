@@ -41,6 +41,11 @@ bool vulkan_built();
 // memory, most first. Fails (kUnavailable, with the reason) when libvulkan or a driver is
 // missing or broken; an empty list means Vulkan works but reports no device.
 Result<std::vector<DeviceInfo>> list_devices();
+// list_devices() run in a child process that exits after answering: the same list (or error),
+// with nothing of the Vulkan loader or its drivers left mapped in this process. For a process
+// that shows the devices but never runs a kernel (the router). Call it before starting threads
+// (it forks). Errors also when the child crashes or stalls (30 s).
+Result<std::vector<DeviceInfo>> list_devices_in_child();
 
 // The device to use from an ordered list and the HEARTH_GPU value (empty: automatic):
 // "none" -> nullopt; a number -> that position in the list; other text -> the first device

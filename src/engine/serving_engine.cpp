@@ -631,10 +631,7 @@ void ServingEngine::Impl::trim_when_idle() {
 // A request just finished: cached prefixes held by the cache alone beyond busy_cache_bytes are
 // evicted (least recently used, whole chunks first) and the chunks that frees go back.
 void ServingEngine::Impl::trim_while_busy() {
-  kv::KvCache& kv = ctx_.kv();
-  const kv::KvCacheStats st = kv.stats();
-  if (static_cast<size_t>(st.blocks_evictable) * kv.pool().block_bytes() <= opts_.busy_cache_bytes) return;
-  (void)kv.trim_cache(opts_.busy_cache_bytes);
+  (void)ctx_.kv().trim_cache_if_over(opts_.busy_cache_bytes);
 }
 
 // Over a KV limit, cached blocks go first; then idle slots' own sequences (least recently used

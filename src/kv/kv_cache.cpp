@@ -285,9 +285,16 @@ int32_t KvCache::cached_prefix(std::span<const int32_t> tokens) const {
   return adoptable(prefix_.lookup(tokens), static_cast<int32_t>(tokens.size()));
 }
 
-int32_t KvCache::trim_cache(size_t keep_bytes) {
+int32_t KvCache::trim_cache(size_t keep_bytes) { return trim_evictable(prefix_.n_evictable(pool_), keep_bytes); }
+
+int32_t KvCache::trim_cache_if_over(size_t cap_bytes) {
+  const int32_t evictable = prefix_.n_evictable(pool_);
+  if (static_cast<size_t>(evictable) * pool_.block_bytes() <= cap_bytes) return 0;
+  return trim_evictable(evictable, cap_bytes);
+}
+
+int32_t KvCache::trim_evictable(int32_t evictable, size_t keep_bytes) {
   const uint64_t released_before = pool_.stats().chunks_released_total;  // evicting may release too
-  int32_t evictable = prefix_.n_evictable(pool_);
   const size_t block = pool_.block_bytes();
   while (evictable > 0 && static_cast<size_t>(evictable) * block > keep_bytes) {
     if (!prefix_.evict_one(pool_, EvictOrder::kEmptyChunks)) break;

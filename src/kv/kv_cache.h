@@ -88,6 +88,10 @@ class KvCache {
   // most keep_bytes of them remain, then gives every empty chunk beyond the pool's reserve
   // back to the OS. Returns the chunks released.
   int32_t trim_cache(size_t keep_bytes);
+  // trim_cache(cap) only when the evictable cached blocks are over `cap` bytes; otherwise
+  // nothing (no chunk is released either). One count of the evictable blocks serves both the
+  // check and the trim (the engine calls it after every finished request).
+  int32_t trim_cache_if_over(size_t cap_bytes);
   // Brings committed memory under the pool's limit as far as cached blocks allow (running
   // sequences keep theirs). Returns the chunks released.
   int32_t enforce_limit();
@@ -115,6 +119,8 @@ class KvCache {
   int32_t block_tokens() const { return pool_.layout().block_tokens; }
 
  private:
+  // trim_cache with the evictable block count already known.
+  int32_t trim_evictable(int32_t evictable, size_t keep_bytes);
   KvCache(KvBlockPool pool, const KvCacheOptions& options)
       : pool_(std::move(pool)), prefix_(options.model_seed, pool_.layout().block_tokens),
         prefix_sharing_(options.prefix_sharing) {}

@@ -325,6 +325,7 @@ std::vector<LoadedModelStatus> ModelRouter::loaded() const {
     s.runner = e->runner;
     s.memory_bytes = e->runner ? std::max(e->runner->memory_bytes(), e->spec.need_bytes) : e->spec.need_bytes;
     s.in_flight = e->runner ? e->runner->in_flight() : 0;
+    s.last_used = e->last_used;
     if (e->keep_alive_ms >= 0) s.expires = e->idle_since.value_or(now) + std::chrono::milliseconds(e->keep_alive_ms);
     out.push_back(std::move(s));
   }

@@ -85,6 +85,7 @@ struct LoadedModelStatus {
   uint64_t memory_bytes = 0;
   int32_t in_flight = 0;
   std::optional<RouterClock::time_point> expires;  // nullopt: never (or busy)
+  RouterClock::time_point last_used{};             // the last request that took it (its load is one)
   std::shared_ptr<ModelRunner> runner;             // null while loading
 };
 

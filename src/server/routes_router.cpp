@@ -31,7 +31,7 @@ bool require_router(const RouteCall& call) {
 // Every stored model's status object as llama-server's router reports it: "value" is loaded,
 // loading or unloaded; a loading model adds "progress" (0..1, Hearth's addition), and a model
 // whose last load failed adds "failed": true with the reason.
-std::map<std::string, Json> model_statuses(State& s, const std::vector<protocol::ModelInfo>& cards) {
+std::map<std::string, Json> model_statuses(State& s, const std::vector<std::string>& stored_names) {
   std::map<std::string, Json> status;
   for (const auto& m : s.router->loaded()) {
     Json st = {{"value", m.loading ? "loading" : "loaded"}};
@@ -39,41 +39,65 @@ std::map<std::string, Json> model_statuses(State& s, const std::vector<protocol:
     status[m.name] = std::move(st);
   }
   const auto failed = s.router->failed_loads();
-  for (const auto& card : cards) {
-    if (status.count(card.name) != 0) continue;
+  for (const auto& name : stored_names) {
+    if (status.count(name) != 0) continue;
     Json st = {{"value", "unloaded"}};
-    if (auto it = failed.find(card.name); it != failed.end()) {
+    if (auto it = failed.find(name); it != failed.end()) {
       st["failed"] = true;
       st["error"] = it->second.message;
     }
-    status[card.name] = std::move(st);
+    status[name] = std::move(st);
   }
   return status;
 }
 
+std::vector<std::string> stored_names(const State& s) {
+  std::vector<std::string> names;
+  for (const auto& card : stored_model_cards(s)) names.push_back(card.name);
+  return names;
+}
+
 // GET /models/sse: the model status feed of llama-server's router mode. Each change (a model
-// starts loading, makes progress, is loaded, fails, is unloaded) is one event whose data is the
-// model's /models entry ({"id", "status"}); the stream opens with every stored model's status
-// and sends a comment line every 15 s while nothing changes. It ends when the client leaves or
-// the server stops.
+// starts loading, makes progress, is loaded, fails, is unloaded, is added to or removed from the
+// store) is one event whose data is the model's /models entry ({"id", "status"}; a removed
+// model's status is {"value": "unloaded", "removed": true}); the stream opens with every stored
+// model's status and sends a comment line every 15 s while nothing changes. It ends when the
+// client leaves or the server stops. The store's listing is kept between events and read again
+// only when this process changed the store (create, pull, copy, delete) or at each keep-alive
+// (for other processes' changes): a loading model's progress events never walk the store.
 void model_status_feed(const RouteCall& call) {
   State* state = &call.state;
   call.res.set_header("Cache-Control", "no-cache");
   call.res.set_chunked_content_provider("text/event-stream", [state](size_t, httplib::DataSink& sink) {
     std::map<std::string, Json> sent;
+    std::vector<std::string> names;
     uint64_t version = 0;
+    uint64_t store_version = 0;
     auto quiet_since = std::chrono::steady_clock::now();
     bool first = true;
     while (!state->stopping.load()) {
-      // Read the version before the statuses: a change made in between is sent next round.
+      // Read the versions before the statuses: a change made in between is sent next round.
       const uint64_t now_version = first ? state->router->wait_for_change(~uint64_t{0}, std::chrono::milliseconds(0))
                                          : state->router->wait_for_change(version, std::chrono::milliseconds(500));
+      const uint64_t now_store_version = state->options.store->manifest_changes();
+      const bool keep_alive_due = std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(15);
+      const bool store_changed = first || now_store_version != store_version || keep_alive_due;
       std::string text;
-      if (first || now_version != version) {
+      if (store_changed || now_version != version) {
         version = now_version;
-        auto statuses = model_statuses(*state, stored_model_cards(*state));
-        for (const auto& [name, st] : sent) {
-          if (statuses.count(name) == 0) statuses[name] = Json{{"value", "unloaded"}};  // removed from the store
+        if (store_changed) {
+          store_version = now_store_version;
+          names = stored_names(*state);
+        }
+        auto statuses = model_statuses(*state, names);
+        for (auto it = sent.begin(); it != sent.end();) {
+          if (statuses.count(it->first) != 0) {
+            ++it;
+            continue;
+          }
+          const Json gone = {{"value", "unloaded"}, {"removed", true}};
+          text += "event: model_status\ndata: " + api::dump_json(Json{{"id", it->first}, {"status", gone}}) + "\n\n";
+          it = sent.erase(it);
         }
         for (auto& [name, st] : statuses) {
           auto it = sent.find(name);
@@ -83,7 +107,7 @@ void model_status_feed(const RouteCall& call) {
         }
         first = false;
       }
-      if (text.empty() && std::chrono::steady_clock::now() - quiet_since > std::chrono::seconds(15)) text = ": keep-alive\n\n";
+      if (text.empty() && keep_alive_due) text = ": keep-alive\n\n";
       if (!text.empty()) {
         quiet_since = std::chrono::steady_clock::now();
         if (!sink.write(text.data(), text.size()) || !sink.is_writable()) return false;
@@ -103,7 +127,9 @@ void register_router_routes(State& s) {
   add_route(s, kDialect, "GET", "/models", [](const RouteCall& call) {
     if (!require_router(call)) return;
     const auto cards = stored_model_cards(call.state);
-    const auto statuses = model_statuses(call.state, cards);
+    std::vector<std::string> names;
+    for (const auto& card : cards) names.push_back(card.name);
+    const auto statuses = model_statuses(call.state, names);
     Json data = Json::array();
     for (const auto& card : cards) {
       auto it = statuses.find(card.name);

@@ -134,6 +134,7 @@ api::Json routed_ps_response(State& s) {
 std::shared_ptr<protocol::InferenceBackend> routed_backend(State& s, const std::string& name) {
   auto parsed = store::parse_model_name(name);
   std::shared_ptr<protocol::InferenceBackend> latest;
+  router::RouterClock::time_point latest_used{};
   for (const auto& m : s.router->loaded()) {
     if (!m.runner || !m.runner->alive()) continue;
     auto b = m.runner->backend();
@@ -142,7 +143,10 @@ std::shared_ptr<protocol::InferenceBackend> routed_backend(State& s, const std::
       auto it = s.routed.find(m.key);
       if (it != s.routed.end() && it->second->stored.name.same_as(*parsed)) return b;
     }
-    latest = b;
+    if (!latest || m.last_used > latest_used) {
+      latest = b;
+      latest_used = m.last_used;
+    }
   }
   return name.empty() ? latest : nullptr;
 }

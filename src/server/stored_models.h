@@ -35,8 +35,9 @@ Result<store::ModelName> model_name_field(const api::Json& body, const char* key
 
 // Router mode: /api/ps's models (loaded and loading) as ollama lists them.
 api::Json routed_ps_response(State& s);
-// Router mode: the backend of the loaded model the request names, or of the most recently
-// loaded one when it names none that is loaded (/metrics, /slots, /tokenize...); null if none.
+// Router mode: the backend of the loaded model the request names, or, when the name is empty,
+// of the loaded model a request took most recently (/slots, /tokenize... without a model); null
+// if none.
 std::shared_ptr<protocol::InferenceBackend> routed_backend(State& s, const std::string& name);
 
 // Unloads the loaded model if `name` names it.

@@ -71,7 +71,8 @@ std::vector<ModelName> manifest_names(const std::string& root) {
 }  // namespace
 
 ModelStore::ModelStore(std::string root, std::vector<std::string> read_only_roots)
-    : root_(std::move(root)), read_only_roots_(std::move(read_only_roots)), mu_(std::make_shared<std::mutex>()) {}
+    : root_(std::move(root)), read_only_roots_(std::move(read_only_roots)), mu_(std::make_shared<std::mutex>()),
+      changes_(std::make_shared<std::atomic<uint64_t>>(0)) {}
 
 ModelStore ModelStore::open_default() {
   std::string root = env_setting("HEARTH_MODELS").value_or("");
@@ -123,7 +124,9 @@ Status ModelStore::write_manifest(const ModelName& name, const Manifest& manifes
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (ec) return make_error(ErrorKind::kIo, "cannot create directory '" + path.parent_path().string() + "': " + ec.message());
-  return write_file_atomic(path.string(), manifest.to_json());
+  HEARTH_TRY(write_file_atomic(path.string(), manifest.to_json()));
+  changes_->fetch_add(1, std::memory_order_acq_rel);
+  return ok_status();
 }
 
 std::vector<StoredModel> ModelStore::list() const {
@@ -161,6 +164,7 @@ Status ModelStore::remove(const ModelName& name) const {
   std::lock_guard lock(*mu_);
   const fs::path path = fs::path(root_) / m.name.manifest_relpath();
   if (::unlink(path.c_str()) != 0) return make_error(ErrorKind::kIo, "cannot remove '" + path.string() + "'");
+  changes_->fetch_add(1, std::memory_order_acq_rel);
   HEARTH_TRY(fsync_directory(path.parent_path().string()));
   // Empty model/namespace/host directories go too (never manifests/ itself).
   std::error_code ec;

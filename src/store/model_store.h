@@ -13,6 +13,7 @@
 // copy or create that uses their blobs links them into the primary store first).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -131,6 +132,10 @@ class ModelStore {
   Status copy(const ModelName& from, const ModelName& to) const;
   // Removes a name and then every blob it referenced that no other manifest references.
   Status remove(const ModelName& name) const;
+  // Grows at every manifest this process writes or removes through this store or a copy of it
+  // (create, pull, copy, delete), so a reader can keep a listing until it changes. Writes by
+  // other processes do not count.
+  uint64_t manifest_changes() const { return changes_->load(std::memory_order_acquire); }
   // Drops blobs no manifest references and temporary files, both only when older than
   // `min_age` (a write in progress is younger). Partial downloads ("-partial") are kept.
   Result<GcReport> collect_garbage(std::chrono::seconds min_age) const;
@@ -141,6 +146,7 @@ class ModelStore {
   std::string root_;
   std::vector<std::string> read_only_roots_;
   std::shared_ptr<std::mutex> mu_;  // manifest writes, removals and gc within one process
+  std::shared_ptr<std::atomic<uint64_t>> changes_;
 };
 
 // "sha256:<hex>" -> "sha256-<hex>" (the blob file name).

@@ -1,9 +1,12 @@
 // The device layer on whatever Vulkan device the machine has (lavapipe in CI): discovery
-// order and HEARTH_GPU choice, buffers (round trips, accounting, the allocation limit used
-// to inject a device that runs out of memory midway), and a compute dispatch with a fence.
+// order and HEARTH_GPU choice, discovery in a child process that leaves nothing mapped, buffers
+// (round trips, accounting, the allocation limit used to inject a device that runs out of
+// memory midway), and a compute dispatch with a fence.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <numeric>
 #include <vector>
 
@@ -71,6 +74,54 @@ TEST(DeviceDiscovery, ListsDevicesInOrderWithMemory) {
     EXPECT_GT(d.total_bytes, 0u);
     EXPECT_LE(d.free_bytes, d.total_bytes);
     if (i > 0 && (*devices)[i - 1].kind == d.kind) EXPECT_GE((*devices)[i - 1].free_bytes, d.free_bytes);
+  }
+}
+
+// Whether this process has the Vulkan loader mapped.
+bool vulkan_loader_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("libvulkan") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// The router's discovery: the child's answer is the in-process one, and the caller maps none of
+// the loader. The mapping check runs in a fresh process (the death test's threadsafe style
+// re-runs this test binary), with in-process discovery after it as the control that the check
+// sees the loader when it is there.
+TEST(DeviceDiscovery, AChildProcessFindsTheSameDevicesAndLeavesNothingMapped) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        if (vulkan_loader_mapped()) std::_Exit(3);
+        (void)list_devices_in_child();
+        if (vulkan_loader_mapped()) std::_Exit(1);
+        if (list_devices().ok() && !vulkan_loader_mapped()) std::_Exit(2);
+        std::_Exit(0);
+      },
+      testing::ExitedWithCode(0), "");
+  auto child = list_devices_in_child();
+  auto here = list_devices();
+  ASSERT_EQ(child.ok(), here.ok()) << (child.ok() ? here.error().to_string() : child.error().to_string());
+  if (!here.ok()) {
+    EXPECT_EQ(child.error().message, here.error().message);
+    EXPECT_EQ(child.error().kind, here.error().kind);
+    return;
+  }
+  ASSERT_EQ(child->size(), here->size());
+  for (size_t i = 0; i < here->size(); ++i) {
+    const DeviceInfo &a = (*child)[i], &b = (*here)[i];
+    EXPECT_EQ(a.physical_index, b.physical_index);
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.vendor, b.vendor);
+    EXPECT_EQ(a.driver, b.driver);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.total_bytes, b.total_bytes);
+    EXPECT_EQ(a.budget_known, b.budget_known);
+    EXPECT_EQ(a.subgroup_size, b.subgroup_size);
+    EXPECT_EQ(a.subgroup_arithmetic, b.subgroup_arithmetic);
   }
 }
 

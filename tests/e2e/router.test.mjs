@@ -3,8 +3,8 @@
 // official ollama client; /api/ps; keep_alive 0 and keep_alive expiry (measured); a runner
 // killed with SIGKILL mid-stream fails only its own stream and is restarted by the next
 // request; a burst past the queue gets 503 + Retry-After while every accepted request completes;
-// llama-server's /models/sse status feed with load progress; single-model routes that name a
-// model; keep_alive on the embedding routes; a client that leaves while its model loads.
+// llama-server's /models/sse status feed with load progress and store changes; single-model routes that name a
+// model (or, naming none, the model used last); keep_alive on the embedding routes; a client that leaves while its model loads.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
@@ -247,6 +247,20 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     }
     assert.equal((await server.request('POST', '/models/unload', { model: 'embedder' })).status, 200);
     await feed.until((e) => e.id === 'embedder:latest' && e.status.value === 'unloaded' && feed.events.indexOf(e) > before, 'unloaded');
+    // The store's listing is kept between events: a model added to it (no model's status
+    // changes) and one removed from it are events of their own, and later events know of both.
+    const mark = feed.events.length;
+    const since = (pred) => (e) => feed.events.indexOf(e) >= mark && pred(e);
+    assert.equal((await server.request('POST', '/api/copy', { source: 'tiny', destination: 'tiny-copy' })).status, 200);
+    await feed.until(since((e) => e.id === 'tiny-copy:latest' && e.status.value === 'unloaded' && !e.status.removed), 'created');
+    assert.equal((await server.request('DELETE', '/api/delete', { model: 'tiny-copy' })).status, 200);
+    await feed.until(since((e) => e.id === 'tiny-copy:latest' && e.status.removed === true), 'removed');
+    assert.equal((await server.request('POST', '/models/load', { model: 'embedder' })).status, 200);
+    await feed.until(since((e) => e.id === 'embedder:latest' && e.status.value === 'loaded'), 'loaded after the store changed');
+    const after = feed.events.slice(mark);
+    assert.equal(after.filter((e) => e.id === 'tiny-copy:latest').length, 2, JSON.stringify(after));
+    assert.ok(!after.some((e) => e.status.removed && e.id !== 'tiny-copy:latest'), JSON.stringify(after));
+    assert.equal((await server.request('POST', '/models/unload', { model: 'embedder' })).status, 200);
     await feed.close();
   });
 
@@ -271,8 +285,15 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     assert.match(tmpl.json.prompt, /hi/);
     assert.equal((await server.request('GET', '/props?model=nobody')).status, 404);
     assert.equal((await server.request('POST', '/tokenize', { model: 5, content: 'x' })).status, 400);
-    // Without a model: a loaded model answers, as before.
-    assert.equal((await server.request('POST', '/tokenize', { content: 'x' })).status, 200);
+    // Without a model: the loaded model a request used last answers, whatever its name sorts as
+    // ("rand" sorts before "tiny", so both orders are checked).
+    const unnamed = async () => (await server.request('POST', '/tokenize', { content: 'Once upon a time' })).json.tokens;
+    await ollama.generate({ model: 'rand', prompt: '' });
+    assert.deepEqual(await unnamed(), rand.json.tokens, 'rand was used last');
+    await ollama.generate({ model: 'tiny', prompt: '' });
+    assert.deepEqual(await unnamed(), tiny.json.tokens, 'tiny was used last');
+    await ollama.generate({ model: 'rand', prompt: '' });
+    assert.deepEqual(await unnamed(), rand.json.tokens, 'rand was used last again');
   });
 
   it('honours keep_alive on /api/embed and /api/embeddings', async () => {

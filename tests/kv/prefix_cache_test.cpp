@@ -180,6 +180,35 @@ TEST(PrefixCache, TrimEvictsTheBlocksThatEmptyWholeChunks) {
   EXPECT_EQ(kv.cached_prefix(p1), 0);
 }
 
+// The engine's trim after each finished request: nothing at all while the evictable cached
+// blocks fit the cap (not even an empty chunk goes back), the same trim as trim_cache beyond it.
+TEST(PrefixCache, TrimIfOverTouchesNothingUnderTheCapAndTrimsOverIt) {
+  KvCacheOptions o;
+  o.model_seed = 42;
+  o.pool.background_commit = false;
+  o.pool.reserve_chunks = 1;  // one empty chunk stays committed after a free
+  auto made = KvCache::create(layout(), 16, o);  // 4 chunks of 4 blocks
+  ASSERT_TRUE(made.ok());
+  KvCache kv = std::move(made).value();
+  const std::vector<int32_t> p1 = iota(8, 100);
+  kv.seq_free(evaluated(kv, p1));  // chunk 0: 2 cached blocks
+  const int32_t scratch = kv.seq_create();
+  ASSERT_TRUE(kv.seq_append(scratch, 16).ok());  // 4 blocks: the rest of chunk 0, half of chunk 1
+  kv.seq_free(scratch);                          // unpublished: chunk 1 is empty, kept as the reserve
+  EXPECT_EQ(kv.stats().pool.committed_bytes, 4 * kMiB);
+  EXPECT_EQ(kv.stats().blocks_evictable, 2);
+  EXPECT_EQ(kv.trim_cache_if_over(2 * kv.pool().block_bytes()), 0);
+  EXPECT_EQ(kv.stats().pool.committed_bytes, 4 * kMiB);  // under the cap even the empty chunk stays
+  EXPECT_EQ(kv.stats().evictions_total, 0u);
+  EXPECT_EQ(kv.cached_prefix(p1), 8);
+  // One block over the cap: the cache keeps one block and the empty chunk goes back.
+  EXPECT_EQ(kv.trim_cache_if_over(kv.pool().block_bytes()), 1);
+  EXPECT_EQ(kv.stats().blocks_evictable, 1);
+  EXPECT_EQ(kv.stats().evictions_total, 1u);
+  EXPECT_EQ(kv.cached_prefix(p1), 4);
+  EXPECT_EQ(kv.stats().pool.committed_bytes, 2 * kMiB);
+}
+
 TEST(PrefixCache, LoweringTheLimitEvictsCachedBlocksAndKeepsRunningOnes) {
   KvCache kv = make_cache(16);
   const int32_t running = kv.seq_create();

@@ -86,6 +86,22 @@ TEST(ModelRouter, LoadsOnFirstUseAndReusesTheRunner) {
   EXPECT_EQ(loaded_keys(r), std::vector<std::string>{"a"});
 }
 
+TEST(ModelRouter, ReportsWhenEachModelWasLastUsed) {
+  Harness h;
+  ModelRouter r(h.options(), h.starter());
+  { ASSERT_TRUE(r.acquire(spec("b"), std::nullopt).ok()); }
+  const auto b_loaded = h.now;
+  h.now += std::chrono::seconds(1);
+  { ASSERT_TRUE(r.acquire(spec("a"), std::nullopt).ok()); }
+  h.now += std::chrono::seconds(1);
+  { ASSERT_TRUE(r.acquire(spec("b"), std::nullopt).ok()); }  // b again, not loaded again
+  std::map<std::string, RouterClock::time_point> used;
+  for (const auto& m : r.loaded()) used[m.key] = m.last_used;
+  EXPECT_EQ(used.at("a"), b_loaded + std::chrono::seconds(1));
+  EXPECT_EQ(used.at("b"), b_loaded + std::chrono::seconds(2));
+  EXPECT_EQ(h.loads.load(), 2);
+}
+
 TEST(ModelRouter, ConcurrentRequestsShareOneLoad) {
   Harness h;
   std::promise<void> release;

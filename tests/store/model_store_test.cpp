@@ -1,6 +1,6 @@
 // ModelStore: manifests round-trip, blobs are verified before they are kept, copy/remove/gc
-// keep the store consistent, GGUF imports share the file (hard link), and an ollama store is
-// read as a fallback without being written.
+// keep the store consistent (and count as manifest changes), GGUF imports share the file (hard
+// link), and an ollama store is read as a fallback without being written.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,6 +39,27 @@ TEST(Manifest, RoundTripsAndRejectsBadDigests) {
   EXPECT_FALSE(Manifest::parse(bad).ok());
   EXPECT_FALSE(Manifest::parse("[]").ok());
   EXPECT_FALSE(Manifest::parse("{\"config\":{}}").ok());
+}
+
+// The change counter a listing cache (the router's /models/sse) keys on: every manifest written
+// or removed counts, through any copy of the store; reads and failed writes do not.
+TEST(ModelStore, ManifestChangesCountWritesAndRemovalsOnly) {
+  ModelStore store(hearth::test::make_temp_dir());
+  const ModelStore same = store;  // the server's routes and its feed hold copies
+  EXPECT_EQ(store.manifest_changes(), 0u);
+  put_model(store, "alpha", "weights-a");
+  const uint64_t after_put = same.manifest_changes();
+  EXPECT_GE(after_put, 1u);
+  (void)store.list();
+  (void)store.resolve(name_of("alpha"));
+  EXPECT_EQ(same.manifest_changes(), after_put);
+  ASSERT_TRUE(store.copy(name_of("alpha"), name_of("beta")).ok());
+  EXPECT_EQ(same.manifest_changes(), after_put + 1);
+  EXPECT_FALSE(store.copy(name_of("nobody"), name_of("gamma")).ok());
+  EXPECT_FALSE(store.remove(name_of("nobody")).ok());
+  EXPECT_EQ(same.manifest_changes(), after_put + 1);
+  ASSERT_TRUE(store.remove(name_of("beta")).ok());
+  EXPECT_EQ(same.manifest_changes(), after_put + 2);
 }
 
 TEST(ModelStore, PutResolveListCopyRemove) {

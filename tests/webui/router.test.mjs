@@ -137,7 +137,7 @@ describe('web UI: router mode', { skip }, () => {
     assert.equal(await picker.locator('option[value="rand:latest"]').textContent(), 'rand:latest');
   });
 
-  it('a load and an unload started elsewhere show in the picker without a reload: the status feed, else polling', async () => {
+  it('a load, an unload, a copy and a delete made elsewhere show in the picker without a reload: the status feed, else polling', async () => {
     await page.goto(server.url + '/');
     const picker = page.getByRole('combobox', { name: 'Model' });
     const rand = picker.locator('option[value="rand:latest"]');
@@ -171,6 +171,13 @@ describe('web UI: router mode', { skip }, () => {
     await page.unroute('**/models/sse');
     await page.reload();
     await picker.and(page.locator('[data-watch=feed]')).waitFor({ timeout: WAIT });
+    // Store changes made elsewhere, with the feed open: a copy shows in the picker, and its
+    // delete (a `removed` event) takes it out again.
+    const copy = picker.locator('option[value="rand-copy:latest"]');
+    assert.equal((await server.request('POST', '/api/copy', { source: 'rand', destination: 'rand-copy' })).status, 200);
+    await copy.waitFor({ state: 'attached', timeout: WAIT });
+    assert.equal((await server.request('DELETE', '/api/delete', { model: 'rand-copy' })).status, 200);
+    await copy.waitFor({ state: 'detached', timeout: WAIT });
   });
 
   it('a runner killed mid-answer: the page says the answer broke off, keeps the text, and Regenerate works', async () => {

@@ -50,7 +50,7 @@ async function refreshStates(): Promise<void> {
 
 // Follows the router's status feed until it ends or fails; true if it was open. Each event is
 // one model's /models entry; a model the page does not know yet (pulled or created elsewhere)
-// refreshes the stored list.
+// or one removed from the store (deleted elsewhere) refreshes the stored list.
 async function followFeed(): Promise<boolean> {
   const abort = new AbortController();
   let opened = false;
@@ -69,7 +69,9 @@ async function followFeed(): Promise<boolean> {
       }
       if (typeof entry.id !== 'string') return;
       models.state = { ...models.state, [entry.id]: stateOf(entry) };
-      if (!models.stored.some((m) => m.name === entry.id)) void refreshModels();
+      // A model removed from the store ({"removed": true}) or one the page does not know yet.
+      const removed = !!entry.status && typeof entry.status === 'object' && (entry.status as { removed?: unknown }).removed === true;
+      if (removed || !models.stored.some((m) => m.name === entry.id)) void refreshModels();
     }, abort.signal);
   } catch {
     // a dropped connection or a server that went away: polled below, then tried again
