@@ -14,6 +14,9 @@ Result<KvCache> KvCache::create(const KvLayout& layout, int32_t n_blocks, const 
                                                        std::to_string(layout.n_layers) + ")");
   }
   const auto n_sliding = static_cast<int32_t>(std::count(sw.layers.begin(), sw.layers.end(), true));
+  if (sw.window > 0 && n_sliding > 0 && n_sliding < layout.n_layers && layout.offloaded_layers > 0) {
+    return make_error(ErrorKind::kUnsupported, "sliding-window layers with layers offloaded to a device");
+  }
   if (sw.window == 0 || n_sliding == 0 || n_sliding == layout.n_layers) {
     HEARTH_ASSIGN(KvBlockPool pool, KvBlockPool::create(layout, n_blocks, options.pool));
     return KvCache(std::move(pool), options);
