@@ -41,7 +41,7 @@ struct NormPush {
 struct PointwisePush {
   uint32_t n, op;
   float s;
-  uint32_t pad;
+  uint32_t width;  // add_rows' row width
 };
 struct RopePush {
   uint32_t n_heads, head_dim, rope_dims, style;
@@ -174,10 +174,10 @@ Status VulkanOps::softmax(device::Recorder& rec, const device::Buffer& x, uint32
 }
 
 Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n,
-                            uint32_t op, float s) {
+                            uint32_t op, float s, uint32_t width) {
   auto p = pipeline("pointwise", false, 2, sizeof(PointwisePush));
   if (!p.ok()) return p.error();
-  PointwisePush push{n, op, s, 0};
+  PointwisePush push{n, op, s, width};
   const uint32_t groups = (n + kPointwiseGroup - 1) / kPointwiseGroup;
   const uint32_t gx = std::min(groups, kMaxGroupsX);
   const uint32_t gy = (groups + gx - 1) / std::max(gx, 1u);
@@ -186,6 +186,11 @@ Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, cons
 
 Status VulkanOps::add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
   return pointwise(rec, y, x, n, 0, 0.0f);
+}
+Status VulkanOps::add_rows(device::Recorder& rec, const device::Buffer& y, const device::Buffer& row, uint32_t width,
+                           uint32_t n_rows) {
+  if (width == 0) return make_error(ErrorKind::kInvalidArgument, "add_rows: empty rows");
+  return pointwise(rec, y, row, width * n_rows, 5, 0.0f, width);
 }
 Status VulkanOps::mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
   return pointwise(rec, y, x, n, 1, 0.0f);
