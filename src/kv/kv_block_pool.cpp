@@ -327,7 +327,7 @@ KvPoolStats KvBlockPool::stats() const {
   s.mirror_reserved_bytes = n_chunks_ * sh.mirror_chunk_bytes.load();
   s.mirror_committed_bytes = static_cast<size_t>(std::max<int64_t>(0, sh.mirror_chunks.load())) * sh.mirror_chunk_bytes.load();
   s.mirror_chunks_released_total = sh.mirror_chunks_released_total.load();
-  s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(blocks_per_chunk_);
+  s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(chunk_slots());
   return s;
 }
 

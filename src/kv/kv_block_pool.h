@@ -12,6 +12,7 @@
 // thread (the engine's); stats() and set_limit() may be called from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -128,6 +129,14 @@ class KvBlockPool {
   size_t k_row_bytes() const { return k_row_bytes_; }
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
+  // Bytes one block holds here and in the mirror together: what caching a block costs, the
+  // same whichever layers are offloaded (engine thread, like allocation).
+  size_t block_bytes_with_mirror() const {
+    return block_bytes_ + (mirror_ != nullptr ? mirror_->chunk_bytes() / static_cast<size_t>(chunk_slots()) : 0);
+  }
+  // Blocks a chunk holds rows for: blocks_per_chunk(), or fewer when the whole pool is smaller
+  // (a mirror need not size its one chunk for blocks that do not exist).
+  int32_t chunk_slots() const { return std::min(blocks_per_chunk_, n_blocks_); }
   size_t bytes_reserved() const { return n_chunks_ * chunk_stride_; }
 
   // Chunks: blocks [c * blocks_per_chunk, (c + 1) * blocks_per_chunk) live in chunk c.

@@ -291,7 +291,7 @@ int32_t KvCache::cached_prefix(std::span<const int32_t> tokens) const {
 int32_t KvCache::trim_cache(size_t keep_bytes) {
   const uint64_t released_before = pool_.stats().chunks_released_total;  // evicting may release too
   int32_t evictable = prefix_.n_evictable(pool_);
-  const size_t block = pool_.block_bytes();
+  const size_t block = pool_.block_bytes_with_mirror();
   while (evictable > 0 && static_cast<size_t>(evictable) * block > keep_bytes) {
     if (!prefix_.evict_one(pool_, EvictOrder::kEmptyChunks)) break;
     ++evictions_total_;

@@ -169,8 +169,11 @@ TEST_F(ServingEngineTest, DeviceKvComesWithAConversationAndGoesBackWhenIdle) {
   EXPECT_EQ(m.kv_device_bytes_committed, chunk);
   const auto slots = engine->slots();
   ASSERT_EQ(slots.size(), 1u);
-  // About 42 tokens: 3 blocks, every layer of them on the device (so the CPU block's size).
-  EXPECT_EQ(slots[0].kv_device_bytes, 3 * (*ctx)->kv().pool().block_bytes());
+  // About 42 tokens: 3 blocks, every layer's F16 rows of them on the device, none on the CPU.
+  const kv::KvBlockPool& pool = (*ctx)->kv().pool();
+  const size_t layer_rows = static_cast<size_t>(pool.layout().block_tokens) * (pool.k_row_bytes() + pool.v_row_bytes());
+  EXPECT_EQ(slots[0].kv_device_bytes, 3 * static_cast<size_t>(pool.layout().n_layers) * layer_rows);
+  EXPECT_EQ(pool.block_bytes(), 0u);
   EXPECT_GE((*ctx)->device_bytes() - weights, chunk);
   for (int i = 0; i < 300; ++i) {  // up to 3 s
     m = engine->metrics();

@@ -149,6 +149,16 @@ TEST(KvMirror, OffloadedLayersKeepNoRowsInThePool) {
   EXPECT_TRUE(m.live.empty());
   ASSERT_TRUE(all->attach_mirror(nullptr).ok());
 
+  // A pool of fewer blocks than a chunk holds: the mirror's one chunk needs rows for those only.
+  auto small = KvBlockPool::create(all_layout, 20, opts);
+  ASSERT_TRUE(small.ok()) << small.error().to_string();
+  EXPECT_EQ(small->chunk_slots(), 20);
+  RecordingMirror sm;
+  ASSERT_TRUE(small->attach_mirror(&sm).ok());
+  EXPECT_EQ(small->block_bytes_with_mirror(), 1000u / 20);
+  EXPECT_EQ(small->stats().mirror_block_bytes, 1000u / 20);
+  ASSERT_TRUE(small->attach_mirror(nullptr).ok());
+
   KvLayout bad = chunky_layout();
   bad.offloaded_layers = 17;
   EXPECT_EQ(KvBlockPool::create(bad, 64, opts).error().kind, ErrorKind::kInvalidArgument);

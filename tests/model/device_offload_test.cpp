@@ -66,12 +66,12 @@ TEST_P(DeviceOffloadGolden, MatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Models, DeviceOffloadGolden,
                          // Q8_0 with a split runs in RunningOutOfDeviceMemoryFallsBackToASplit; Q4_K_M
-                         // holds Q4_K and Q6_K matrices. Q4_0, Q6_K and Q5_K_M pass too (tried by
+                         // holds Q4_K and Q6_K matrices; qwen3 has QK norms (qwen2's biases: against
+                         // the CPU in DeviceOffloadArch, qwen2-F32 here too when tried by hand). Q4_0, Q6_K and Q5_K_M pass too (tried by
                          // hand) but cost CI seconds on lavapipe.
                          ::testing::Values(OffloadCase{"stories260K-llama-f32", 99}, OffloadCase{"stories260K-llama-f32", -2},
                                            OffloadCase{"llama-F32", 99}, OffloadCase{"llama-F16", -2},
-                                           OffloadCase{"llama-Q4_K_M", 99}, OffloadCase{"qwen2-F32", 99},
-                                           OffloadCase{"qwen3-F32", 99}),
+                                           OffloadCase{"llama-Q4_K_M", 99}, OffloadCase{"qwen3-F32", 99}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
