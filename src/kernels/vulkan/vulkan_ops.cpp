@@ -150,13 +150,16 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
                          DeviceSpan y, uint32_t y_stride) {
   const char* name = matmul_shader(w.type);
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
-  if (w.rows > kMaxGroupsX) return make_error(ErrorKind::kUnsupported, "device matmul: more than 65535 rows");
   auto p = pipeline(name, true, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
   MatmulPush push{static_cast<uint32_t>(w.cols), static_cast<uint32_t>(w.rows), n_tokens,
                   static_cast<uint32_t>(w.row_bytes), x.offset, x_stride, y.offset, y_stride};
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, static_cast<uint32_t>(w.rows),
-                      (n_tokens + kMatmulTile - 1) / kMatmulTile);
+  // One workgroup per row: more than 65535 rows go on in z (the shader skips the excess).
+  const auto rows = static_cast<uint32_t>(w.rows);
+  const uint32_t gx = std::max(std::min(rows, kMaxGroupsX), 1u);
+  const uint32_t gz = (rows + gx - 1) / gx;
+  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, gx,
+                      (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
 }
 
 Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight,
