@@ -16,6 +16,7 @@ packages=(
   chromium                            # the web UI's browser tests (tests/webui, playwright-core drives it)
   libvulkan-dev glslc                 # the Vulkan backend: headers (the loader is dlopened) and the shader compiler
   mesa-vulkan-drivers                 # lavapipe: Vulkan on the CPU, so the GPU tests run everywhere
+  vulkan-validationlayers             # the Khronos validation layer: GPU tests run under it (tests/device/vulkan_validation_test.sh)
 )
 
 missing=()

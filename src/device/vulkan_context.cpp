@@ -129,6 +129,30 @@ struct Context::Impl {
     return ok_status();
   }
 
+  // Transfers (upload, copy, fill) run in their own submissions, and a fence or queue wait
+  // orders execution but makes no device write visible to later commands: a transfer waits
+  // behind a barrier for earlier shader and transfer work on the buffers it touches (write
+  // after read, write after write), and its writes are made visible to every later command,
+  // compute shaders included, by a barrier after it (later submissions on the queue are in
+  // its second scope).
+  void before_transfer(VkCommandBuffer cb) const {
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+    api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
+                             nullptr, 0, nullptr);
+  }
+  void after_transfer(VkCommandBuffer cb) const {
+    VkMemoryBarrier mb{};
+    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                       VK_ACCESS_TRANSFER_WRITE_BIT;
+    api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
+                             nullptr, 0, nullptr);
+  }
+
   // Records one command buffer with `record`, submits it and waits.
   template <typename F>
   Status run_once(F&& record) {
@@ -330,7 +354,11 @@ Status Context::upload(const Buffer& dst, size_t offset, const void* src, size_t
     std::memcpy(im.staging_map, p, n);
     VkBufferCopy copy{0, offset, n};
     VkBuffer to = reinterpret_cast<VkBuffer>(dst.handle_);
-    if (Status s = im.run_once([&](VkCommandBuffer cb) { im.api.vkCmdCopyBuffer(cb, im.staging, to, 1, &copy); });
+    if (Status s = im.run_once([&](VkCommandBuffer cb) {
+          im.before_transfer(cb);
+          im.api.vkCmdCopyBuffer(cb, im.staging, to, 1, &copy);
+          im.after_transfer(cb);
+        });
         !s.ok()) {
       return s;
     }
@@ -351,13 +379,15 @@ Status Context::download(const Buffer& src, size_t offset, void* dst, size_t byt
     VkBufferCopy copy{offset, 0, n};
     VkBuffer from = reinterpret_cast<VkBuffer>(src.handle_);
     if (Status s = im.run_once([&](VkCommandBuffer cb) {
+          im.before_transfer(cb);
+          im.api.vkCmdCopyBuffer(cb, from, im.staging, 1, &copy);
+          // The copy's writes to the staging buffer made visible to the host's read below.
           VkMemoryBarrier mb{};
           mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-          mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-          mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT;
-          im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb,
-                                      0, nullptr, 0, nullptr);
-          im.api.vkCmdCopyBuffer(cb, from, im.staging, 1, &copy);
+          mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+          mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+          im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0,
+                                      nullptr, 0, nullptr);
         });
         !s.ok()) {
       return s;
@@ -390,19 +420,10 @@ Status Context::copy(const Buffer& src, size_t src_offset, const Buffer& dst, si
   Impl& im = *impl_;
   VkBufferCopy region{src_offset, dst_offset, bytes};
   return im.run_once([&](VkCommandBuffer cb) {
-    // Earlier shader writes before the copy, the copy before later shader work.
-    VkMemoryBarrier mb{};
-    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
-                                nullptr, 0, nullptr);
+    im.before_transfer(cb);
     im.api.vkCmdCopyBuffer(cb, reinterpret_cast<VkBuffer>(src.handle_), reinterpret_cast<VkBuffer>(dst.handle_), 1,
                            &region);
-    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT;
-    im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
-                                nullptr, 0, nullptr);
+    im.after_transfer(cb);
   });
 }
 
@@ -410,7 +431,11 @@ Status Context::fill_zero(const Buffer& dst) {
   if (!dst.valid()) return make_error(ErrorKind::kInvalidArgument, "fill_zero of an empty buffer");
   Impl& im = *impl_;
   VkBuffer b = reinterpret_cast<VkBuffer>(dst.handle_);
-  return im.run_once([&](VkCommandBuffer cb) { im.api.vkCmdFillBuffer(cb, b, 0, VK_WHOLE_SIZE, 0); });
+  return im.run_once([&](VkCommandBuffer cb) {
+    im.before_transfer(cb);
+    im.api.vkCmdFillBuffer(cb, b, 0, VK_WHOLE_SIZE, 0);
+    im.after_transfer(cb);
+  });
 }
 
 Result<const Pipeline*> Context::pipeline(const PipelineSpec& spec) {

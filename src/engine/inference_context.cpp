@@ -84,7 +84,7 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
   if (o.gpu_layers != 0 && !c->model_->is_encoder()) {
-    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers));
+    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, kv_options));
   }
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (o.on_progress) o.on_progress(1.0);
@@ -169,7 +169,7 @@ Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& t
   return out;
 }
 
-Status InferenceContext::offload_to_gpu(int32_t gpu_layers) {
+Status InferenceContext::offload_to_gpu(int32_t gpu_layers, const kv::KvCacheOptions& kv_options) {
   const char* env = std::getenv("HEARTH_GPU");
   if (env != nullptr && device::gpu_disabled(env)) {
     log_info("HEARTH_GPU asks for the CPU: every layer runs on the CPU", {{"HEARTH_GPU", env}});
@@ -205,6 +205,26 @@ Status InferenceContext::offload_to_gpu(int32_t gpu_layers) {
     return ok_status();
   }
   offload_ = std::move(*off);
+  if (offload_->n_layers() > 0) {
+    // The cache again, its CPU rows without the offloaded layers (whose rows are on the device),
+    // so that the CPU KV memory shrinks with every layer offloaded.
+    kv::KvLayout layout = kv_->pool().layout();
+    layout.offloaded_layers = offload_->n_layers();
+    auto kv = kv::KvCache::create(layout, kv_->pool().n_blocks(), kv_options);
+    Status attached = kv.ok() ? ok_status() : Status(kv.error());
+    std::unique_ptr<kv::KvCache> cache;
+    if (attached.ok()) {
+      cache = std::make_unique<kv::KvCache>(std::move(*kv));
+      attached = offload_->attach_kv(cache->pool());
+    }
+    if (!attached.ok()) {
+      log_warn("offloading failed: every layer runs on the CPU", {{"reason", attached.error().message}});
+      offload_.reset();
+      device_.reset();
+      return ok_status();
+    }
+    kv_ = std::move(cache);
+  }
   forward_->set_offload(offload_.get());
   return ok_status();
 }

@@ -86,7 +86,8 @@ class InferenceContext {
   InferenceContext() = default;
   // Opens the chosen GPU and moves up to gpu_layers layers there. No GPU, a missing or broken
   // driver: a warning and the CPU path. A HEARTH_GPU that names no device is an error.
-  Status offload_to_gpu(int32_t gpu_layers);
+  // kv_options: those kv_ was made with (the cache is made again without the offloaded layers).
+  Status offload_to_gpu(int32_t gpu_layers, const kv::KvCacheOptions& kv_options);
   std::unique_ptr<model::Model> model_;
   Tokenizer tokenizer_;
   std::unique_ptr<ThreadPool> pool_;

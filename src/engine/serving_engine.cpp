@@ -614,7 +614,7 @@ void ServingEngine::Impl::publish_prefixes(const ServingSlot& s) { ctx_.kv().seq
 void ServingEngine::Impl::trim_when_idle() {
   trim_pending_ = false;
   kv::KvCache& kv = ctx_.kv();
-  if (kv.stats().pool.used_bytes > opts_.idle_cache_bytes) {
+  if (static_cast<size_t>(kv.pool().n_used()) * kv.pool().block_bytes_with_mirror() > opts_.idle_cache_bytes) {
     for (ServingSlot& s : slots_) {
       if (s.busy()) continue;
       (void)ctx_.seq_truncate(s.seq(), 0);

@@ -65,30 +65,52 @@ struct KvBlockPool::Shared {
   }
 };
 
+namespace {
+// A pool's geometry: bytes of one block (its CPU layers' rows), blocks per chunk and the
+// stride between chunks (whole memory chunks; 0 when no layer keeps rows here).
+struct Geometry {
+  size_t block_bytes = 0;
+  int32_t blocks_per_chunk = 1;
+  size_t chunk_stride = 0;
+};
+Geometry geometry(const KvLayout& layout, size_t k_row, size_t v_row) {
+  const size_t layer_rows = static_cast<size_t>(layout.block_tokens) * (k_row + v_row);
+  Geometry g;
+  g.block_bytes = static_cast<size_t>(layout.cpu_layers()) * layer_rows;
+  const size_t shaping = static_cast<size_t>(std::max(1, layout.cpu_layers())) * layer_rows;
+  g.blocks_per_chunk = std::max<int32_t>(1, static_cast<int32_t>(std::min<size_t>(kKvChunkBytes / shaping, INT32_MAX)));
+  g.chunk_stride = (static_cast<size_t>(g.blocks_per_chunk) * g.block_bytes + kKvChunkBytes - 1) / kKvChunkBytes *
+                   kKvChunkBytes;
+  return g;
+}
+bool layout_valid(const KvLayout& layout, int32_t n_blocks) {
+  return layout.n_layers > 0 && layout.k_row_elems > 0 && layout.v_row_elems > 0 && layout.block_tokens > 0 &&
+         n_blocks > 0 && layout.offloaded_layers >= 0 && layout.offloaded_layers <= layout.n_layers;
+}
+}  // namespace
+
 Result<size_t> KvBlockPool::bytes_needed(const KvLayout& layout, int32_t n_blocks) {
   HEARTH_ASSIGN(uint64_t k_row, dtype_row_bytes(layout.type, static_cast<uint64_t>(layout.k_row_elems)));
   HEARTH_ASSIGN(uint64_t v_row, dtype_row_bytes(layout.type, static_cast<uint64_t>(layout.v_row_elems)));
-  const size_t block = static_cast<size_t>(layout.n_layers) * static_cast<size_t>(layout.block_tokens) * (k_row + v_row);
-  const int32_t per_chunk = std::max<int32_t>(1, static_cast<int32_t>(std::min<size_t>(kKvChunkBytes / block, INT32_MAX)));
-  const size_t stride = (static_cast<size_t>(per_chunk) * block + kKvChunkBytes - 1) / kKvChunkBytes * kKvChunkBytes;
-  const size_t chunks = (static_cast<size_t>(n_blocks) + static_cast<size_t>(per_chunk) - 1) / static_cast<size_t>(per_chunk);
-  return chunks * stride;
+  const Geometry g = geometry(layout, k_row, v_row);
+  const size_t chunks = (static_cast<size_t>(n_blocks) + static_cast<size_t>(g.blocks_per_chunk) - 1) /
+                        static_cast<size_t>(g.blocks_per_chunk);
+  return chunks * g.chunk_stride;
 }
 
 Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks, const KvPoolOptions& options) {
-  if (layout.n_layers <= 0 || layout.k_row_elems <= 0 || layout.v_row_elems <= 0 || layout.block_tokens <= 0 ||
-      n_blocks <= 0) {
+  if (!layout_valid(layout, n_blocks)) {
     return make_error(ErrorKind::kInvalidArgument, "KV layout needs positive layers, row sizes, block size and count");
   }
   HEARTH_ASSIGN(size_t bytes, bytes_needed(layout, n_blocks));
-  HEARTH_ASSIGN(std::unique_ptr<CpuKvMemory> memory, CpuKvMemory::reserve(bytes));
+  // Every layer offloaded: no rows, but a reservation still gives the pool a base address.
+  HEARTH_ASSIGN(std::unique_ptr<CpuKvMemory> memory, CpuKvMemory::reserve(std::max(bytes, kKvChunkBytes)));
   return create(layout, n_blocks, options, std::move(memory));
 }
 
 Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks, const KvPoolOptions& options,
                                         std::unique_ptr<KvMemory> memory) {
-  if (layout.n_layers <= 0 || layout.k_row_elems <= 0 || layout.v_row_elems <= 0 || layout.block_tokens <= 0 ||
-      n_blocks <= 0) {
+  if (!layout_valid(layout, n_blocks)) {
     return make_error(ErrorKind::kInvalidArgument, "KV layout needs positive layers, row sizes, block size and count");
   }
   if (layout.type != DType::kF16 && layout.type != DType::kF32 && layout.type != DType::kQ8_0 &&
@@ -106,12 +128,10 @@ Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks
   pool.n_blocks_ = n_blocks;
   pool.k_row_bytes_ = dtype_row_bytes(layout.type, static_cast<uint64_t>(layout.k_row_elems)).value();
   pool.v_row_bytes_ = dtype_row_bytes(layout.type, static_cast<uint64_t>(layout.v_row_elems)).value();
-  pool.block_bytes_ = static_cast<size_t>(layout.n_layers) * static_cast<size_t>(layout.block_tokens) *
-                      (pool.k_row_bytes_ + pool.v_row_bytes_);
-  pool.blocks_per_chunk_ =
-      std::max<int32_t>(1, static_cast<int32_t>(std::min<size_t>(kKvChunkBytes / pool.block_bytes_, INT32_MAX)));
-  pool.chunk_stride_ = (static_cast<size_t>(pool.blocks_per_chunk_) * pool.block_bytes_ + kKvChunkBytes - 1) /
-                       kKvChunkBytes * kKvChunkBytes;
+  const Geometry g = geometry(layout, pool.k_row_bytes_, pool.v_row_bytes_);
+  pool.block_bytes_ = g.block_bytes;
+  pool.blocks_per_chunk_ = g.blocks_per_chunk;
+  pool.chunk_stride_ = g.chunk_stride;
   pool.n_chunks_ = (static_cast<size_t>(n_blocks) + static_cast<size_t>(pool.blocks_per_chunk_) - 1) /
                    static_cast<size_t>(pool.blocks_per_chunk_);
   pool.reserve_chunks_ = options.reserve_chunks;
@@ -307,13 +327,14 @@ KvPoolStats KvBlockPool::stats() const {
   s.mirror_reserved_bytes = n_chunks_ * sh.mirror_chunk_bytes.load();
   s.mirror_committed_bytes = static_cast<size_t>(std::max<int64_t>(0, sh.mirror_chunks.load())) * sh.mirror_chunk_bytes.load();
   s.mirror_chunks_released_total = sh.mirror_chunks_released_total.load();
-  s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(blocks_per_chunk_);
+  s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(chunk_slots());
   return s;
 }
 
 uint8_t* KvBlockPool::k_block(int32_t layer, int32_t block) {
+  assert(layer >= layout_.offloaded_layers && layer < layout_.n_layers);
   const size_t per_layer = static_cast<size_t>(layout_.block_tokens) * (k_row_bytes_ + v_row_bytes_);
-  return base_ + block_offset(block) + static_cast<size_t>(layer) * per_layer;
+  return base_ + block_offset(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * per_layer;
 }
 
 uint8_t* KvBlockPool::v_block(int32_t layer, int32_t block) {

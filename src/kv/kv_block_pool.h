@@ -12,6 +12,7 @@
 // thread (the engine's); stats() and set_limit() may be called from any thread.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -33,6 +34,12 @@ struct KvLayout {
   int32_t v_row_elems = 0;   // n_kv_heads * head_dim_v
   int32_t block_tokens = 16;
   DType type = DType::kF16;  // F16 (default), F32, Q8_0 or Q4_0
+  // The first this many layers keep no rows in this pool: they run on a device and their rows
+  // live in the pool's mirror there (KvChunkMirror). A chunk then holds as many blocks as if
+  // the pool had max(1, n_layers - offloaded_layers) layers, so its memory shrinks with every
+  // layer offloaded; with all of them offloaded the pool only keeps the blocks' bookkeeping.
+  int32_t offloaded_layers = 0;
+  int32_t cpu_layers() const { return n_layers - offloaded_layers; }
 };
 
 struct KvPoolOptions {
@@ -114,13 +121,22 @@ class KvBlockPool {
   // Only while no block is in use: the mirror cannot hold rows written before it came.
   Status attach_mirror(KvChunkMirror* mirror);
 
-  // Start of the K (or V) rows of `block` in `layer`; rows of one block are contiguous, each
-  // k_row_bytes() (v_row_bytes()) long.
+  // Start of the K (or V) rows of `block` in `layer` (one of the CPU layers: at least
+  // layout().offloaded_layers); rows of one block are contiguous, each k_row_bytes()
+  // (v_row_bytes()) long.
   uint8_t* k_block(int32_t layer, int32_t block);
   uint8_t* v_block(int32_t layer, int32_t block);
   size_t k_row_bytes() const { return k_row_bytes_; }
   size_t v_row_bytes() const { return v_row_bytes_; }
   size_t block_bytes() const { return block_bytes_; }
+  // Bytes one block holds here and in the mirror together: what caching a block costs, the
+  // same whichever layers are offloaded (engine thread, like allocation).
+  size_t block_bytes_with_mirror() const {
+    return block_bytes_ + (mirror_ != nullptr ? mirror_->chunk_bytes() / static_cast<size_t>(chunk_slots()) : 0);
+  }
+  // Blocks a chunk holds rows for: blocks_per_chunk(), or fewer when the whole pool is smaller
+  // (a mirror need not size its one chunk for blocks that do not exist).
+  int32_t chunk_slots() const { return std::min(blocks_per_chunk_, n_blocks_); }
   size_t bytes_reserved() const { return n_chunks_ * chunk_stride_; }
 
   // Chunks: blocks [c * blocks_per_chunk, (c + 1) * blocks_per_chunk) live in chunk c.
@@ -160,7 +176,7 @@ class KvBlockPool {
   KvLayout layout_;
   int32_t n_blocks_ = 0;
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
-  size_t block_bytes_ = 0;    // K and V of all layers for one block
+  size_t block_bytes_ = 0;    // K and V of every CPU layer for one block
   int32_t blocks_per_chunk_ = 1;
   size_t chunk_stride_ = 0;   // bytes between chunk starts (whole memory chunks)
   size_t n_chunks_ = 0;

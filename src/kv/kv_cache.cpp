@@ -14,6 +14,9 @@ Result<KvCache> KvCache::create(const KvLayout& layout, int32_t n_blocks, const 
                                                        std::to_string(layout.n_layers) + ")");
   }
   const auto n_sliding = static_cast<int32_t>(std::count(sw.layers.begin(), sw.layers.end(), true));
+  if (sw.window > 0 && n_sliding > 0 && n_sliding < layout.n_layers && layout.offloaded_layers > 0) {
+    return make_error(ErrorKind::kUnsupported, "sliding-window layers with layers offloaded to a device");
+  }
   if (sw.window == 0 || n_sliding == 0 || n_sliding == layout.n_layers) {
     HEARTH_ASSIGN(KvBlockPool pool, KvBlockPool::create(layout, n_blocks, options.pool));
     return KvCache(std::move(pool), options);
@@ -289,13 +292,13 @@ int32_t KvCache::trim_cache(size_t keep_bytes) { return trim_evictable(prefix_.n
 
 int32_t KvCache::trim_cache_if_over(size_t cap_bytes) {
   const int32_t evictable = prefix_.n_evictable(pool_);
-  if (static_cast<size_t>(evictable) * pool_.block_bytes() <= cap_bytes) return 0;
+  if (static_cast<size_t>(evictable) * pool_.block_bytes_with_mirror() <= cap_bytes) return 0;
   return trim_evictable(evictable, cap_bytes);
 }
 
 int32_t KvCache::trim_evictable(int32_t evictable, size_t keep_bytes) {
   const uint64_t released_before = pool_.stats().chunks_released_total;  // evicting may release too
-  const size_t block = pool_.block_bytes();
+  const size_t block = pool_.block_bytes_with_mirror();
   while (evictable > 0 && static_cast<size_t>(evictable) * block > keep_bytes) {
     if (!prefix_.evict_one(pool_, EvictOrder::kEmptyChunks)) break;
     ++evictions_total_;

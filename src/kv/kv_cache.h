@@ -85,7 +85,7 @@ class KvCache {
   bool prefix_sharing() const { return prefix_sharing_; }
 
   // Evicts cached blocks held by the cache alone (those emptying whole chunks first) until at
-  // most keep_bytes of them remain, then gives every empty chunk beyond the pool's reserve
+  // most keep_bytes of them remain (a block's bytes here and in the device mirror), then gives every empty chunk beyond the pool's reserve
   // back to the OS. Returns the chunks released.
   int32_t trim_cache(size_t keep_bytes);
   // trim_cache(cap) only when the evictable cached blocks are over `cap` bytes; otherwise

@@ -2,6 +2,7 @@
 // the kernels read, and the device-side block copy of copy-on-write.
 #include "model/device_kv.h"
 
+#include <algorithm>
 #include <string>
 
 namespace hearth::model {
@@ -22,7 +23,10 @@ Result<std::unique_ptr<DeviceKvPool>> DeviceKvPool::create(device::Context& ctx,
   p->blocks_per_chunk_ = pool.blocks_per_chunk();
   p->k_row_bytes_ = static_cast<size_t>(l.k_row_elems) * 2;
   p->v_row_bytes_ = static_cast<size_t>(l.v_row_elems) * 2;
-  const size_t rows = static_cast<size_t>(p->blocks_per_chunk_) * static_cast<size_t>(l.block_tokens);
+  // A pool smaller than one chunk (a CPU pool shaped by few CPU layers has many blocks a
+  // chunk) needs room for its own blocks only: they all live in chunk 0.
+  p->chunk_slots_ = pool.chunk_slots();
+  const size_t rows = static_cast<size_t>(p->chunk_slots_) * static_cast<size_t>(l.block_tokens);
   p->layer_bytes_ = rows * (p->k_row_bytes_ + p->v_row_bytes_);
   p->chunk_bytes_ = p->layer_bytes_ * static_cast<size_t>(n_layers);
   if (p->chunk_bytes_ / 4 > UINT32_MAX) return make_error(ErrorKind::kUnsupported, "device KV chunks too large");
@@ -63,7 +67,7 @@ Status DeviceKvPool::copy_block(int32_t src, int32_t dst) {
     return make_error(ErrorKind::kInternal, "device KV copy of block " + std::to_string(src) + " to " +
                                                 std::to_string(dst) + ": a chunk is not committed");
   }
-  const size_t rows_k = static_cast<size_t>(blocks_per_chunk_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
   for (int32_t l = 0; l < n_layers_; ++l) {
     const size_t base = static_cast<size_t>(l) * layer_bytes_;
     HEARTH_TRY(ctx_.copy(from, base + slot_offset(src) * k_row_bytes_, to, base + slot_offset(dst) * k_row_bytes_,
@@ -77,7 +81,7 @@ Status DeviceKvPool::copy_block(int32_t src, int32_t dst) {
 Status DeviceKvPool::read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const {
   const device::Buffer& c = chunks_[static_cast<size_t>(block / blocks_per_chunk_)];
   if (!c.valid()) return make_error(ErrorKind::kOutOfRange, "block " + std::to_string(block) + " is not on the device");
-  const size_t rows_k = static_cast<size_t>(blocks_per_chunk_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
   const size_t base = static_cast<size_t>(layer) * layer_bytes_;
   k->resize(static_cast<size_t>(block_tokens_) * k_row_bytes_ / 2);
   v->resize(static_cast<size_t>(block_tokens_) * v_row_bytes_ / 2);
@@ -86,7 +90,7 @@ Status DeviceKvPool::read_block(int32_t layer, int32_t block, std::vector<uint16
 }
 
 kernels::vulkan::DeviceKv DeviceKvPool::view(int32_t layer, const device::Buffer& table, uint32_t table_offset) const {
-  const size_t rows_k = static_cast<size_t>(blocks_per_chunk_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
   const size_t base = static_cast<size_t>(layer) * layer_bytes_;
   kernels::vulkan::DeviceKv kv;
   kv.chunks = &addresses_;

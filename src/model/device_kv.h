@@ -48,6 +48,7 @@ class DeviceKvPool final : public kv::KvChunkMirror {
   int32_t n_layers_ = 0;
   int32_t block_tokens_ = 0;
   int32_t blocks_per_chunk_ = 1;
+  int32_t chunk_slots_ = 1;  // block slots a chunk holds rows for: min(blocks_per_chunk_, the pool's blocks)
   size_t k_row_bytes_ = 0, v_row_bytes_ = 0;
   size_t layer_bytes_ = 0;  // one layer's K and V rows in one chunk
   size_t chunk_bytes_ = 0;

@@ -68,8 +68,8 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
   if ((h.n_head_kv * h.head_dim_k) % 2 != 0 || (h.n_head_kv * h.head_dim_v) % 2 != 0) return "odd KV rows";
   for (const LayerWeights& L : w.layers) {
     if (L.wqkv.data != nullptr) return "a fused QKV matrix";
-    if (L.bq || L.bk || L.bv || L.bo || L.attn_norm_b) return "attention biases";
-    if (L.q_norm || L.k_norm) return "QK norms";
+    if (L.bo || L.attn_norm_b) return "an attention output bias";
+    if ((L.q_norm == nullptr) != (L.k_norm == nullptr)) return "a QK norm on one side only";
     if (L.post_attn_norm || L.post_ffw_norm || L.attn_out_norm || L.out_norm) return "extra norms";
     if (L.ffn_gate.data == nullptr || L.ffn_up_b || L.ffn_down_b) return "an FFN without a gate or with biases";
   }
@@ -91,6 +91,7 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
   const uint64_t pool_bytes =
       static_cast<uint64_t>(kv_blocks) * layout.block_tokens * (layout.k_row_elems + layout.v_row_elems) * 2;
   int32_t want = n_layers < 0 ? h.n_layer : std::min(n_layers, h.n_layer);
+  bool want_output = n_layers > h.n_layer;
   if (n_layers < 0) {
     // Automatic fit: layers (weights + KV) into the free memory, less scratch for a
     // 128-token micro-batch and a margin for the driver.
@@ -117,6 +118,10 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
       ++fit;
     }
     want = fit;
+    // The output layer: its matrix, its norm, and logits scratch for a micro-batch.
+    const uint64_t output_bytes = device_matrix_bytes(w.output) + 4 * static_cast<uint64_t>(h.n_embd) +
+                                  4 * static_cast<uint64_t>(t) * (2 * static_cast<uint64_t>(h.n_embd) + h.n_vocab);
+    want_output = fit == h.n_layer && output_bytes <= budget;
   }
   for (int32_t il = 0; il < want; ++il) {
     auto layer = off->upload_layer(il);
@@ -129,16 +134,38 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     }
     off->layers_.push_back(std::move(*layer));
   }
-  if (!off->layers_.empty()) {
-    HEARTH_ASSIGN(off->kv_, DeviceKvPool::create(ctx, kv_pool, off->n_layers()));
-    HEARTH_TRY(kv_pool.attach_mirror(off->kv_.get()));
-    off->attached_ = &kv_pool;
+  if (want_output && off->n_layers() == h.n_layer) {
+    if (Status s = off->upload_output(); !s.ok()) {
+      if (s.error().kind != ErrorKind::kUnavailable) return s.error();
+      off->output_norm_ = device::Buffer();
+      off->output_ = vk::DeviceWeight();
+      log_warn("device memory ran out for the output layer; it runs on the CPU",
+               {{"device", ctx.info().name}, {"error", s.error().message}});
+    }
   }
+  HEARTH_TRY(off->attach_kv(kv_pool));
   log_info("layers offloaded", {{"device", ctx.info().name},
                                 {"layers", off->n_layers()},
                                 {"of", h.n_layer},
+                                {"output_layer", off->has_output()},
                                 {"device_bytes", static_cast<unsigned long long>(ctx.allocated_bytes())}});
   return off;
+}
+
+Status DeviceOffload::attach_kv(kv::KvBlockPool& kv_pool) {
+  if (layers_.empty()) return ok_status();
+  const kv::KvLayout& l = kv_pool.layout();
+  if (l.offloaded_layers != 0 && l.offloaded_layers != n_layers()) {
+    return make_error(ErrorKind::kInvalidArgument, "the KV pool leaves out " + std::to_string(l.offloaded_layers) +
+                                                       " layers, the device holds " + std::to_string(n_layers()));
+  }
+  if (attached_ != nullptr) HEARTH_TRY(attached_->attach_mirror(nullptr));
+  attached_ = nullptr;
+  kv_.reset();
+  HEARTH_ASSIGN(kv_, DeviceKvPool::create(ctx_, kv_pool, n_layers()));
+  HEARTH_TRY(kv_pool.attach_mirror(kv_.get()));
+  attached_ = &kv_pool;
+  return ok_status();
 }
 
 DeviceOffload::~DeviceOffload() {
@@ -152,6 +179,22 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
   Layer out;
   HEARTH_ASSIGN(out.attn_norm, upload_vector(ctx_, L.attn_norm, h.n_embd));
   HEARTH_ASSIGN(out.ffn_norm, upload_vector(ctx_, L.ffn_norm, h.n_embd));
+  // qwen2's Q/K/V biases, qwen3's per-head QK norms.
+  if (L.bq != nullptr) {
+    HEARTH_ASSIGN(out.bq, upload_vector(ctx_, L.bq, int64_t{h.n_head} * h.head_dim_k));
+  }
+  if (L.bk != nullptr) {
+    HEARTH_ASSIGN(out.bk, upload_vector(ctx_, L.bk, int64_t{h.n_head_kv} * h.head_dim_k));
+  }
+  if (L.bv != nullptr) {
+    HEARTH_ASSIGN(out.bv, upload_vector(ctx_, L.bv, int64_t{h.n_head_kv} * h.head_dim_v));
+  }
+  if (L.q_norm != nullptr) {
+    HEARTH_ASSIGN(out.q_norm, upload_vector(ctx_, L.q_norm, h.head_dim_k));
+  }
+  if (L.k_norm != nullptr) {
+    HEARTH_ASSIGN(out.k_norm, upload_vector(ctx_, L.k_norm, h.head_dim_k));
+  }
   struct M {
     const char* name;
     const kernels::WeightView* bound;
@@ -165,6 +208,36 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
   }
   return out;
+}
+
+Status DeviceOffload::upload_output() {
+  const ModelWeights& w = model_.weights();
+  const char* name = model_.file().find_tensor("output.weight") != nullptr ? "output.weight" : "token_embd.weight";
+  HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, name, w.output));
+  HEARTH_ASSIGN(output_norm_, upload_vector(ctx_, w.output_norm, model_.hparams().n_embd));
+  HEARTH_ASSIGN(output_, ops_.upload_weight(rows));
+  return ok_status();
+}
+
+Status DeviceOffload::logits(const float* rows, int64_t n_rows, float* out) {
+  if (!has_output()) return make_error(ErrorKind::kInternal, "the output layer is not on the device");
+  if (n_rows <= 0) return ok_status();
+  const ModelHparams& h = model_.hparams();
+  const auto d = static_cast<uint32_t>(h.n_embd);
+  const auto n = static_cast<uint32_t>(n_rows);
+  const auto vocab = static_cast<uint32_t>(h.n_vocab);
+  if (n_rows > out_rows_) {
+    HEARTH_TRY(grow(ctx_, out_x_, size_t{n} * d * 4));
+    HEARTH_TRY(grow(ctx_, out_xn_, size_t{n} * d * 4));
+    HEARTH_TRY(grow(ctx_, out_logits_, size_t{n} * vocab * 4));
+    out_rows_ = n_rows;
+  }
+  HEARTH_TRY(ctx_.upload(out_x_, 0, rows, size_t{n} * d * 4));
+  device::Recorder rec(ctx_);
+  HEARTH_TRY(ops_.rms_norm(rec, out_x_, &output_norm_, out_xn_, d, n, h.norm_eps));
+  HEARTH_TRY(ops_.matmul(rec, output_, {&out_xn_, 0}, d, n, {&out_logits_, 0}, vocab));
+  HEARTH_TRY(rec.run());
+  return ctx_.download(out_logits_, 0, out, size_t{n} * vocab * 4);
 }
 
 Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t score_floats) {
@@ -248,6 +321,14 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
     HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
     HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+    if (L.bq.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.q, L.bq, qd, n));
+    if (L.bk.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.k, L.bk, kd, n));
+    if (L.bv.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.v, L.bv, vd, n));
+    if (L.q_norm.valid()) {
+      const auto hd = static_cast<uint32_t>(h.head_dim_k);
+      HEARTH_TRY(ops_.rms_norm(rec, s_.q, &L.q_norm, s_.q, hd, n * static_cast<uint32_t>(h.n_head), h.norm_eps));
+      HEARTH_TRY(ops_.rms_norm(rec, s_.k, &L.k_norm, s_.k, hd, n * static_cast<uint32_t>(h.n_head_kv), h.norm_eps));
+    }
     HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k), rope_));
     HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv), static_cast<uint32_t>(h.head_dim_k), rope_));
     for (const Run& r : runs) {

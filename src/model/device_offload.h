@@ -1,7 +1,9 @@
 // Layer offload to a compute device: the weights of the first N layers (and their KV) live in
 // device memory and those layers run there; the rest of the model stays on the CPU path. N is
 // what fits (automatic) or what the caller asks (-ngl / num_gpu), lowered when the device runs
-// out of memory while the layers go up. KV rows of offloaded layers live in a DeviceKvPool,
+// out of memory while the layers go up. As in llama.cpp, the output layer (final norm and
+// output matrix) counts as layer n_layer: asking for more than n_layer layers puts it on the
+// device too, and the automatic fit takes it when every layer and it fit. KV rows of offloaded layers live in a DeviceKvPool,
 // elastic device chunks mirroring the CPU pool's, addressed by the same block ids as the CPU
 // cache's block tables, so the CPU KvCache stays the one bookkeeper of sequences, prefixes and
 // blocks.
@@ -25,25 +27,33 @@ namespace hearth::model {
 struct BatchToken;
 
 // Why the model's layers cannot run on a device (empty: they can). The device has the llama
-// family's pre-norm layer: RMSNorm, separate Q/K/V without biases, RoPE without YaRN or
+// family's pre-norm layer: RMSNorm, separate Q/K/V (with qwen2's biases and qwen3's per-head
+// QK norms), no output bias, RoPE without YaRN or
 // frequency factors, a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
 // addresses (the paged KV's chunks).
 std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
 
 class DeviceOffload {
  public:
-  // n_layers: -1 for automatic (as many as fit in the device's free memory), else at most
-  // that many (more than the model has: all). kv_pool: the CPU cache's pool, with no block in
+  // n_layers: -1 for automatic (as many as fit in the device's free memory, then the output
+  // layer if it fits too), else at most that many (n_layer + 1 or more: every layer and the
+  // output layer). kv_pool: the CPU cache's pool, with no block in
   // use; the device KV attaches to it as its mirror (detached when the offload goes). The
   // automatic fit leaves room for the whole pool's device KV, which is allocated only as the
   // pool hands out blocks.
   static Result<std::unique_ptr<DeviceOffload>> create(const Model& model, device::Context& ctx, int32_t n_layers,
                                                        kv::KvBlockPool& kv_pool, const kernels::RopeParams& rope);
+  // Moves the device KV to another pool of the same blocks, with no block in use: the cache
+  // rebuilt with layout().offloaded_layers == n_layers(), whose CPU rows leave the offloaded
+  // layers out. The old pool is detached first; it may then go.
+  Status attach_kv(kv::KvBlockPool& kv_pool);
   ~DeviceOffload();
   DeviceOffload(const DeviceOffload&) = delete;
   DeviceOffload& operator=(const DeviceOffload&) = delete;
 
   int32_t n_layers() const { return static_cast<int32_t>(layers_.size()); }
+  // Whether the output layer (final norm, output matrix) is on the device; only with every layer.
+  bool has_output() const { return output_.buffer.valid(); }
   // Device memory held (weights, KV pools, scratch): the figure for size_vram.
   uint64_t device_bytes() const { return ctx_.allocated_bytes(); }
   device::Context& context() { return ctx_; }
@@ -52,10 +62,14 @@ class DeviceOffload {
   // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
   // the batch go into the device pools at the positions kv's block tables give.
   Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x);
+  // The output layer over n_rows final hidden states (n_embd floats each, as run() left them):
+  // n_rows rows of n_vocab logits into out (before any final softcap). Needs has_output().
+  Status logits(const float* rows, int64_t n_rows, float* out);
 
  private:
   struct Layer {
     device::Buffer attn_norm, ffn_norm;
+    device::Buffer bq, bk, bv, q_norm, k_norm;  // absent (invalid) when the model has none
     kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
   };
   struct Scratch {
@@ -66,6 +80,7 @@ class DeviceOffload {
   DeviceOffload(const Model& model, device::Context& ctx, const kv::KvLayout& layout, const kernels::RopeParams& rope)
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
   Result<Layer> upload_layer(int32_t il);
+  Status upload_output();
   Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
 
   const Model& model_;
@@ -74,6 +89,10 @@ class DeviceOffload {
   kv::KvLayout layout_;
   kernels::RopeParams rope_;
   std::vector<Layer> layers_;
+  device::Buffer output_norm_;
+  kernels::vulkan::DeviceWeight output_;
+  device::Buffer out_x_, out_xn_, out_logits_;  // logits() scratch, for out_rows_ rows
+  int64_t out_rows_ = 0;
   std::unique_ptr<DeviceKvPool> kv_;
   kv::KvBlockPool* attached_ = nullptr;  // the pool kv_ mirrors
   Scratch s_;

@@ -257,13 +257,24 @@ Status ForwardPass::compute_logits(std::span<const BatchToken> batch, float* out
   const int64_t d = h.n_embd;
   int64_t n_out = 0;
   grow(out_rows_, batch.size() * static_cast<size_t>(d));
+  // With the output layer on the device the rows go there un-normed: the device norms them.
+  const bool on_device = offload_ != nullptr && offload_->has_output();
   for (size_t t = 0; t < batch.size(); ++t) {
     if (!batch[t].output) continue;
-    norm_row(x_.data() + static_cast<int64_t>(t) * d, w.output_norm, w.output_norm_b, out_rows_.data() + n_out * d);
+    const float* x = x_.data() + static_cast<int64_t>(t) * d;
+    if (on_device) {
+      std::copy(x, x + d, out_rows_.data() + n_out * d);
+    } else {
+      norm_row(x, w.output_norm, w.output_norm_b, out_rows_.data() + n_out * d);
+    }
     ++n_out;
   }
   if (n_out == 0) return ok_status();
-  HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, out));
+  if (on_device) {
+    HEARTH_TRY(offload_->logits(out_rows_.data(), n_out, out));
+  } else {
+    HEARTH_TRY(matmul(w.output, out_rows_.data(), n_out, out));
+  }
   if (h.final_softcap > 0) kernels::softcap(out, h.final_softcap, n_out * h.n_vocab);
   *n_done += n_out;
   return ok_status();

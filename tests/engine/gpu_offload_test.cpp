@@ -2,9 +2,11 @@
 // choice skips CPU drivers): stories260K's 128-token greedy continuation equals llama.cpp's with
 // every layer and with a split; HEARTH_GPU=none and a HEARTH_GPU naming no device; the device
 // KV of a serving engine is allocated when a conversation takes blocks, shows in its metrics and
-// slots, and goes back when the idle engine trims (growth chunk by chunk: device_kv_test).
+// slots, and goes back when the idle engine trims (growth chunk by chunk: device_kv_test); the
+// CPU KV holds only the CPU layers' rows, so its memory shrinks as -ngl grows.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
@@ -77,6 +79,43 @@ TEST(GpuOffload, Stories260KGreedyMatchesReferenceWithAllLayersAndWithASplit) {
   }
 }
 
+TEST(GpuOffload, CpuKvHoldsOnlyTheCpuLayersRowsAndShrinksWithLayersOffloaded) {
+  HEARTH_REQUIRE_DEVICE(dev);
+  HEARTH_REQUIRE_FILE(stories());
+  const char* env = std::getenv("HEARTH_GPU");
+  GpuChoice choice(env != nullptr && *env != '\0' ? env : "0");
+  std::vector<int32_t> first_tokens;
+  size_t previous_block = SIZE_MAX, previous_committed = SIZE_MAX;
+  for (int32_t layers : {0, 2, 1000}) {
+    auto ctx = open(layers);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+    const int32_t n_layer = (*ctx)->model().hparams().n_layer;
+    const int32_t on_device = (*ctx)->gpu_layers();
+    ASSERT_EQ(on_device, std::min(layers, n_layer));
+    const kv::KvBlockPool& pool = (*ctx)->kv().pool();
+    EXPECT_EQ(pool.layout().offloaded_layers, on_device);
+    const size_t layer_rows = static_cast<size_t>(pool.layout().block_tokens) * (pool.k_row_bytes() + pool.v_row_bytes());
+    EXPECT_EQ(pool.block_bytes(), static_cast<size_t>(n_layer - on_device) * layer_rows);
+    GenerateOptions g;
+    g.n_predict = 12;
+    g.sampling.temperature = 0;
+    g.stop_at_eog = false;
+    auto r = generate(**ctx, "Once upon a time", g);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    if (first_tokens.empty()) first_tokens = r->tokens;
+    EXPECT_EQ(r->tokens, first_tokens) << on_device << " layers on the device";
+    const kv::KvPoolStats st = pool.stats();
+    std::printf("[ cpu kv   ] %d/%d layers on %s: CPU KV block %zu bytes, committed %zu bytes\n", on_device, n_layer,
+                (*ctx)->device_bytes() > 0 ? "the device" : "the CPU", st.block_bytes, st.committed_bytes);
+    EXPECT_LT(st.block_bytes, previous_block);
+    EXPECT_LE(st.committed_bytes, previous_committed);
+    if (on_device == 0) EXPECT_GT(st.committed_bytes, 0u);
+    if (on_device == n_layer) EXPECT_EQ(st.committed_bytes, 0u);  // every row is on the device
+    previous_block = st.block_bytes;
+    previous_committed = st.committed_bytes;
+  }
+}
+
 TEST(GpuOffload, NoneKeepsTheCpuAndAnUnknownDeviceIsAnError) {
   HEARTH_REQUIRE_DEVICE(dev);
   HEARTH_REQUIRE_FILE(stories());
@@ -130,8 +169,11 @@ TEST_F(ServingEngineTest, DeviceKvComesWithAConversationAndGoesBackWhenIdle) {
   EXPECT_EQ(m.kv_device_bytes_committed, chunk);
   const auto slots = engine->slots();
   ASSERT_EQ(slots.size(), 1u);
-  // About 42 tokens: 3 blocks, every layer of them on the device (so the CPU block's size).
-  EXPECT_EQ(slots[0].kv_device_bytes, 3 * (*ctx)->kv().pool().block_bytes());
+  // About 42 tokens: 3 blocks, every layer's F16 rows of them on the device, none on the CPU.
+  const kv::KvBlockPool& pool = (*ctx)->kv().pool();
+  const size_t layer_rows = static_cast<size_t>(pool.layout().block_tokens) * (pool.k_row_bytes() + pool.v_row_bytes());
+  EXPECT_EQ(slots[0].kv_device_bytes, 3 * static_cast<size_t>(pool.layout().n_layers) * layer_rows);
+  EXPECT_EQ(pool.block_bytes(), 0u);
   EXPECT_GE((*ctx)->device_bytes() - weights, chunk);
   for (int i = 0; i < 300; ++i) {  // up to 3 s
     m = engine->metrics();

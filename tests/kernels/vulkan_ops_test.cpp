@@ -131,6 +131,34 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul,
 INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul, ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33}),
                          [](const auto& info) { return "F16_" + std::to_string(info.param.cols); });
 
+// An output matrix of a real vocabulary (Qwen's 151,936 tokens, Llama 3's 128,256) has more rows
+// than one dispatch dimension allows (65,535 workgroups): the rows go on in z.
+TEST(VulkanOps, MatmulWithMoreRowsThanOneDispatchDimension) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const int64_t rows = 65535 + 7, cols = 32;
+  const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * cols), 21);
+  WeightView w{DType::kF32, reinterpret_cast<const uint8_t*>(wf.data()), cols, rows, static_cast<size_t>(cols) * 4, false};
+  VulkanOps ops(*ctx);
+  auto dw = ops.upload_weight(w);
+  ASSERT_TRUE(dw.ok()) << dw.error().to_string();
+  const auto x = kernels::test::random_floats(static_cast<size_t>(cols), 22);
+  Buffer xb = upload_floats(*ctx, x);
+  Buffer yb = upload_floats(*ctx, std::vector<float>(static_cast<size_t>(rows) + 1, -7.0f));
+  Recorder rec(*ctx);
+  ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(cols), 1, {&yb, 0}, static_cast<uint32_t>(rows)).ok());
+  ASSERT_TRUE(rec.run().ok());
+  const auto gpu = download_floats(*ctx, yb, static_cast<size_t>(rows) + 1);
+  double worst = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (int64_t k = 0; k < cols; ++k) s += static_cast<double>(wf[static_cast<size_t>(r * cols + k)]) * x[static_cast<size_t>(k)];
+    worst = std::max(worst, std::fabs(s - gpu[static_cast<size_t>(r)]));
+  }
+  std::cout << "[ max err  ] " << rows << " rows: " << worst << "\n";
+  EXPECT_LT(worst, 1e-4);
+  EXPECT_EQ(gpu[static_cast<size_t>(rows)], -7.0f) << "a workgroup past the last row wrote";
+}
+
 TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
   HEARTH_REQUIRE_DEVICE(ctx);
   VulkanOps ops(*ctx);

@@ -1,7 +1,8 @@
 // Tests for the pool's mirror (the device KV of offloaded layers plugs in here): a mirror
 // chunk is committed when the pool hands out a block of that chunk and never ahead, released
 // with the pool's chunk, copies follow kv_block_copy (copy-on-write through KvCache too), a
-// mirror that cannot commit fails the allocation with an error, and the stats count it.
+// mirror that cannot commit fails the allocation with an error, and the stats count it; a pool
+// whose first layers are offloaded keeps only the other layers' rows (none when all are).
 #include <gtest/gtest.h>
 
 #include <set>
@@ -101,6 +102,66 @@ TEST(KvMirror, AMirrorThatCannotCommitFailsTheAllocationNotTheProcess) {
   cache->seq_free(a);
   cache->seq_free(*b);
   ASSERT_TRUE(cache->pool().attach_mirror(nullptr).ok());
+}
+
+// The offloaded layers' rows are the mirror's: the CPU block holds the rest, a chunk holds as
+// many blocks as a pool of those layers would, and with every layer offloaded nothing is
+// committed at all while blocks are still handed out (and mirrored).
+TEST(KvMirror, OffloadedLayersKeepNoRowsInThePool) {
+  KvPoolOptions opts;
+  opts.background_commit = false;
+  auto full = KvBlockPool::create(chunky_layout(), 64, opts);
+  ASSERT_TRUE(full.ok()) << full.error().to_string();
+  KvLayout split_layout = chunky_layout();
+  split_layout.offloaded_layers = 12;  // 4 CPU layers: 128 KiB a block, 16 a chunk
+  auto split = KvBlockPool::create(split_layout, 64, opts);
+  ASSERT_TRUE(split.ok()) << split.error().to_string();
+  EXPECT_EQ(split->block_bytes() * 4, full->block_bytes());
+  EXPECT_EQ(split->blocks_per_chunk(), 4 * full->blocks_per_chunk());
+  EXPECT_EQ(split->bytes_reserved() * 4, full->bytes_reserved());
+  // The CPU layers' rows tile the block: layer 12 starts it, layer 15's V rows end it.
+  const int32_t b = split->kv_block_alloc().value();
+  EXPECT_EQ(split->k_block(12, b) + split->block_bytes(),
+            split->v_block(15, b) + size_t{16} * split->v_row_bytes());
+  EXPECT_EQ(split->k_block(13, b) - split->k_block(12, b), static_cast<ptrdiff_t>(16 * 2 * 1024));
+  // The same 20 blocks in use commit a quarter of the memory (whole 2 MiB chunks: 2 vs 5).
+  std::vector<int32_t> in_full, in_split = {b};
+  for (int i = 0; i < 20; ++i) in_full.push_back(full->kv_block_alloc().value());
+  for (int i = 1; i < 20; ++i) in_split.push_back(split->kv_block_alloc().value());
+  EXPECT_EQ(full->stats().committed_bytes, size_t{5} << 21);
+  EXPECT_EQ(split->stats().committed_bytes, size_t{2} << 21);
+
+  KvLayout all_layout = chunky_layout();
+  all_layout.offloaded_layers = 16;
+  auto all = KvBlockPool::create(all_layout, 64, opts);
+  ASSERT_TRUE(all.ok()) << all.error().to_string();
+  RecordingMirror m;
+  ASSERT_TRUE(all->attach_mirror(&m).ok());
+  std::vector<int32_t> in_all;
+  for (int i = 0; i < 20; ++i) in_all.push_back(all->kv_block_alloc().value());
+  EXPECT_EQ(all->block_bytes(), 0u);
+  EXPECT_EQ(all->stats().committed_bytes, 0u);
+  EXPECT_EQ(all->stats().blocks_used, 20);
+  EXPECT_EQ(all->blocks_per_chunk(), 16 * full->blocks_per_chunk());  // shaped like a one-layer pool
+  EXPECT_EQ(m.live, (std::set<int32_t>{0}));
+  for (int32_t x : in_all) all->kv_block_unref(x);
+  all->release_empty_chunks(0);
+  EXPECT_TRUE(m.live.empty());
+  ASSERT_TRUE(all->attach_mirror(nullptr).ok());
+
+  // A pool of fewer blocks than a chunk holds: the mirror's one chunk needs rows for those only.
+  auto small = KvBlockPool::create(all_layout, 20, opts);
+  ASSERT_TRUE(small.ok()) << small.error().to_string();
+  EXPECT_EQ(small->chunk_slots(), 20);
+  RecordingMirror sm;
+  ASSERT_TRUE(small->attach_mirror(&sm).ok());
+  EXPECT_EQ(small->block_bytes_with_mirror(), 1000u / 20);
+  EXPECT_EQ(small->stats().mirror_block_bytes, 1000u / 20);
+  ASSERT_TRUE(small->attach_mirror(nullptr).ok());
+
+  KvLayout bad = chunky_layout();
+  bad.offloaded_layers = 17;
+  EXPECT_EQ(KvBlockPool::create(bad, 64, opts).error().kind, ErrorKind::kInvalidArgument);
 }
 
 }  // namespace

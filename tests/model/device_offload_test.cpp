@@ -1,11 +1,15 @@
 // Layer offload on the test device (lavapipe in CI) against llama.cpp's goldens: every layer
-// on the device and a CPU/device split, for F32, F16, Q8_0 and Q4_K_M random llamas and
-// stories260K; a batch equals the same tokens one by one; a device that runs out of memory
+// (and the output layer: 99 asks for more than the model has) on the device and a CPU/device
+// split, for F32, F16, Q8_0 and Q4_K_M random llamas, qwen2 (Q/K/V biases), qwen3 (QK norms)
+// and stories260K; the same against the CPU over a prompt and decode steps; the output layer
+// goes up only with n_layer + 1 and is counted in the device bytes; a batch equals the same tokens one by one; a device that runs out of memory
 // midway and a device too small for the model fall back to a split; the device memory held is
 // what size_vram reports. Only the once-upon-a-time prompt: lavapipe is slow.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <cstdio>
 
 #include "common/test_device.h"
@@ -62,11 +66,12 @@ TEST_P(DeviceOffloadGolden, MatchesLlamaCpp) {
 
 INSTANTIATE_TEST_SUITE_P(Models, DeviceOffloadGolden,
                          // Q8_0 with a split runs in RunningOutOfDeviceMemoryFallsBackToASplit; Q4_K_M
-                         // holds Q4_K and Q6_K matrices. Q4_0, Q6_K and Q5_K_M pass too (tried by
+                         // holds Q4_K and Q6_K matrices; qwen3 has QK norms (qwen2's biases: against
+                         // the CPU in DeviceOffloadArch, qwen2-F32 here too when tried by hand). Q4_0, Q6_K and Q5_K_M pass too (tried by
                          // hand) but cost CI seconds on lavapipe.
                          ::testing::Values(OffloadCase{"stories260K-llama-f32", 99}, OffloadCase{"stories260K-llama-f32", -2},
                                            OffloadCase{"llama-F32", 99}, OffloadCase{"llama-F16", -2},
-                                           OffloadCase{"llama-Q4_K_M", 99}),
+                                           OffloadCase{"llama-Q4_K_M", 99}, OffloadCase{"qwen3-F32", 99}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
@@ -74,6 +79,128 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceOffloadGolden,
                            }
                            return n;
                          });
+
+// Largest |device - CPU| logit over a prompt (every position) and `steps` greedy decode steps
+// (the CPU's choices fed to both), divided by the model's logit std; the argmax must agree
+// wherever the CPU's top two are apart by more than the error.
+double device_vs_cpu_over_sigma(GoldenRunner& cpu, GoldenRunner& gpu, const std::vector<int32_t>& prompt, int steps,
+                                double sigma) {
+  const int32_t vocab = cpu.model->hparams().n_vocab;
+  double worst = 0;
+  auto compare = [&](const std::vector<float>& want, const std::vector<float>& got) {
+    EXPECT_EQ(want.size(), got.size());
+    for (size_t row = 0; row * vocab < std::min(want.size(), got.size()); ++row) {
+      const float* w = want.data() + row * vocab;
+      const float* g = got.data() + row * vocab;
+      double err = 0;
+      for (int32_t i = 0; i < vocab; ++i) err = std::max(err, static_cast<double>(std::fabs(w[i] - g[i])));
+      worst = std::max(worst, err / sigma);
+      std::vector<float> sorted(w, w + vocab);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+      if (sorted[0] - sorted[1] > 2 * err) EXPECT_EQ(argmax(w, vocab), argmax(g, vocab)) << "row " << row;
+    }
+  };
+  std::vector<float> want = cpu.run(prompt, true);
+  compare(want, gpu.run(prompt, true));
+  for (int s = 0; s < steps; ++s) {
+    const int32_t next = argmax(want.data() + want.size() - vocab, vocab);
+    want = cpu.run({next}, false);
+    compare(want, gpu.run({next}, false));
+  }
+  return worst;
+}
+
+class DeviceOffloadArch : public ::testing::TestWithParam<OffloadCase> {};
+
+// Each architecture the device runs, all on the device (output layer too) and as a split,
+// against the CPU path over a prompt and decode steps, within the golden F32/quantized tolerance.
+TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const OffloadCase& c = GetParam();
+  const std::string path = model_path_for_stem(c.stem);
+  HEARTH_REQUIRE_FILE(path);
+  auto summary = load_json(reference_dir() + "/summary.json");
+  auto tolerances = load_json(reference_dir() + "/tolerances.json");
+  const double sigma = summary[c.stem]["logit_std"].get<double>();
+  auto cpu = GoldenRunner::open(path, 64);
+  auto gpu = GoldenRunner::open(path, 64);
+  ASSERT_TRUE(cpu && gpu);
+  auto off = offload_for(*gpu, *ctx, c.layers);
+  ASSERT_NE(off, nullptr);
+  const int32_t n_layer = gpu->model->hparams().n_layer;
+  ASSERT_EQ(off->n_layers(), c.layers == -2 ? n_layer - 1 : n_layer) << "the device refused the architecture";
+  EXPECT_EQ(off->has_output(), c.layers > n_layer);
+  gpu->forward->set_offload(off.get());
+  const std::vector<int32_t> prompt = {1, 15, 27, 300, 42, 7, 99, 120};
+  const double err = device_vs_cpu_over_sigma(*cpu, *gpu, prompt, 3, sigma);
+  std::printf("[ max err  ] %s on %s (%d/%d layers%s): device vs CPU %.3g sigma\n", c.stem.c_str(),
+              ctx->info().name.c_str(), off->n_layers(), n_layer, off->has_output() ? " + output" : "", err);
+  EXPECT_LT(err, logit_tolerance(tolerances, c.stem).max_abs_over_sigma);
+  gpu->forward->set_offload(nullptr);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
+                         ::testing::Values(OffloadCase{"qwen2-F32", 99}, OffloadCase{"qwen2-Q4_0", -2},
+                                           OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2}),
+                         [](const auto& info) {
+                           std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
+                           for (char& ch : n) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return n;
+                         });
+
+// -ngl n_layer keeps the output layer on the CPU, n_layer + 1 puts it on the device (counted in
+// the device bytes), automatic fit takes it when it fits; logits match the CPU either way.
+TEST(DeviceOffload, OutputLayerGoesUpWithNLayerPlusOneAndMatchesTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const std::string path = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto cpu = GoldenRunner::open(path, 64);
+  auto gpu = GoldenRunner::open(path, 64);
+  ASSERT_TRUE(cpu && gpu);
+  const model::ModelHparams& h = gpu->model->hparams();
+  const std::vector<int32_t> prompt = {1, 403, 407, 261, 378, 442, 390, 280};
+  auto summary = load_json(reference_dir() + "/summary.json");
+  const double sigma = summary["stories260K-llama-f32"]["logit_std"].get<double>();
+  uint64_t layers_only = 0;
+  {
+    auto off = offload_for(*gpu, *ctx, h.n_layer);
+    ASSERT_NE(off, nullptr);
+    EXPECT_EQ(off->n_layers(), h.n_layer);
+    EXPECT_FALSE(off->has_output());
+    layers_only = off->device_bytes();
+  }
+  {
+    auto off = offload_for(*gpu, *ctx, h.n_layer + 1);
+    ASSERT_NE(off, nullptr);
+    ASSERT_TRUE(off->has_output());
+    // The output matrix (F32 here: n_vocab x n_embd floats) and its norm are device memory.
+    EXPECT_GE(off->device_bytes(), layers_only + uint64_t{4} * h.n_vocab * h.n_embd + uint64_t{4} * h.n_embd);
+    gpu->forward->set_offload(off.get());
+    gpu->reset();
+    const double err = device_vs_cpu_over_sigma(*cpu, *gpu, prompt, 4, sigma);
+    std::printf("[ max err  ] stories260K, output layer on the device: %.3g sigma\n", err);
+    EXPECT_LT(err, 0.01);
+    gpu->forward->set_offload(nullptr);
+    gpu->reset();  // the next offload attaches to a pool with no block in use
+  }
+  {
+    auto off = offload_for(*gpu, *ctx, -1);  // lavapipe has room for all of it
+    ASSERT_NE(off, nullptr);
+    EXPECT_EQ(off->n_layers(), h.n_layer);
+    EXPECT_TRUE(off->has_output());
+  }
+  {
+    // A device with room for the layers but not the output layer keeps it on the CPU.
+    ctx->set_allocation_limit(layers_only + 4096);
+    auto off = offload_for(*gpu, *ctx, h.n_layer + 1);
+    ctx->set_allocation_limit(0);
+    ASSERT_NE(off, nullptr);
+    EXPECT_EQ(off->n_layers(), h.n_layer);
+    EXPECT_FALSE(off->has_output());
+  }
+}
 
 TEST(DeviceOffload, BatchEqualsSingleTokensAndMatchesTheCpu) {
   HEARTH_REQUIRE_DEVICE(ctx);

@@ -41,7 +41,7 @@ struct NormPush {
 struct PointwisePush {
   uint32_t n, op;
   float s;
-  uint32_t pad;
+  uint32_t width;  // add_rows' row width
 };
 struct RopePush {
   uint32_t n_heads, head_dim, rope_dims, style;
@@ -150,13 +150,16 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
                          DeviceSpan y, uint32_t y_stride) {
   const char* name = matmul_shader(w.type);
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
-  if (w.rows > kMaxGroupsX) return make_error(ErrorKind::kUnsupported, "device matmul: more than 65535 rows");
   auto p = pipeline(name, true, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
   MatmulPush push{static_cast<uint32_t>(w.cols), static_cast<uint32_t>(w.rows), n_tokens,
                   static_cast<uint32_t>(w.row_bytes), x.offset, x_stride, y.offset, y_stride};
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, static_cast<uint32_t>(w.rows),
-                      (n_tokens + kMatmulTile - 1) / kMatmulTile);
+  // One workgroup per row: more than 65535 rows go on in z (the shader skips the excess).
+  const auto rows = static_cast<uint32_t>(w.rows);
+  const uint32_t gx = std::max(std::min(rows, kMaxGroupsX), 1u);
+  const uint32_t gz = (rows + gx - 1) / gx;
+  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, gx,
+                      (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
 }
 
 Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight,
@@ -174,10 +177,10 @@ Status VulkanOps::softmax(device::Recorder& rec, const device::Buffer& x, uint32
 }
 
 Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n,
-                            uint32_t op, float s) {
+                            uint32_t op, float s, uint32_t width) {
   auto p = pipeline("pointwise", false, 2, sizeof(PointwisePush));
   if (!p.ok()) return p.error();
-  PointwisePush push{n, op, s, 0};
+  PointwisePush push{n, op, s, width};
   const uint32_t groups = (n + kPointwiseGroup - 1) / kPointwiseGroup;
   const uint32_t gx = std::min(groups, kMaxGroupsX);
   const uint32_t gy = (groups + gx - 1) / std::max(gx, 1u);
@@ -186,6 +189,11 @@ Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, cons
 
 Status VulkanOps::add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
   return pointwise(rec, y, x, n, 0, 0.0f);
+}
+Status VulkanOps::add_rows(device::Recorder& rec, const device::Buffer& y, const device::Buffer& row, uint32_t width,
+                           uint32_t n_rows) {
+  if (width == 0) return make_error(ErrorKind::kInvalidArgument, "add_rows: empty rows");
+  return pointwise(rec, y, row, width * n_rows, 5, 0.0f, width);
 }
 Status VulkanOps::mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
   return pointwise(rec, y, x, n, 1, 0.0f);

@@ -73,6 +73,9 @@ class VulkanOps {
                   uint32_t n, uint32_t n_rows, float eps);
   Status softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows);
   Status add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
+  // y[r][i] += row[i] over n_rows rows of width floats (a bias).
+  Status add_rows(device::Recorder& rec, const device::Buffer& y, const device::Buffer& row, uint32_t width,
+                  uint32_t n_rows);
   Status mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
   Status scale(device::Recorder& rec, const device::Buffer& y, float s, uint32_t n);
   Status silu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
@@ -98,7 +101,7 @@ class VulkanOps {
   Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);
   Result<DeviceWeight> upload_as_f32(const WeightView& w, DeviceWeight d);
   Status pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n, uint32_t op,
-                   float s);
+                   float s, uint32_t width = 0);
 
   device::Context& ctx_;
   bool subgroups_ = false;

@@ -87,7 +87,10 @@ void unit(uint base, uint u, out float v[32]) {
 }
 
 void main() {
-  const uint row = gl_WorkGroupID.x;
+  // Rows beyond the 65535 workgroups one dimension allows continue in z (an output matrix of a
+  // 150k-token vocabulary); the whole workgroup shares the row, so leaving early is uniform.
+  const uint row = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+  if (row >= pc.rows) return;
   const uint t0 = gl_WorkGroupID.y * TILE;
   const uint tid = gl_LocalInvocationID.x;
   const uint units = (pc.cols + 31u) / 32u;

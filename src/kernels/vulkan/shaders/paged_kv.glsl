@@ -2,8 +2,9 @@
 // (the pool's elastic chunks), reached through `chunks`, one device address per chunk (a
 // uvec2: low, high word), bound by the including shader. Pool block b lives in chunk
 // b / blocks_per_chunk at block slot b % blocks_per_chunk; within a chunk each offloaded
-// layer has a K region and a V region of blocks_per_chunk * block_tokens F16 rows, starting
-// at the word offsets the dispatch passes (k_word, v_word).
+// layer has a K region and a V region of block_tokens F16 rows per block slot (fewer slots
+// than blocks_per_chunk when the whole pool is smaller), starting at the word offsets the
+// dispatch passes (k_word, v_word).
 #extension GL_EXT_buffer_reference : require
 #extension GL_EXT_buffer_reference_uvec2 : require
 

@@ -1,11 +1,12 @@
 #version 450
 // Element-wise ops over n floats: y = op(y, x) for add (0) and mul (1); y = op(y) for
-// scale (2, by s), silu (3), gelu (4, tanh approximation).
+// scale (2, by s), silu (3), gelu (4, tanh approximation); y[i] += x[i % width] for add_rows
+// (5: a bias row of width floats added to every row of y).
 layout(local_size_x = 256) in;
 
 layout(std430, binding = 0) buffer Y { float y[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
-layout(push_constant) uniform Push { uint n, op; float s; uint pad; } pc;
+layout(push_constant) uniform Push { uint n, op; float s; uint width; } pc;
 
 void main() {
   const uint i = gl_GlobalInvocationID.x + gl_GlobalInvocationID.y * gl_NumWorkGroups.x * 256u;
@@ -18,6 +19,8 @@ void main() {
     r = v * x[i];
   } else if (pc.op == 2u) {
     r = v * pc.s;
+  } else if (pc.op == 5u) {
+    r = v + x[i % pc.width];
   } else if (pc.op == 3u) {
     r = v / (1.0 + exp(-v));
   } else {
