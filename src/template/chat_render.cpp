@@ -357,6 +357,10 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
     // Hermes 2/3, Qwen 2.5/3: the reference passes the thinking switch (Qwen3 reads it).
     in.extra_context = Json{{"enable_thinking", enable_thinking}};
   }
+  if (detect_chat_output_family(source_) == ChatOutputFamily::kGranite) {
+    // Granite 3.x: the reference passes the thinking switch as `thinking`.
+    in.extra_context = Json{{"thinking", enable_thinking}};
+  }
   if (is_llama3) {
     // Llama 3.x: today's date and tool definitions in the system turn, as its handler expects.
     in.extra_context = Json{{"date_string", format_date(options, "%d %b %Y")}, {"tools_in_user_message", false}};
