@@ -14,7 +14,7 @@ declare -A allowed=(
   [device]="util"
   [kernels]="util tensor gguf device"
   [tokenizer]="util gguf"
-  [template]="util"
+  [template]="util chat_output"
   # Splits generated chat text into answer, reasoning and tool calls (no model, no HTTP).
   [chat_output]="util"
   [kv]="util tensor device kernels"

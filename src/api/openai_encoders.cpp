@@ -74,16 +74,18 @@ class OpenAiEncoderBase : public ResponseEncoder {
 
  protected:
   Json usage() const {
-    int64_t prompt = 0, completion = 0, cached = 0;
+    int64_t prompt = 0, completion = 0, cached = 0, reasoning = 0;
     for (int32_t n : meta_.prompt_tokens) prompt += n;
     for (size_t i = 0; i < choices_.size(); ++i) {
       completion += choices_[i].timings.predicted_n;
+      reasoning += choices_[i].timings.reasoning_n;
       if (i % static_cast<size_t>(n_per_prompt_) == 0) cached += choices_[i].timings.cached_n;
     }
     return Json{{"prompt_tokens", prompt},
                 {"completion_tokens", completion},
                 {"total_tokens", prompt + completion},
-                {"prompt_tokens_details", {{"cached_tokens", cached}}}};
+                {"prompt_tokens_details", {{"cached_tokens", cached}}},
+                {"completion_tokens_details", {{"reasoning_tokens", reasoning}}}};
   }
   Json chunk_envelope(const char* object) const {
     Json c = {{"id", meta_.id}, {"object", object}, {"created", meta_.created}, {"model", meta_.model}};

@@ -270,7 +270,7 @@ class ResponsesEncoder final : public ResponseEncoder {
               {"usage", finished ? Json{{"input_tokens", in},
                                         {"input_tokens_details", {{"cached_tokens", choice_.timings.cached_n}}},
                                         {"output_tokens", out_tokens},
-                                        {"output_tokens_details", {{"reasoning_tokens", 0}}},
+                                        {"output_tokens_details", {{"reasoning_tokens", choice_.timings.reasoning_n}}},
                                         {"total_tokens", in + out_tokens}}
                                   : Json()},
               {"metadata", Json::object()}};

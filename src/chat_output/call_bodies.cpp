@@ -3,6 +3,7 @@
 // gives the text back as answer text.
 #include "chat_output/call_bodies.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "chat_output/family_markers.h"
@@ -202,6 +203,33 @@ bool parse_generic_reply(std::string_view body, std::vector<ParsedToolCall>& cal
     const Json& r = parsed["response"];
     content = r.is_string() ? r.get<std::string>() : r.dump(2, ' ', false, Json::error_handler_t::replace);
     return true;
+  }
+  return false;
+}
+
+bool salvage_generic_response(std::string_view body, std::string& content) {
+  size_t at = 0;
+  auto skip_space = [&] {
+    while (at < body.size() && is_space(body[at])) ++at;
+  };
+  auto literal = [&](std::string_view word) {
+    skip_space();
+    if (body.substr(at, word.size()) != word) return false;
+    at += word.size();
+    return true;
+  };
+  if (!literal("{") || !literal("\"response\"") || !literal(":") || !literal("\"")) return false;
+  // The string's text up to its closing quote, or all of the rest when it was cut off.
+  size_t end = at;
+  while (end < body.size() && body[end] != '"') end += body[end] == '\\' ? 2 : 1;
+  std::string_view text = body.substr(at, std::min(end, body.size()) - at);
+  // A cut escape (\, \u00) does not parse: drop its bytes from the end until the rest does.
+  for (size_t cut = 0; cut <= 6 && cut <= text.size(); ++cut) {
+    Json value = parse("\"" + std::string(text.substr(0, text.size() - cut)) + "\"");
+    if (value.is_string()) {
+      content = value.get<std::string>();
+      return true;
+    }
   }
   return false;
 }

@@ -40,5 +40,8 @@ bool parse_functionary_call(std::string_view body, std::vector<ParsedToolCall>& 
 bool parse_kimi_calls(std::string_view body, std::vector<ParsedToolCall>& calls);
 // The generic reply: {"tool_call": {...}}, {"tool_calls": [...]} or {"response": ...}.
 bool parse_generic_reply(std::string_view body, std::vector<ParsedToolCall>& calls, std::string& content);
+// A generic reply cut off inside its answer ({"response": "Hello, wor): the text of the response
+// string so far, unescaped (an escape cut in half is left out); false for anything else.
+bool salvage_generic_response(std::string_view body, std::string& content);
 
 }  // namespace hearth::chat_output_detail

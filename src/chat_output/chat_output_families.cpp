@@ -74,9 +74,12 @@ bool template_writes_reasoning(std::string_view source) {
          (detect_chat_output_family(source) == ChatOutputFamily::kGptOss);
 }
 
+bool family_frames_replies(ChatOutputFamily family) { return family == ChatOutputFamily::kFunctionaryV32; }
+
 ReasoningMarkers reasoning_markers(ChatOutputFamily family) {
-  if (family == ChatOutputFamily::kCommandR7B) return {kR7bThinkingOpen, kR7bThinkingClose};
-  return {kThinkOpen, kThinkClose};
+  if (family == ChatOutputFamily::kCommandR7B) return {kR7bThinkingOpen, kR7bThinkingClose, kR7bThinkingCut};
+  if (family == ChatOutputFamily::kGptOss) return {kHarmonyAnalysis, kHarmonyEnd, kHarmonyAnalysisCut};
+  return {kThinkOpen, kThinkClose, kThinkCut};
 }
 
 std::vector<std::string_view> family_markers(ChatOutputFamily family) {
@@ -130,7 +133,18 @@ bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out) {
       out.between_calls = ", ";
       out.after_calls = "]";
       return true;
-    case ChatOutputFamily::kDeepSeekR1: return false;
+    case ChatOutputFamily::kDeepSeekR1:
+      // <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{...}\n```
+      // <｜tool▁call▁end｜>, calls joined by "\n", then <｜tool▁calls▁end｜> (as the template renders them).
+      out.name_key.clear();
+      out.before_calls = std::string(kDeepSeekOpen);
+      out.before_call = std::string(kDeepSeekCallOpen) + "function" + std::string(kDeepSeekSep);
+      out.name_after = "\n```json\n";
+      out.after_call = "\n```" + std::string(kDeepSeekCallClose);
+      out.between_calls = "\n";
+      out.after_calls = std::string(kDeepSeekClose);
+      out.trigger = std::string(kDeepSeekOpen);
+      return true;
     case ChatOutputFamily::kCommandR7B:
       out.before_calls = std::string(kR7bActionOpen) + "[";
       out.between_calls = ", ";

@@ -39,6 +39,13 @@ ChatOutputParser::ChatOutputParser(ChatOutputFormat format) : format_(format) {
   } else if (format_.parse_reasoning && format_.reasoning_open) {
     state_ = State::kReasoning;
   }
+  // The prefill is the client's own text: read for the state it leaves, released by nobody.
+  // Bytes it leaves held back (a possible marker's start) are the client's too: dropped when
+  // released as text, unless they turn out to begin a marker.
+  if (!format_.prefilled.empty()) {
+    feed(format_.prefilled);
+    prefill_held_ = buffer_.size();
+  }
 }
 
 ChatOutputDelta ChatOutputParser::feed(std::string_view text) {
@@ -57,6 +64,7 @@ ChatOutputDelta ChatOutputParser::finish() {
 void ChatOutputParser::run(ChatOutputDelta& out, bool final) {
   for (int guard = 0; guard < 1'000'000; ++guard) {
     bool progressed = false;
+    const State before = state_;
     switch (state_) {
       case State::kContent: progressed = step_content(out, final); break;
       case State::kReasoning: progressed = step_reasoning(out, final); break;
@@ -66,13 +74,20 @@ void ChatOutputParser::run(ChatOutputDelta& out, bool final) {
       case State::kHarmonyHeader: progressed = step_harmony_header(out, final); break;
       case State::kHarmonyBody: progressed = step_harmony_body(out, final); break;
     }
+    if (state_ != before) prefill_held_ = 0;  // the held bytes were read as a marker
     if (!progressed) return;
   }
 }
 
+size_t ChatOutputParser::drop_prefill(const std::string& text) {
+  const size_t n = std::min(prefill_held_, text.size());
+  prefill_held_ -= n;
+  return n;
+}
+
 void ChatOutputParser::emit_content(ChatOutputDelta& out, std::string text) {
   if (text.empty()) return;
-  out.content += text;
+  out.content.append(text, drop_prefill(text));
   at_start_ = false;
 }
 
@@ -86,8 +101,9 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
   }
   const bool tools = format_.parse_tool_calls;
   const ChatOutputFamily family = format_.family;
-  if (tools && at_start_ && family == ChatOutputFamily::kFunctionaryV32) {
-    // The prompt ends with ">>>": the reply starts with a recipient (a function or "all").
+  if (at_start_ && family_frames_replies(family)) {
+    // The prompt ends with ">>>": the reply starts with a recipient (a function or "all"), with
+    // or without tools.
     opener_.clear();
     state_ = State::kRecipient;
     at_start_ = false;
@@ -164,6 +180,7 @@ bool ChatOutputParser::step_content(ChatOutputDelta& out, bool final) {
   }
   if (found != nullptr) {
     emit_content(out, buffer_.substr(0, best));
+    prefill_held_ = 0;
     opener_ = std::string(found->text);
     closer_ = std::string(found->closer);
     buffer_.erase(0, best + found->text.size());
@@ -184,7 +201,8 @@ bool ChatOutputParser::step_reasoning(ChatOutputDelta& out, bool final) {
   const std::string_view close = reasoning_markers(format_.family).close;
   size_t pos = buffer_.find(close);
   if (pos != std::string::npos) {
-    out.reasoning += buffer_.substr(0, pos);
+    const std::string text = buffer_.substr(0, pos);
+    out.reasoning.append(text, drop_prefill(text));
     buffer_.erase(0, pos + close.size());
     state_ = State::kContent;
     skip_space_ = true;
@@ -192,7 +210,8 @@ bool ChatOutputParser::step_reasoning(ChatOutputDelta& out, bool final) {
     return true;
   }
   size_t hold = final ? 0 : partial_tail(buffer_, close);
-  out.reasoning += buffer_.substr(0, buffer_.size() - hold);
+  const std::string text = buffer_.substr(0, buffer_.size() - hold);
+  out.reasoning.append(text, drop_prefill(text));
   buffer_.erase(0, buffer_.size() - hold);
   return false;
 }
@@ -257,6 +276,8 @@ bool ChatOutputParser::step_json_body(ChatOutputDelta& out, bool final) {
     if (ok) calls.push_back(std::move(call));
   } else if (format_.family == ChatOutputFamily::kGeneric) {
     ok = parse_generic_reply(body, calls, content);
+    // Cut off (max tokens) inside the answer: the answer so far, never the broken JSON.
+    if (!ok && final) ok = salvage_generic_response(body, content);
   } else {
     ok = parse_calls(body, calls);
   }
@@ -285,6 +306,12 @@ bool ChatOutputParser::step_recipient(ChatOutputDelta& out, bool final) {
     return !buffer_.empty() || final;
   }
   std::string name = buffer_.substr(0, n);
+  if (name != "all" && !format_.parse_tool_calls) {
+    // No tools were offered: only the answer's "all" line is framing; anything else is text.
+    emit_content(out, opener_);
+    state_ = State::kContent;
+    return true;
+  }
   buffer_.erase(0, n + 1);
   if (name == "all") {
     state_ = State::kContent;  // the answer text follows

@@ -45,9 +45,10 @@ ChatOutputFamily detect_chat_output_family(std::string_view template_source);
 // Whether a template writes reasoning the parser can split (<think>, Command R7B's thinking
 // section, harmony's analysis channel).
 bool template_writes_reasoning(std::string_view template_source);
-// The markers that open and close reasoning in the family's replies.
+// The markers that open and close reasoning in the family's replies (gpt-oss: its analysis
+// message), and `cut`: what an engine writes to end the reasoning early (a thinking budget).
 struct ReasoningMarkers {
-  std::string_view open, close;
+  std::string_view open, close, cut;
 };
 ReasoningMarkers reasoning_markers(ChatOutputFamily family);
 // The family's structural markers: a model that has them as control tokens must print those
@@ -63,7 +64,6 @@ bool is_family_marker(std::string_view text);
 // name_key means the name is written outside the object, as before_call NAME name_after {args}
 // after_call (the object is then the arguments themselves). `id_key` names a call id the object
 // must carry (a digit string). `parallel` is false when the family writes one call per reply.
-// Families without a JSON-object syntax (DeepSeek R1) have none.
 struct ToolCallSyntax {
   std::string before_calls, before_call, after_call, between_calls, after_calls;
   std::string arguments_key = "arguments";
@@ -76,7 +76,7 @@ struct ToolCallSyntax {
   std::string trigger;
   bool trigger_at_start = false;  // only as the first text of the reply (a bare JSON call)
 };
-// false for a family whose calls are not JSON objects.
+// Every family has one (false only for a value outside the enum).
 bool tool_call_syntax(ChatOutputFamily family, ToolCallSyntax& out);
 
 struct ChatOutputFormat {
@@ -84,7 +84,14 @@ struct ChatOutputFormat {
   bool parse_tool_calls = false;  // the request offered tools
   bool parse_reasoning = false;   // split <think>...</think> into reasoning
   bool reasoning_open = false;    // the prompt ended inside <think>: the text starts as reasoning
+  // The reply's text that the prompt already holds (an assistant prefill, e.g. "<tool_call>"):
+  // read first, as if generated, so a call it opened is seen; nothing of it is released again.
+  std::string prefilled;
 };
+
+// Whether the family frames every reply, tools or not (Functionary v3.2 starts each with a
+// recipient line, "all\n" before answer text): its replies are always parsed.
+bool family_frames_replies(ChatOutputFamily family);
 
 struct ParsedToolCall {
   std::string id;         // from the model's output when it wrote one (Mistral), else empty
@@ -121,6 +128,8 @@ class ChatOutputParser {
   bool step_harmony_header(ChatOutputDelta& out, bool final);  // gpt-oss: up to <|message|>
   bool step_harmony_body(ChatOutputDelta& out, bool final);    // gpt-oss: one message's text
   void emit_content(ChatOutputDelta& out, std::string text);
+  // How many leading bytes of `text` (about to be released) the prefill wrote; counts them off.
+  size_t drop_prefill(const std::string& text);
   // Parses a call body in the family's shape; false when it is not a valid call.
   bool parse_calls(const std::string& body, std::vector<ParsedToolCall>& calls) const;
 
@@ -134,6 +143,7 @@ class ChatOutputParser {
   std::string call_name_;     // the function named before its arguments (Functionary v3.2, harmony)
   enum class Channel { kReasoning, kContent, kCall };
   Channel channel_ = Channel::kContent;  // kHarmonyBody: where the message's text goes
+  size_t prefill_held_ = 0;   // leading bytes of buffer_ that the prefill wrote (not to release)
 };
 
 }  // namespace hearth

@@ -42,5 +42,10 @@ constexpr std::string_view kHarmonyEnd = "<|end|>";
 constexpr std::string_view kHarmonyConstrain = "<|constrain|>";
 constexpr std::string_view kHarmonyCall = "<|call|>";
 constexpr std::string_view kHarmonyReturn = "<|return|>";
+// Reasoning as a whole marker, and what ends it early (a thinking budget) in each family.
+constexpr std::string_view kThinkCut = "\n</think>\n\n";
+constexpr std::string_view kR7bThinkingCut = "\n<|END_THINKING|>\n\n";
+constexpr std::string_view kHarmonyAnalysis = "<|channel|>analysis<|message|>";
+constexpr std::string_view kHarmonyAnalysisCut = "<|end|><|start|>assistant<|channel|>final<|message|>";
 
 }  // namespace hearth::chat_output_markers

@@ -53,6 +53,15 @@ protocol::PromptInfo::OutputFormat chat_output_format(const ChatTemplate& chat_t
   format.reasoning_open = format.reasoning && last_open != std::string::npos &&
                           prompt.find(markers.close, last_open) == std::string::npos &&
                           prompt.find_first_not_of(" \n", last_open + open_tag.size()) == std::string::npos;
+  format.framed = family_frames_replies(family);
+  // An assistant prefill (the template appends it as is): the parser reads it first, so a call
+  // it opened ("<tool_call>", a name-first family's opener) is parsed as a call.
+  if (const auto m = chat.find("messages"); m != chat.end() && m->is_array() && !m->empty()) {
+    const auto& last = m->back();
+    if (last.is_object() && last.value("role", "") == "assistant" && last.contains("content") && last["content"].is_string()) {
+      format.prefilled = last["content"].get<std::string>();
+    }
+  }
   return format;
 }
 
@@ -197,12 +206,14 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
       }
       r.prompt = prompt.ids;
       r.print_markers = prompt.output.active();
-      if (thinking_budget >= 0) {
+      // The reasoning is tracked whenever the reply is split (reasoning tokens are counted, a
+      // lazy grammar's trigger is watched only outside it); a budget also cuts it.
+      if (source.kind == protocol::PromptSource::Kind::kChat && prompt.output.reasoning) {
         r.thinking_budget = thinking_budget;
         r.thinking_open = prompt.output.reasoning_open;
         r.thinking_start = std::string(markers.open);
         r.thinking_end = std::string(markers.close);
-        r.thinking_close = model.tokenizer.encode("\n" + std::string(markers.close) + "\n\n", false, /*parse_special=*/true);
+        if (thinking_budget >= 0) r.thinking_close = model.tokenizer.encode(std::string(markers.cut), false, /*parse_special=*/true);
       }
       if (j > 0 && r.sampling.seed != 0xFFFFFFFFu) r.sampling.seed += static_cast<uint64_t>(j);
       out.requests.push_back(std::move(r));

@@ -121,6 +121,8 @@ SampleOutcome ServingSlot::on_logits(const float* logits, const Tokenizer& token
 
   // At the thinking budget the closing text is written one token per step, then sampling resumes.
   if (!a.forcing && a.thinking.due() && !req.thinking_close.empty()) a.forcing = true;
+  // A lazy tool-call grammar's trigger written while reasoning is not a call.
+  a.prep.chain.set_triggers_paused(a.thinking.inside());
   const sampler::SampleResult s = a.forcing ? a.prep.chain.force(req.thinking_close[a.n_forced++], logits)
                                             : a.prep.chain.sample(logits);
   if (a.forcing && a.n_forced == req.thinking_close.size()) a.forcing = false;
@@ -207,6 +209,7 @@ void ServingSlot::finish_with_text(StopReason reason, std::string text, EngineCl
                                    uint64_t use_stamp, FinalEvents& finals) {
   Active& a = *active_;
   a.timings.predicted_n = a.n_generated;
+  a.timings.reasoning_n = a.thinking.reasoning_tokens();
   if (a.n_generated > 0) a.timings.predicted_ms = ms_between(a.first_token, a.last_token);
   EngineEvent ev;
   ev.kind = EngineEvent::Kind::kDone;

@@ -5,13 +5,13 @@
 namespace hearth::engine {
 
 ThinkingBudget::ThinkingBudget(int32_t budget, bool open_at_start, std::string open, std::string close)
-    : state_(budget < 0 || open.empty() || close.empty() ? State::kOff : open_at_start ? State::kInside : State::kBefore),
+    : state_(open.empty() || close.empty() ? State::kOff : open_at_start ? State::kInside : State::kBefore),
       budget_(budget),
       open_(std::move(open)),
       close_(std::move(close)) {}
 
 bool ThinkingBudget::due() {
-  if (state_ != State::kInside || count_ < budget_) return false;
+  if (state_ != State::kInside || budget_ < 0 || count_ < budget_) return false;
   state_ = State::kDone;
   return true;
 }

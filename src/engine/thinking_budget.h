@@ -1,7 +1,9 @@
-// A thinking budget: after `budget` tokens of reasoning (the text between the family's opening
-// and closing markers, e.g. <think> ... </think>), the engine closes the reasoning itself by
-// generating the closing text in place of sampled tokens, and the answer continues from there.
-// ThinkingBudget watches the generated text token by token and says when that is due.
+// Where the reply's reasoning is (the text between the family's opening and closing markers,
+// e.g. <think> ... </think>): ThinkingBudget watches the generated text token by token and counts
+// the reasoning tokens (usage's reasoning_tokens); the lazy tool-call grammar watches for its
+// trigger only outside reasoning. With a budget, after `budget` tokens of reasoning the engine
+// closes the reasoning itself by generating the closing text in place of sampled tokens, and
+// the answer continues from there; ThinkingBudget says when that is due.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +14,9 @@ namespace hearth::engine {
 
 class ThinkingBudget {
  public:
-  ThinkingBudget() = default;  // no budget: never due
-  // open_at_start: the prompt ended inside the reasoning (the template opened it).
+  ThinkingBudget() = default;  // no markers: never inside, never due
+  // open_at_start: the prompt ended inside the reasoning (the template opened it). budget < 0:
+  // the reasoning is tracked and counted, never cut.
   ThinkingBudget(int32_t budget, bool open_at_start, std::string open, std::string close);
 
   // Before sampling: the reasoning is open and has used up the budget. True once; the caller

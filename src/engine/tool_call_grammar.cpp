@@ -176,7 +176,9 @@ Result<std::string> forced_tool_call_grammar(ChatOutputFamily family, const Json
   if (!tool_call_syntax(family, syntax)) {
     return make_error(ErrorKind::kUnsupported, "'tool_choice': this model's template writes tool calls in a form Hearth cannot force; use \"auto\"");
   }
-  return calls_grammar(syntax, chat, chat["tool_choice"]);
+  // A prefill that already opened the call (e.g. "<tool_call>"): the grammar goes on after it.
+  const size_t written = prefilled_opener(syntax, chat, call_trigger(syntax).text);
+  return calls_grammar(syntax, chat, chat["tool_choice"], written == std::string::npos ? 0 : written);
 }
 
 Result<ToolCallGrammar> tool_call_grammar(ChatOutputFamily family, const Json& chat) {

@@ -467,7 +467,8 @@ Json to_json(const Event& e) {
         j["timings"] = Json{{"prompt_n", t.prompt_n},         {"cached_n", t.cached_n},
                             {"truncated_n", t.truncated_n},   {"queue_ms", float_json(t.queue_ms)},
                             {"prompt_ms", float_json(t.prompt_ms)}, {"predicted_n", t.predicted_n},
-                            {"predicted_ms", float_json(t.predicted_ms)}, {"ttft_ms", float_json(t.ttft_ms)}};
+                            {"predicted_ms", float_json(t.predicted_ms)}, {"ttft_ms", float_json(t.ttft_ms)},
+                            {"reasoning_n", t.reasoning_n}};
         j["slot"] = e.slot;
         if (e.eog_token >= 0) j["eog_token"] = e.eog_token;
         j["seed"] = e.seed;
@@ -525,6 +526,7 @@ void read_event(Reader& r, Event& e, std::optional<Error>& error) {
     tr.integer<int32_t>("predicted_n", e.timings.predicted_n);
     tr.real("predicted_ms", e.timings.predicted_ms);
     tr.real("ttft_ms", e.timings.ttft_ms);
+    tr.integer<int32_t>("reasoning_n", e.timings.reasoning_n, 0);
   }
   r.integer<int32_t>("slot", e.slot);
   r.integer<int32_t>("eog_token", e.eog_token, 0);

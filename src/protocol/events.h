@@ -45,6 +45,7 @@ struct Timings {
   double queue_ms = 0.0;      // submit -> a slot took the request
   double prompt_ms = 0.0;     // slot taken -> first token sampled (prefill)
   int32_t predicted_n = 0;    // generated tokens
+  int32_t reasoning_n = 0;    // of those, inside the reasoning (<think>...</think>, analysis)
   double predicted_ms = 0.0;  // first token -> last token
   double ttft_ms = 0.0;       // submit -> first generated token sampled
 };
@@ -98,7 +99,9 @@ struct PromptInfo {
     bool tool_calls = false;
     bool reasoning = false;
     bool reasoning_open = false;
-    bool active() const { return tool_calls || reasoning; }
+    bool framed = false;    // the family frames every reply (Functionary v3.2's "all\n")
+    std::string prefilled;  // the reply's start the prompt already holds (an assistant prefill)
+    bool active() const { return tool_calls || reasoning || framed; }
   };
   OutputFormat output;
 };

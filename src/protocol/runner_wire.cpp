@@ -182,7 +182,9 @@ Json prompt_info_to_json(const PromptInfo& p) {
               {"output", {{"family", p.output.family},
                           {"tool_calls", p.output.tool_calls},
                           {"reasoning", p.output.reasoning},
-                          {"reasoning_open", p.output.reasoning_open}}}};
+                          {"reasoning_open", p.output.reasoning_open},
+                          {"framed", p.output.framed},
+                          {"prefilled", p.output.prefilled}}}};
 }
 
 PromptInfo prompt_info_from_json(const Json& v) {
@@ -198,6 +200,8 @@ PromptInfo prompt_info_from_json(const Json& v) {
     info.output.tool_calls = field<bool>(*o, "tool_calls", false);
     info.output.reasoning = field<bool>(*o, "reasoning", false);
     info.output.reasoning_open = field<bool>(*o, "reasoning_open", false);
+    info.output.framed = field<bool>(*o, "framed", false);
+    info.output.prefilled = field<std::string>(*o, "prefilled", "");
   }
   return info;
 }

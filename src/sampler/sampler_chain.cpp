@@ -74,6 +74,7 @@ void SamplerChain::reset() {
   grammar_active_ = triggers_.empty();
   watched_.clear();
   only_space_before_ = true;
+  triggers_paused_ = false;
 }
 
 void SamplerChain::apply_stage(SamplerKind kind) {
@@ -189,10 +190,15 @@ int32_t SamplerChain::draw(const float* logits, std::span<const int32_t> banned)
   return c.items[sample_index(c, rng_)].id;
 }
 
+void SamplerChain::set_triggers_paused(bool paused) {
+  if (paused && !triggers_paused_) watched_.clear();
+  triggers_paused_ = paused;
+}
+
 SampleResult SamplerChain::sample(const float* logits) {
   int32_t chosen = draw(logits, {});
   if (chosen < 0) return SampleResult{};
-  if (grammar_ && !grammar_active_) {
+  if (grammar_ && !grammar_active_ && !triggers_paused_) {
     // A lazy grammar: a token that opens a call the grammar cannot continue is drawn again
     // without it (rare: only tokens that complete a trigger are checked). After kMaxRedraws
     // the last draw stands and the grammar stays off (its trigger is left as text).
@@ -215,7 +221,7 @@ SampleResult SamplerChain::sample(const float* logits) {
   if (grammar_) {
     if (grammar_active_) {
       grammar_->accept_token(*grammar_vocab_, chosen);  // allowed by the mask, so it matches
-    } else {
+    } else if (!triggers_paused_) {
       watch_trigger(chosen);
     }
   }
@@ -230,7 +236,7 @@ SampleResult SamplerChain::force(int32_t token, const float* logits) {
   if (grammar_) {
     if (grammar_active_) {
       grammar_->accept_token(*grammar_vocab_, token);
-    } else {
+    } else if (!triggers_paused_) {
       if (!trigger_allows(token)) trigger_match_.clear();
       watch_trigger(token);
     }

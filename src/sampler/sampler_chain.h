@@ -76,6 +76,10 @@ class SamplerChain {
   // Forgets the history, resets mirostat and the grammar; the RNG keeps its stream.
   void reset();
 
+  // Lazy grammar: while paused, the output is not watched for triggers (the model is reasoning,
+  // and a call opener it writes there is not a call); watching resumes with fresh text.
+  void set_triggers_paused(bool paused);
+
   bool has_grammar() const { return grammar_.has_value(); }
   // Under a lazy grammar: a trigger appeared and the grammar constrains the output now (always
   // true for a grammar without triggers).
@@ -122,6 +126,7 @@ class SamplerChain {
   std::vector<uint64_t> allowed_;  // the grammar's token mask, n_vocab bits
   std::vector<GrammarTrigger> triggers_;
   bool grammar_active_ = true;     // false: a lazy grammar waiting for a trigger
+  bool triggers_paused_ = false;   // see set_triggers_paused()
   std::string watched_;            // the last bytes of the output, where a trigger may begin
   bool only_space_before_ = true;  // every byte before watched_ is whitespace
   std::string trigger_match_;      // trigger_allows(): the text from the trigger on

@@ -10,6 +10,7 @@ ChatOutputFormat parser_format(const protocol::PromptInfo::OutputFormat& format)
   f.parse_tool_calls = format.tool_calls;
   f.parse_reasoning = format.reasoning;
   f.reasoning_open = format.reasoning_open;
+  f.prefilled = format.prefilled;
   return f;
 }
 

@@ -6,6 +6,7 @@
 // example call added to the system prompt, tool calls and tool results written as JSON text.
 #include "template/chat_render.h"
 
+#include "chat_output/chat_output_parser.h"
 #include "template/jinja_value.h"
 
 #include <regex>
@@ -20,24 +21,12 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Markers of templates with a native tool-call format the server handles itself; any other
-// template receiving tools gets the generic JSON tool-call instructions.
+// Templates with a tool-call family of their own (chat_output detects it from the markers the
+// template prints, one list for both) write calls in their own syntax; any other template
+// receiving tools gets the generic JSON tool-call instructions.
 bool has_native_tool_format(const std::string& source) {
-  static const char* kMarkers[] = {
-      "<｜tool▁calls▁begin｜>",                        // DeepSeek R1
-      "<tool_call>",                                    // Hermes 2/3, Qwen 2.5/3
-      "<|start_header_id|>ipython<|end_header_id|>",    // Llama 3.x
-      "[TOOL_CALLS]",                                   // Mistral Nemo
-      "<|channel|>",                                    // gpt-oss (harmony)
-      "<|tool_call|>",                                  // Granite
-      "<|tool_calls_section_begin|>",                   // Kimi-K2
-      "<|START_THINKING|>",                             // Command R7B
-      ">>>all",                                         // Functionary v3.2
-      "<|python_tag|>",                                 // Functionary v3.1 / Llama
-      " functools[",                                    // FireFunction v2
-  };
-  for (const char* m : kMarkers) if (contains(source, m)) return true;
-  return false;
+  const ChatOutputFamily family = detect_chat_output_family(source);
+  return family != ChatOutputFamily::kPlain && family != ChatOutputFamily::kGeneric;
 }
 
 Json add_system_text(const Json& messages, const std::string& text) {
@@ -367,6 +356,10 @@ Result<std::string> ChatTemplate::render(const Json& request, const jinja::Rende
   if (contains(source_, "<tool_call>")) {
     // Hermes 2/3, Qwen 2.5/3: the reference passes the thinking switch (Qwen3 reads it).
     in.extra_context = Json{{"enable_thinking", enable_thinking}};
+  }
+  if (detect_chat_output_family(source_) == ChatOutputFamily::kGranite) {
+    // Granite 3.x: the reference passes the thinking switch as `thinking`.
+    in.extra_context = Json{{"thinking", enable_thinking}};
   }
   if (is_llama3) {
     // Llama 3.x: today's date and tool definitions in the system turn, as its handler expects.

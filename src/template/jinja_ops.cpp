@@ -173,7 +173,8 @@ bool value_contains(const Value& container, const Value& item, int line) {
     if (!item.is_string()) return false;
     return container.entries().find(item.as_string()) != nullptr;
   }
-  if (container.is_undefined()) require_defined(container, line);
+  // Jinja's undefined iterates as empty: nothing is in it (Granite 3.3: 'citations' in controls).
+  if (container.is_undefined()) return false;
   throw_error(line, std::string("argument of type '") + container.type_name() + "' is not iterable");
 }
 

@@ -37,6 +37,7 @@ EngineEvent done_event(StopReason reason, int32_t predicted, const std::string& 
   e.timings.cached_n = 1;
   e.timings.prompt_ms = 2.5;
   e.timings.predicted_n = predicted;
+  e.timings.reasoning_n = predicted / 2;
   e.timings.predicted_ms = 10.0;
   return e;
 }
@@ -133,6 +134,7 @@ TEST(OpenAiChatEncoder, StreamChunksUsageAndDone) {
   EXPECT_EQ(usage["usage"]["completion_tokens"], 2);
   EXPECT_EQ(usage["usage"]["total_tokens"], 6);
   EXPECT_EQ(usage["usage"]["prompt_tokens_details"]["cached_tokens"], 1);
+  EXPECT_EQ(usage["usage"]["completion_tokens_details"]["reasoning_tokens"], 1);
 }
 
 TEST(OpenAiChatEncoder, BodyWithLogprobsAndLengthFinish) {

@@ -23,7 +23,7 @@ TEST(ChatOutputFamilies, HarmonyAnalysisThenFinal) {
   EXPECT_EQ(p.content, "Hello there!");
   EXPECT_TRUE(p.calls.empty());
   // Without tools the channels are split all the same.
-  Parsed no_tools = parse_every_way(ChatOutputFormat{kGptOss, false, true, false},
+  Parsed no_tools = parse_every_way(ChatOutputFormat{kGptOss, false, true, false, {}},
                                     "<|channel|>analysis<|message|>a<|end|><|start|>assistant<|channel|>final<|message|>b<|return|>");
   EXPECT_EQ(no_tools.reasoning, "a");
   EXPECT_EQ(no_tools.content, "b");
@@ -187,6 +187,32 @@ TEST(ChatOutputFamilies, GenericJsonReply) {
   EXPECT_EQ(text.content, "Plain words {\"tool_call\": {}}");
   Parsed other = parse_every_way(f, "{\"answer\": 1}");
   EXPECT_EQ(other.content, "{\"answer\": 1}");
+}
+
+TEST(ChatOutputFamilies, GenericReplyCutOffInsideTheAnswerIsItsText) {
+  const auto f = tools_format(ChatOutputFamily::kGeneric);
+  // max_tokens reached inside the response string: its text so far, unescaped.
+  Parsed cut = parse_every_way(f, "{\"response\": \"Hello \\\"wor");
+  EXPECT_TRUE(cut.calls.empty());
+  EXPECT_EQ(cut.content, "Hello \"wor");
+  EXPECT_EQ(parse_every_way(f, "{ \"response\" : \"caf\\u00e9 \\u00").content, "caf\u00e9 ");  // a cut \u escape is left out
+  EXPECT_EQ(parse_every_way(f, "{\"response\": \"a\\nb\\").content, "a\nb");
+  EXPECT_EQ(parse_every_way(f, "{\"response\": \"done\"").content, "done");  // only the brace missing
+  EXPECT_EQ(parse_every_way(f, "{\"response\": \"").content, "");
+  // A cut-off call is not an answer: it stays the raw text.
+  EXPECT_EQ(parse_every_way(f, "{\"tool_calls\": [{\"name\": \"f\"").content, "{\"tool_calls\": [{\"name\": \"f\"");
+}
+
+TEST(ChatOutputFamilies, FunctionaryV32WithoutToolsDropsTheAllLine) {
+  ChatOutputFormat f{ChatOutputFamily::kFunctionaryV32, /*parse_tool_calls=*/false, false, false, {}};
+  EXPECT_EQ(parse_every_way(f, "all\nHello there.").content, "Hello there.");
+  // No tools offered: another recipient is not a call, and not framing either.
+  Parsed named = parse_every_way(f, "get_weather\n{\"city\": \"Rome\"}");
+  EXPECT_TRUE(named.calls.empty());
+  EXPECT_EQ(named.content, "get_weather\n{\"city\": \"Rome\"}");
+  EXPECT_EQ(parse_every_way(f, "Hi >>>all\n").content, "Hi >>>all\n");
+  EXPECT_TRUE(family_frames_replies(ChatOutputFamily::kFunctionaryV32));
+  EXPECT_FALSE(family_frames_replies(ChatOutputFamily::kHermes));
 }
 
 std::string read_template(const std::string& name) {

@@ -32,7 +32,7 @@ TEST(ChatOutputParser, Qwen3ThinkingThenCall) {
 }
 
 TEST(ChatOutputParser, ReasoningOpenedByThePrompt) {
-  ChatOutputFormat f{ChatOutputFamily::kDeepSeekR1, false, true, true};
+  ChatOutputFormat f{ChatOutputFamily::kDeepSeekR1, false, true, true, {}};
   Parsed p = parse_every_way(f, "Two plus two is four.\n</think>\n\nThe answer is 4.");
   EXPECT_EQ(p.reasoning, "Two plus two is four.\n");
   EXPECT_EQ(p.content, "The answer is 4.");
@@ -100,7 +100,7 @@ TEST(ChatOutputParser, DeepSeekR1Calls) {
 }
 
 TEST(ChatOutputParser, WithoutToolsMarkersAreText) {
-  ChatOutputFormat plain{ChatOutputFamily::kHermes, false, false, false};
+  ChatOutputFormat plain{ChatOutputFamily::kHermes, false, false, false, {}};
   Parsed p = parse_every_way(plain, "<think>x</think><tool_call>{}</tool_call>");
   EXPECT_EQ(p.content, "<think>x</think><tool_call>{}</tool_call>");
 }

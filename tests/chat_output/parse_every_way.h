@@ -58,7 +58,7 @@ inline Parsed parse_every_way(const ChatOutputFormat& format, const std::string&
 }
 
 inline ChatOutputFormat tools_format(ChatOutputFamily family, bool reasoning = false, bool open = false) {
-  return ChatOutputFormat{family, true, reasoning, open};
+  return ChatOutputFormat{family, true, reasoning, open, {}};
 }
 
 }  // namespace hearth

@@ -62,6 +62,10 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     const reasoning = r.choices[0].message.reasoning_content;
     assert.ok(reasoning.length > 0);
     assert.equal(r.choices[0].message.content, '');
+    // Every generated token was reasoning (the end-of-generation token, if any, is not).
+    const details = r.usage.completion_tokens_details;
+    assert.ok(details.reasoning_tokens > 0 && details.reasoning_tokens <= r.usage.completion_tokens, JSON.stringify(r.usage));
+    assert.ok(details.reasoning_tokens >= r.usage.completion_tokens - 1, JSON.stringify(r.usage));
     let streamed = '';
     for await (const chunk of await openai.chat.completions.create({ ...req, stream: true })) {
       streamed += chunk.choices[0]?.delta?.reasoning_content || '';
@@ -71,6 +75,7 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     const off = await openai.chat.completions.create({ ...req, reasoning_effort: 'none' });
     assert.ok(off.choices[0].message.content.length > 0);
     assert.equal(off.choices[0].message.reasoning_content, undefined);
+    assert.equal(off.usage.completion_tokens_details.reasoning_tokens, 0);
   });
 
   it('Anthropic: thinking blocks streamed and not; thinking disabled gives text', async () => {
@@ -102,6 +107,9 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     const o = await openai.chat.completions.create({ model: 'm', messages: [USER], max_tokens: 24, seed: 1, temperature: 0, thinking_budget: 3 });
     assert.ok(o.choices[0].message.reasoning_content.length > 0);
     assert.ok(o.choices[0].message.content.length > 0);
+    // The budget's tokens were reasoning; the closing text and the answer were not.
+    assert.equal(o.usage.completion_tokens_details.reasoning_tokens, 3, JSON.stringify(o.usage));
+    assert.ok(o.usage.completion_tokens > 3);
     let reasoning = '';
     let content = '';
     for await (const chunk of await openai.chat.completions.create({ model: 'm', messages: [USER], max_tokens: 24, seed: 1, temperature: 0, thinking_budget: 3, stream: true })) {
@@ -122,6 +130,8 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     assert.ok(text.length > 0);
     assert.equal(r.output[1].type, 'message');
     assert.equal(r.reasoning.effort, 'high');
+    const reasoningTokens = r.usage.output_tokens_details.reasoning_tokens;
+    assert.ok(reasoningTokens > 0 && reasoningTokens <= r.usage.output_tokens, JSON.stringify(r.usage));
     let streamed = '';
     let doneText = null;
     const indices = [];
@@ -135,6 +145,7 @@ describe('reasoning output', { skip: !qwen && 'qwen2 model missing' }, () => {
     assert.deepEqual(indices, [[0, 'reasoning'], [1, 'message']]);
     const off = await openai.responses.create({ ...req, reasoning: { effort: 'none' } });
     assert.ok(!off.output.some((i) => i.type === 'reasoning'));
+    assert.equal(off.usage.output_tokens_details.reasoning_tokens, 0);
   });
 
   it('ollama think levels are accepted, other values are a 400', async () => {

@@ -47,5 +47,27 @@ TEST(ThinkingBudget, NoBudgetIsNeverDue) {
   EXPECT_FALSE(negative.due());
 }
 
+TEST(ThinkingBudget, WithoutABudgetTheReasoningIsStillTrackedAndCounted) {
+  ThinkingBudget t(-1, /*open_at_start=*/false, "<think>", "</think>");
+  t.on_token("<think>");
+  EXPECT_TRUE(t.inside());
+  for (int i = 0; i < 4; ++i) t.on_token("t");
+  EXPECT_FALSE(t.due());
+  t.on_token("</think>");  // the closing token is part of the reasoning
+  EXPECT_FALSE(t.inside());
+  t.on_token("answer");
+  EXPECT_EQ(t.reasoning_tokens(), 5);
+  // gpt-oss: the analysis message.
+  ThinkingBudget h(-1, false, "<|channel|>analysis<|message|>", "<|end|>");
+  h.on_token("<|channel|>");
+  h.on_token("analysis");
+  h.on_token("<|message|>");
+  h.on_token("hm");
+  h.on_token("<|end|>");
+  h.on_token("<|start|>");
+  EXPECT_EQ(h.reasoning_tokens(), 2);
+  EXPECT_FALSE(h.inside());
+}
+
 }  // namespace
 }  // namespace hearth::engine

@@ -60,6 +60,10 @@ TEST(ToolCallGrammar, EveryFamilyForcesItsOwnSyntax) {
        "<|tool_calls_section_begin|><|tool_call_begin|>functions.now:0<|tool_call_argument_begin|>{}<|tool_call_end|><|tool_calls_section_end|>"},
       {ChatOutputFamily::kGptOss, "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Paris\"}",
        "<|channel|>commentary to=functions.now <|constrain|>json<|message|>{}"},
+      {ChatOutputFamily::kDeepSeekR1,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\":\"Paris\"}\n```<｜tool▁call▁end｜>"
+       "<｜tool▁calls▁end｜>",
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>now\n```json\n{}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
       {ChatOutputFamily::kGeneric, "{\"tool_calls\": [{\"name\":\"get_weather\",\"arguments\":{\"city\":\"Paris\"}}]}",
        "{\"tool_calls\": [{\"name\":\"now\",\"arguments\":{}}]}"},
   };
@@ -77,7 +81,7 @@ TEST(ToolCallGrammar, EveryFamilyForcesItsOwnSyntax) {
     wrong_args.replace(wrong_args.find("\"Paris\""), 7, "42");
     EXPECT_FALSE(matches(*required, wrong_args)) << family << ": arguments outside the schema";
 
-    ChatOutputParser parser(ChatOutputFormat{c.family, true, true, false});
+    ChatOutputParser parser(ChatOutputFormat{c.family, true, true, false, {}});
     ChatOutputDelta d = parser.feed(c.call);
     ChatOutputDelta end = parser.finish();
     d.tool_calls.insert(d.tool_calls.end(), end.tool_calls.begin(), end.tool_calls.end());
@@ -117,7 +121,7 @@ TEST(ToolCallGrammar, GenericReplyIsACallOrAResponse) {
   chat.erase("tool_choice");
   EXPECT_TRUE(generic_reply_grammar(chat).ok());
   EXPECT_EQ(*generic_reply_grammar(chat_with_tools("none")), "");
-  ChatOutputParser parser(ChatOutputFormat{ChatOutputFamily::kGeneric, true, false, false});
+  ChatOutputParser parser(ChatOutputFormat{ChatOutputFamily::kGeneric, true, false, false, {}});
   ChatOutputDelta d = parser.feed("{\"response\": \"It is sunny.\"}");
   ChatOutputDelta end = parser.finish();
   EXPECT_EQ(d.content + end.content, "It is sunny.");

@@ -47,6 +47,9 @@ TEST(ToolCallLazyGrammar, AutoIsLazyFromTheFamilysTrigger) {
       {ChatOutputFamily::kFunctionaryV31, "<function=", false, "<function=get_weather>{\"city\": \"Oslo\", \"unit\": \"c\"}</function>"},
       {ChatOutputFamily::kGptOss, "<|channel|>commentary to=functions.", false,
        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\": \"Oslo\", \"unit\": \"c\"}"},
+      {ChatOutputFamily::kDeepSeekR1, "<｜tool▁calls▁begin｜>", false,
+       "<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>get_weather\n```json\n{\"city\": \"Oslo\", \"unit\": \"c\"}"
+       "\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"},
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(chat_output_family_name(c.family));
@@ -81,6 +84,47 @@ TEST(ToolCallLazyGrammar, APrefillThatOpensACallIsContinuedUnderTheGrammar) {
   EXPECT_EQ(closed->triggers.size(), 1u);
 }
 
+// Every family with a call opener: a prefill that wrote the opener gets a grammar for the rest
+// of the call from the first token, with tool_choice "auto" and forced alike, and the parser
+// given the same prefill reads that rest as the call.
+TEST(ToolCallLazyGrammar, APrefilledOpenerInEveryFamily) {
+  int tested = 0;
+  for (int f = 0; f < kChatOutputFamilyCount; ++f) {
+    const auto family = static_cast<ChatOutputFamily>(f);
+    SCOPED_TRACE(chat_output_family_name(family));
+    ToolCallSyntax syntax;
+    ASSERT_TRUE(tool_call_syntax(family, syntax));
+    const std::string opener = syntax.before_calls + syntax.before_call;
+    if (opener.empty() || family == ChatOutputFamily::kGeneric) continue;
+    const std::string args = "{\"city\": \"Oslo\", \"unit\": \"c\"}";
+    std::string rest = syntax.name_key.empty()
+                           ? "get_weather" + syntax.name_after + args
+                           : "{" + (syntax.id_key.empty() ? std::string() : "\"" + syntax.id_key + "\": \"0\", ") + "\"" +
+                                 syntax.name_key + "\": \"get_weather\", \"" + syntax.arguments_key + "\": " + args + "}";
+    rest += syntax.after_call + syntax.after_calls;
+    Json chat = chat_with_tools();
+    chat["messages"].push_back(Json{{"role", "assistant"}, {"content", opener}});
+    for (const Json& choice : {Json(), Json("required")}) {
+      Json c = chat;
+      if (!choice.is_null()) c["tool_choice"] = choice;
+      auto g = tool_call_grammar(family, c);
+      ASSERT_TRUE(g.ok()) << g.error().message;
+      EXPECT_TRUE(g->triggers.empty());
+      EXPECT_TRUE(grammar_accepts(g->gbnf, rest, true)) << rest << "\n" << g->gbnf;
+      EXPECT_FALSE(grammar_accepts(g->gbnf, opener + rest, true)) << "the opener is not written twice";
+    }
+    ChatOutputParser parser(ChatOutputFormat{family, true, false, false, opener});
+    ChatOutputDelta d = parser.feed(rest);
+    ChatOutputDelta end = parser.finish();
+    d.tool_calls.insert(d.tool_calls.end(), end.tool_calls.begin(), end.tool_calls.end());
+    ASSERT_EQ(d.tool_calls.size(), 1u);
+    EXPECT_EQ(d.tool_calls[0].arguments, "{\"city\":\"Oslo\",\"unit\":\"c\"}");
+    EXPECT_EQ(d.content + end.content, "");
+    ++tested;
+  }
+  EXPECT_GE(tested, 9);
+}
+
 TEST(ToolCallLazyGrammar, ForcedChoicesHoldFromTheFirstToken) {
   Json chat = chat_with_tools();
   chat["tool_choice"] = "required";
@@ -91,11 +135,8 @@ TEST(ToolCallLazyGrammar, ForcedChoicesHoldFromTheFirstToken) {
   EXPECT_FALSE(grammar_accepts(g->gbnf, "Sure! <tool_call>", false));
 }
 
-TEST(ToolCallLazyGrammar, NoToolsOrAnUnconstrainableFamilyMeansNoGrammar) {
+TEST(ToolCallLazyGrammar, NoToolsMeansNoGrammar) {
   Json chat = chat_with_tools();
-  auto deepseek = tool_call_grammar(ChatOutputFamily::kDeepSeekR1, chat);
-  ASSERT_TRUE(deepseek.ok());
-  EXPECT_TRUE(deepseek->gbnf.empty());  // "auto" stays free text there
   chat.erase("tools");
   auto none = tool_call_grammar(ChatOutputFamily::kHermes, chat);
   ASSERT_TRUE(none.ok());

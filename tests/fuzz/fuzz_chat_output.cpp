@@ -42,7 +42,7 @@ Collected run(const hearth::ChatOutputFormat& format, std::string_view a, std::s
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2 || size > 8192) return 0;
   hearth::ChatOutputFormat format;
-  // Bits 0-2 and 6 pick the family, 3-5 the flags.
+  // Bits 0-2 and 6 pick the family, 3-5 the flags, 7 a prefill.
   const int pick = (data[0] & 0x07) | ((data[0] & 0x40) >> 3);
   format.family = static_cast<hearth::ChatOutputFamily>(pick % hearth::kChatOutputFamilyCount);
   format.parse_tool_calls = (data[0] & 0x08) != 0;
@@ -50,6 +50,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   format.reasoning_open = (data[0] & 0x20) != 0;
   std::string_view text(reinterpret_cast<const char*>(data + 2), size - 2);
   size_t cut = text.empty() ? 0 : data[1] % (text.size() + 1);
+  if ((data[0] & 0x80) != 0) {
+    // Bit 7: the text before the cut is an assistant prefill; the rest is generated, cut in half.
+    format.prefilled = std::string(text.substr(0, cut));
+    text.remove_prefix(cut);
+    cut = text.size() / 2;
+  }
   Collected whole = run(format, text, {});
   Collected split = run(format, text.substr(0, cut), text.substr(cut));
   if (whole.content != split.content || whole.reasoning != split.reasoning || whole.calls != split.calls) std::abort();

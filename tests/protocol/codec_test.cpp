@@ -102,6 +102,7 @@ TEST(ProtocolCodec, EventsCarryBytesAndNonFiniteNumbers) {
   e.stop_word = "END";
   e.timings.prompt_n = 10;
   e.timings.ttft_ms = 12.5;
+  e.timings.reasoning_n = 7;
   e.slot = 2;
   e.eog_token = 2;
   e.seed = 0xFFFFFFFFull;
@@ -115,6 +116,7 @@ TEST(ProtocolCodec, EventsCarryBytesAndNonFiniteNumbers) {
   EXPECT_EQ(back->tokens[0].top[0].token, 13);
   EXPECT_EQ(back->stop_reason, StopReason::kStopString);
   EXPECT_EQ(back->timings.ttft_ms, 12.5);
+  EXPECT_EQ(back->timings.reasoning_n, 7);
   EXPECT_EQ(back->seed, 0xFFFFFFFFull);
   EXPECT_EQ(back->eog_token, 2);
 

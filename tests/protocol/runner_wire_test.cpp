@@ -83,6 +83,8 @@ TEST(RunnerWire, PayloadsRoundTripAndRefuseGarbage) {
   prompt.output.family = "hermes";  // how the server splits tool calls and reasoning out of the text
   prompt.output.tool_calls = true;
   prompt.output.reasoning_open = true;
+  prompt.output.framed = true;
+  prompt.output.prefilled = "Sure <tool_call>";
   auto sub = decode_submitted(encode_submitted(2, {prompt}));
   ASSERT_TRUE(sub.ok());
   EXPECT_EQ(sub->first, 2u);
@@ -92,6 +94,8 @@ TEST(RunnerWire, PayloadsRoundTripAndRefuseGarbage) {
   EXPECT_TRUE(sub->second[0].output.tool_calls);
   EXPECT_FALSE(sub->second[0].output.reasoning);
   EXPECT_TRUE(sub->second[0].output.reasoning_open);
+  EXPECT_TRUE(sub->second[0].output.framed);
+  EXPECT_EQ(sub->second[0].output.prefilled, "Sure <tool_call>");
   EXPECT_FALSE(decode_submitted("{\"streams\":0}").ok());
   EXPECT_FALSE(decode_submitted("{\"streams\":\"x\"}").ok());
 

@@ -21,6 +21,7 @@ const FeatureCase kCases[] = {
     {"arith", "{{ 1 + 2 * 3 }}|{{ 7 // 2 }}|{{ -7 // 2 }}|{{ 7 % 3 }}|{{ -7 % 3 }}|{{ 2 ** 10 }}|{{ 7 / 2 }}|{{ 1.5 + 1 }}|{{ 10 / 5 }}", "{}", "7|3|-4|1|2|1024|3.5|2.5|2.0"},
     {"compare_logic", "{{ 1 < 2 }}|{{ 2 <= 1 }}|{{ 'a' == 'a' }}|{{ 1 != 1.0 }}|{{ true and false }}|{{ none or 'x' }}|{{ not 0 }}|{{ 1 < 2 < 3 }}|{{ 3 > 2 > 5 }}", "{}", "True|False|True|False|False|x|True|True|False"},
     {"membership", "{{ 'b' in 'abc' }}|{{ 2 in [1,2] }}|{{ 'k' in {'k': 1} }}|{{ 'z' not in 'abc' }}|{{ 3 not in [1] }}", "{}", "True|True|True|True|True"},
+    {"membership in undefined", "{{ 'a' in nothing }}|{{ 'a' not in nothing }}", "{}", "False|True"},
     {"ternary_concat", "{{ 'yes' if x else 'no' }}|{{ 'a' ~ 1 ~ none }}|{{ 'p' + 'q' }}|[{{ 'v' if false }}]", "{\"x\": 1}", "yes|a1None|pq|[]"},
     {"literals", "{{ [1, 'a', none, true] }}|{{ {'a': 1, 'b': [2]} }}|{{ 1.0 }}|{{ 0.1 + 0.2 }}|{{ 1e20 }}|{{ 'it''s' }}|{{ \"q'\" }}", "{}", "[1, 'a', None, True]|{'a': 1, 'b': [2]}|1.0|0.30000000000000004|1e+20|its|q'"},
     {"access", "{{ d.a }}|{{ d['b'][1] }}|{{ l[-1] }}|{{ d.missing }}|{{ l[10] }}", "{\"d\": {\"a\": \"A\", \"b\": [1, 2]}, \"l\": [1, 2, 3]}", "A|2|3||"},
