@@ -95,6 +95,9 @@ TEST_F(ServingEngineTest, ASharedSystemPromptIsAdoptedOnASlidingWindowModel) {
   ASSERT_NE(plain_ctx, nullptr);
   ServingOptions o;
   o.n_slots = 2;
+  // Chunked prefill: a prompt evaluated in one batch keeps every sliding block until it is
+  // published; over several steps the early ones are released as it goes.
+  o.step_token_budget = 32;
   Collected want;
   {
     auto engine = start(*plain_ctx, o);
