@@ -21,7 +21,7 @@ std::vector<SlotShare> plan_step(std::span<const SlotDemand> demands, int32_t to
                    [](const SlotDemand* a, const SlotDemand* b) { return a->arrival < b->arrival; });
   for (const SlotDemand* d : prefilling) {
     if (left <= 0) break;
-    const int32_t n = std::min(left, d->prompt_pending);
+    const int32_t n = std::min({left, d->prompt_pending, d->prompt_stop > 0 ? d->prompt_stop : INT32_MAX});
     plan.push_back({d->slot, 0, n});
     left -= n;
   }

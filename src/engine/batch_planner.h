@@ -16,6 +16,8 @@ struct SlotDemand {
   bool decoding = false;       // has a sampled token to feed back (generating)
   int32_t prompt_pending = 0;  // prompt tokens not yet evaluated (prefilling)
   uint64_t arrival = 0;        // admission order; smaller is older
+  int32_t prompt_stop = 0;     // > 0: the chunk ends within this many tokens (a point where the
+                               //   engine publishes the prefix cache before going on)
 };
 
 struct SlotShare {

@@ -29,6 +29,15 @@ Result<bool> interleave_from_environment(bool requested) {
                     "HEARTH_WEIGHT_LAYOUT must be 'interleaved' or 'gguf', not '" + v + "'");
 }
 
+// Whether offload_to_gpu will find a GPU to take layers: the checks it starts with.
+bool gpu_chosen() {
+  const char* env = std::getenv("HEARTH_GPU");
+  if (env != nullptr && device::gpu_disabled(env)) return false;
+  auto devices = device::list_devices();
+  if (!devices.ok()) return false;
+  auto pick = device::choose_device(*devices, env != nullptr ? env : "");
+  return pick.ok() && pick->has_value();
+}
 }  // namespace
 
 Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::string& path, const ContextOptions& o) {
@@ -67,7 +76,8 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
   kv_options.prefix_sharing = o.prefix_sharing;
   // Sliding-window layers release what falls out of their window; the device copy of the cache
   // mirrors one table per sequence, so with layers offloaded every layer keeps every block.
-  if (o.gpu_layers == 0) kv_options.sliding = c->model_->kv_sliding();
+  // (gpu_layers -1, the default, offloads only when a GPU is there to take them.)
+  if (o.gpu_layers == 0 || c->model_->is_encoder() || !gpu_chosen()) kv_options.sliding = c->model_->kv_sliding();
   // Block names are seeded with the model's identity (its file and shape): one cache never
   // serves K/V computed by another model.
   const std::string identity = path + "|" + h.arch_name + "|" + std::to_string(h.n_layer) + "|" +

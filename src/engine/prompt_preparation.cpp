@@ -72,6 +72,29 @@ int32_t chat_thinking_budget(const nlohmann::ordered_json& chat) {
   return v < 0 ? -1 : static_cast<int32_t>(std::min<int64_t>(v, INT32_MAX));
 }
 
+// Tokens of `ids` (the chat's rendered prompt) that its leading system (or developer) messages
+// render to alone: the part a new conversation with the same system prompt shares. 0 when the
+// chat has none or the template does not render them on their own.
+int32_t system_prefix_tokens(const PromptModel& model, const protocol::PromptSource& source, const std::vector<int32_t>& ids) {
+  if (!source.chat.is_object() || !source.chat.contains("messages") || !source.chat["messages"].is_array()) return 0;
+  nlohmann::ordered_json head = source.chat;
+  head["messages"] = nlohmann::ordered_json::array();
+  for (const auto& m : source.chat["messages"]) {
+    const std::string role = m.is_object() ? m.value("role", "") : "";
+    if (role != "system" && role != "developer") break;
+    head["messages"].push_back(m);
+  }
+  if (head["messages"].empty() || head["messages"].size() == source.chat["messages"].size()) return 0;
+  head["add_generation_prompt"] = false;
+  auto text = model.chat_template.render(head);
+  if (!text.ok()) return 0;
+  std::vector<int32_t> head_ids = source.prefix_tokens;
+  auto encoded = model.tokenizer.encode(*text, source.add_special, /*parse_special=*/true);
+  head_ids.insert(head_ids.end(), encoded.begin(), encoded.end());
+  const auto common = std::mismatch(head_ids.begin(), head_ids.end(), ids.begin(), ids.end());
+  return static_cast<int32_t>(common.second - ids.begin());
+}
+
 }  // namespace
 
 Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const protocol::PromptSource& source) {
@@ -91,6 +114,7 @@ Result<protocol::PromptInfo> render_prompt(const PromptModel& model, const proto
       auto ids = tok.encode(out.text, source.add_special, /*parse_special=*/true);
       out.ids.insert(out.ids.end(), ids.begin(), ids.end());
       out.output = chat_output_format(model.chat_template, source.chat, out.text);
+      out.n_shared = system_prefix_tokens(model, source, out.ids);
       break;
     }
     case Kind::kText: {
@@ -205,6 +229,7 @@ Result<PreparedPrompts> prepare_completion(const PromptModel& model, const proto
         r.grammar_field = "tool_choice";
       }
       r.prompt = prompt.ids;
+      r.shared_prefix = prompt.n_shared;
       r.print_markers = prompt.output.active();
       // The reasoning is tracked whenever the reply is split (reasoning tokens are counted, a
       // lazy grammar's trigger is watched only outside it); a budget also cuts it.

@@ -80,6 +80,10 @@ class ServingEngine::Impl {
   void trim_when_idle();
   void enforce_kv_limit();
   void publish_prefixes(const ServingSlot& s);
+  // Where the slot's prompt publishes its shared prefix (whole blocks; 0: nowhere), and the
+  // prompt tokens left before it (0: none).
+  int32_t shared_prefix_end(const ServingSlot& s) const;
+  int32_t shared_prefix_stop(const ServingSlot& s) const;
   void trim_while_busy();
 
  public:
@@ -486,7 +490,9 @@ void ServingEngine::Impl::step() {
   if (opts_.kv_unified) unified_.resume_waiting();
   std::vector<SlotDemand> demands;
   for (const ServingSlot& s : slots_) {
-    if (s.busy() && !s.waiting_for_kv()) demands.push_back({s.id(), s.has_pending_token(), s.prompt_pending(), s.arrival()});
+    if (s.busy() && !s.waiting_for_kv()) {
+      demands.push_back({s.id(), s.has_pending_token(), s.prompt_pending(), s.arrival(), shared_prefix_stop(s)});
+    }
   }
   std::vector<SlotShare> plan = plan_step(demands, opts_.step_token_budget);
   if (opts_.kv_unified) {
@@ -533,6 +539,10 @@ void ServingEngine::Impl::step() {
     // A prompt just evaluated in full is shared at once, so requests arriving meanwhile with
     // the same system prompt adopt it instead of evaluating it again.
     if (share.n_prompt > 0 && s.prompt_pending() == 0 && s.cache_prompt()) publish_prefixes(s);
+    // A shared system prompt's end, reached: published before the sliding layers move past it.
+    if (share.n_prompt > 0 && s.prompt_pending() > 0 && s.cache_prompt() && ctx_.seq_length(s.seq()) == shared_prefix_end(s)) {
+      publish_prefixes(s);
+    }
   }
 
   const auto now = EngineClock::now();
@@ -607,6 +617,19 @@ void ServingEngine::Impl::shut_down(std::deque<Task>& left) {
 
 void ServingEngine::Impl::publish_prefixes(const ServingSlot& s) { ctx_.kv().seq_publish(s.seq(), s.cached()); }
 
+int32_t ServingEngine::Impl::shared_prefix_end(const ServingSlot& s) const {
+  // Only sliding-window layers lose a prefix's window as the prompt goes on; without them the
+  // prompt's own publication names the shared part too.
+  if (!ctx_.kv().has_sliding_pool() || !s.cache_prompt()) return 0;
+  const int32_t bt = ctx_.kv().block_tokens();
+  return s.shared_prefix() / bt * bt;
+}
+
+int32_t ServingEngine::Impl::shared_prefix_stop(const ServingSlot& s) const {
+  const int32_t left = shared_prefix_end(s) - ctx_.seq_length(s.seq());
+  return left > 0 ? left : 0;
+}
+
 // Nothing ran for idle_after: keep at most idle_cache_bytes of cached prefixes and give the
 // rest of the KV memory back to the OS. Idle slots keep their sequences when everything fits
 // the cap; otherwise they let go of them (their full blocks stay named in the prefix cache, so
@@ -667,6 +690,7 @@ void ServingEngine::Impl::publish() {
     infos.back().kv_blocks = static_cast<int32_t>(table.size());
     infos.back().kv_device_bytes = table.size() * kv.pool.mirror_block_bytes;
     for (int32_t b : table) infos.back().kv_blocks_shared += ctx_.kv().pool().kv_block_refcount(b) > 1 ? 1 : 0;
+    infos.back().kv_sliding_blocks = ctx_.kv().seq_sliding_blocks(s.seq());
     processing += s.busy() ? 1 : 0;
   }
   m_.requests_processing = processing;
@@ -682,6 +706,10 @@ void ServingEngine::Impl::publish() {
   m_.kv_shrink_events_total = kv.shrink_events_total;
   m_.kv_chunks_released_total = kv.pool.chunks_released_total;
   m_.kv_commits_on_demand_total = kv.pool.commits_on_demand_total;
+  m_.kv_sliding_blocks_used = kv.sliding.blocks_used;
+  m_.kv_sliding_blocks_total = kv.sliding.blocks_total;
+  m_.kv_sliding_bytes_reserved = kv.sliding.reserved_bytes;
+  m_.kv_sliding_bytes_committed = kv.sliding.committed_bytes;
   std::lock_guard lock(stats_mu_);
   metrics_ = m_;
   slot_infos_ = std::move(infos);

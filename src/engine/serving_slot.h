@@ -86,6 +86,7 @@ class ServingSlot {
   const std::string& tag() const { return active_->prep.request.tag; }
   // Whether the request's tokens may be kept for later requests (its cache_prompt).
   bool cache_prompt() const { return active_->prep.request.cache_prompt; }
+  int32_t shared_prefix() const { return active_->prep.request.shared_prefix; }
 
   // After a successful decode: n_prompt prompt tokens (or the pending token, when decoded_pending)
   // now sit in the sequence.

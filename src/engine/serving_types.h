@@ -40,6 +40,9 @@ struct GenerationRequest {
                                       //   half of the rest and go on (llama-server's context
                                       //   shift) instead of ending with the context reason
   bool cache_prompt = true;           // reuse the KV of the longest cached prompt prefix
+  int32_t shared_prefix = 0;          // leading prompt tokens later requests likely share (a chat's
+                                      //   system messages): with sliding-window layers the engine
+                                      //   publishes the prefix cache there before the window moves on
   int32_t slot = -1;                  // a specific slot, or -1 to let the engine choose
   int32_t n_ctx = 0;                  // the request's own context (ollama's num_ctx): a limit on
                                       //   its sequence within the slot's, never a reallocation;

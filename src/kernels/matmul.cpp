@@ -39,65 +39,78 @@ constexpr int64_t kRowTile = 16;
 // Batches this small are multiplied as decode steps: bound by memory, not by arithmetic.
 constexpr int64_t kDecodeTokens = 2;
 
-// The whole-matrix path for several matrices of one input: one activation conversion per
-// distinct activation layout, then one pass over the pool for the panels of all matrices.
-Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens, ThreadPool& pool,
-                  MatmulScratch& scratch) {
+// The whole-matrix path for several matrices, each over its own input: one activation
+// conversion per distinct (input, activation layout), then one pass over the pool for the
+// panels of all matrices. scratch.plan holds, per job, its activation buffer's offset and
+// stride and whether it converts it (-1: a previous job with the same input did), then the
+// jobs' first panels (one more entry: the total).
+Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch) {
   const KernelTable& k = active_kernels();
-  const int64_t cols = jobs[0].w->cols;
-  constexpr size_t kMaxJobs = 8;
-  const GemmKernel* kern[kMaxJobs];
-  size_t act_of[kMaxJobs];       // which prepared activation buffer a job reads
-  size_t act_offset[kMaxJobs];   // byte offset of each distinct buffer in the scratch
-  size_t act_stride[kMaxJobs];
-  const GemmKernel* act_kern[kMaxJobs];
-  size_t n_acts = 0, total = 0;
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    kern[j] = &k.gemm[static_cast<int>(jobs[j].w->type)];
-    size_t a = 0;
-    while (a < n_acts && !(act_kern[a]->prepare_act == kern[j]->prepare_act &&
-                           act_kern[a]->act_row_bytes == kern[j]->act_row_bytes)) {
-      ++a;
+  const size_t n_jobs = jobs.size();
+  std::vector<int64_t>& plan = scratch.plan;
+  plan.assign(4 * n_jobs + 1, 0);
+  int64_t* act_offset = plan.data();
+  int64_t* act_stride = act_offset + n_jobs;
+  int64_t* converts = act_stride + n_jobs;
+  int64_t* panel_start = converts + n_jobs;
+  auto kern = [&](size_t j) -> const GemmKernel& { return k.gemm[static_cast<int>(jobs[j].w->type)]; };
+  size_t total = 0;
+  int64_t convert_rows = 0, max_tokens = 0;
+  for (size_t j = 0; j < n_jobs; ++j) {
+    const GemmKernel& g = kern(j);
+    size_t same = 0;
+    while (same < j && !(jobs[same].x == jobs[j].x && jobs[same].n_tokens == jobs[j].n_tokens &&
+                         jobs[same].w->cols == jobs[j].w->cols && kern(same).prepare_act == g.prepare_act &&
+                         kern(same).act_row_bytes == g.act_row_bytes)) {
+      ++same;
     }
-    if (a == n_acts) {
-      act_kern[a] = kern[j];
-      act_stride[a] = kern[j]->act_row_bytes(cols);
-      act_offset[a] = total;
-      total += act_stride[a] * static_cast<size_t>(n_tokens);
-      ++n_acts;
+    if (same < j) {
+      act_offset[j] = act_offset[same];
+      act_stride[j] = act_stride[same];
+      converts[j] = 0;
+    } else {
+      act_stride[j] = static_cast<int64_t>(g.act_row_bytes(jobs[j].w->cols));
+      act_offset[j] = static_cast<int64_t>(total);
+      total += static_cast<size_t>(act_stride[j]) * static_cast<size_t>(jobs[j].n_tokens);
+      converts[j] = 1;
+      convert_rows += jobs[j].n_tokens;
     }
-    act_of[j] = a;
+    max_tokens = std::max(max_tokens, jobs[j].n_tokens);
+    panel_start[j + 1] = panel_start[j] + (jobs[j].w->rows + kGemmPanelRows - 1) / kGemmPanelRows;
   }
   if (scratch.activations.size() < total + 64) scratch.activations.resize(total + 64);
   uint8_t* base = scratch.activations.data();
   base += (64 - reinterpret_cast<uintptr_t>(base) % 64) % 64;
+  // Activation rows to convert, numbered across the converting jobs.
   auto convert = [&](size_t begin, size_t end) {
-    for (size_t a = 0; a < n_acts; ++a) {
-      for (size_t t = begin; t < end; ++t) {
-        act_kern[a]->prepare_act(x + t * cols, base + act_offset[a] + t * act_stride[a], cols);
+    size_t row0 = 0;
+    for (size_t j = 0; j < n_jobs && row0 < end; ++j) {
+      if (converts[j] == 0) continue;
+      const auto n = static_cast<size_t>(jobs[j].n_tokens);
+      const int64_t cols = jobs[j].w->cols;
+      for (size_t t = std::max(begin, row0); t < std::min(end, row0 + n); ++t) {
+        const size_t r = t - row0;
+        kern(j).prepare_act(jobs[j].x + r * static_cast<size_t>(cols),
+                            base + act_offset[j] + r * static_cast<size_t>(act_stride[j]), cols);
       }
+      row0 += n;
     }
   };
-  if (n_tokens == 1) {
-    convert(0, 1);
+  if (convert_rows <= kDecodeTokens) {
+    convert(0, static_cast<size_t>(convert_rows));
   } else {
-    pool.parallel_for(static_cast<size_t>(n_tokens), [&](size_t begin, size_t end, int) { convert(begin, end); });
-  }
-  int64_t panel_start[kMaxJobs + 1];
-  panel_start[0] = 0;
-  for (size_t j = 0; j < jobs.size(); ++j) {
-    panel_start[j + 1] = panel_start[j] + (jobs[j].w->rows + kGemmPanelRows - 1) / kGemmPanelRows;
+    pool.parallel_for(static_cast<size_t>(convert_rows), [&](size_t begin, size_t end, int) { convert(begin, end); });
   }
   // Panels are handed out in chunks as threads become free: about 8 per thread, or 2 for
   // decode-sized batches, which are bound by memory: a chunk's first panel waits for memory
   // before the kernel's prefetching gets ahead, and with 8 chunks per thread that cost 10-40%
   // of a 2048- or 512-row matrix's time (2 threads, an AMD EPYC); 2 per thread still lets a
   // thread that another process slows down hand over its second chunk.
-  const size_t total_panels = static_cast<size_t>(panel_start[jobs.size()]);
-  const size_t chunks_per_thread = n_tokens <= kDecodeTokens ? 2 : 8;
+  const auto total_panels = static_cast<size_t>(panel_start[n_jobs]);
+  const size_t chunks_per_thread = max_tokens <= kDecodeTokens ? 2 : 8;
   const size_t grain = std::max<size_t>(1, total_panels / (chunks_per_thread * static_cast<size_t>(pool.size())));
   pool.parallel_for_dynamic(total_panels, grain, [&](size_t begin, size_t end, int) {
-    for (size_t j = 0; j < jobs.size(); ++j) {
+    for (size_t j = 0; j < n_jobs; ++j) {
       const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), panel_start[j]);
       const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), panel_start[j + 1]);
       if (lo >= hi) continue;
@@ -107,14 +120,14 @@ Status gemm_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tok
       a.w_row_bytes = w.row_bytes;
       a.cols = w.cols;
       a.rows = w.rows;
-      a.act = base + act_offset[act_of[j]];
-      a.act_stride = act_stride[act_of[j]];
-      a.n_tokens = n_tokens;
+      a.act = base + act_offset[j];
+      a.act_stride = static_cast<size_t>(act_stride[j]);
+      a.n_tokens = jobs[j].n_tokens;
       a.y = jobs[j].y;
       a.y_stride = w.rows;
       a.panel_begin = lo - panel_start[j];
       a.panel_end = hi - panel_start[j];
-      (w.interleaved ? kern[j]->run_interleaved : kern[j]->run)(a);
+      (w.interleaved ? kern(j).run_interleaved : kern(j).run)(a);
     }
   });
   return ok_status();
@@ -142,8 +155,8 @@ Status matmul(const WeightView& w, const float* x, int64_t n_tokens, float* y, T
   if (n_tokens == 0 || w.rows == 0) return ok_status();
   if (x == nullptr || y == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul: null input or output");
   if (has_gemm(k, w)) {
-    const MatmulJob job{&w, y};
-    return gemm_multi(std::span<const MatmulJob>(&job, 1), x, n_tokens, pool, scratch);
+    const GroupedMatmulJob job{&w, x, n_tokens, y};
+    return gemm_grouped(std::span<const GroupedMatmulJob>(&job, 1), pool, scratch);
   }
   if (w.interleaved) {
     return make_error(ErrorKind::kUnsupported, "matmul: the active kernels have no interleaved " +
@@ -211,8 +224,26 @@ Status matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_t
     together = together && has_gemm(k, *j.w) && j.w->rows > 0 && j.y != nullptr;
   }
   if (n_tokens < 0) return make_error(ErrorKind::kInvalidArgument, "matmul: negative token count");
-  if (together && x != nullptr) return gemm_multi(jobs, x, n_tokens, pool, scratch);
+  if (together && x != nullptr) {
+    GroupedMatmulJob grouped[8];
+    for (size_t j = 0; j < jobs.size(); ++j) grouped[j] = {jobs[j].w, x, n_tokens, jobs[j].y};
+    return gemm_grouped(std::span<const GroupedMatmulJob>(grouped, jobs.size()), pool, scratch);
+  }
   for (const auto& j : jobs) HEARTH_TRY(matmul(*j.w, x, n_tokens, j.y, pool, scratch));
+  return ok_status();
+}
+
+Status matmul_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch) {
+  const KernelTable& k = active_kernels();
+  bool together = !jobs.empty();
+  for (const auto& j : jobs) {
+    if (j.w == nullptr) return make_error(ErrorKind::kInvalidArgument, "matmul_grouped: job without weights");
+    HEARTH_TRY(check_weight(*j.w));
+    if (j.n_tokens < 0) return make_error(ErrorKind::kInvalidArgument, "matmul: negative token count");
+    together = together && has_gemm(k, *j.w) && j.w->rows > 0 && j.n_tokens > 0 && j.x != nullptr && j.y != nullptr;
+  }
+  if (together) return gemm_grouped(jobs, pool, scratch);
+  for (const auto& j : jobs) HEARTH_TRY(matmul(*j.w, j.x, j.n_tokens, j.y, pool, scratch));
   return ok_status();
 }
 

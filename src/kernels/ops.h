@@ -38,6 +38,7 @@ void interleave_weight(const WeightView& w, int64_t panel_begin, int64_t panel_e
 // forward pass allocates only on its first call.
 struct MatmulScratch {
   std::vector<uint8_t> activations;
+  std::vector<int64_t> plan;  // per-matrix bookkeeping of one call (activation buffer, panels)
 };
 
 // y[t][r] = sum_c W[r][c] * x[t][c] for t < n_tokens, r < rows. x is n_tokens rows of cols
@@ -61,6 +62,21 @@ struct MatmulJob {
 // and the rows of all matrices are split over the pool in one pass.
 Status matmul_multi(std::span<const MatmulJob> jobs, const float* x, int64_t n_tokens, ThreadPool& pool,
                     MatmulScratch& scratch);
+
+// One matrix of a matmul_grouped call with its own input and output: n_tokens rows of w->cols
+// floats in x, n_tokens rows of w->rows floats in y.
+struct GroupedMatmulJob {
+  const WeightView* w = nullptr;
+  const float* x = nullptr;
+  int64_t n_tokens = 0;
+  float* y = nullptr;
+};
+
+// matmul for several matrices, each with inputs of its own (the experts a decode step chose,
+// each over its tokens): the same results as one matmul per job, but the rows of all matrices
+// are split over the pool in one pass, so the threads meet once instead of once per matrix.
+// Jobs with the same x and n_tokens share one activation conversion.
+Status matmul_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, MatmulScratch& scratch);
 
 // Row `row` of an embedding table, dequantized into out (w.cols floats).
 Status get_row(const WeightView& w, int64_t row, float* out);

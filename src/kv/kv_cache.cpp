@@ -324,6 +324,11 @@ int32_t KvCache::enforce_limit() {
   return released;
 }
 
+int32_t KvCache::seq_sliding_blocks(int32_t id) const {
+  const std::vector<int32_t>& table = seqs_[static_cast<size_t>(id)].sliding;
+  return static_cast<int32_t>(std::count_if(table.begin(), table.end(), [](int32_t b) { return b >= 0; }));
+}
+
 KvCacheStats KvCache::stats() const {
   KvCacheStats s;
   s.pool = pool_.stats();

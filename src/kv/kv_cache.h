@@ -99,6 +99,8 @@ class KvCache {
 
   bool seq_valid(int32_t seq) const;
   int32_t seq_length(int32_t seq) const { return seqs_[static_cast<size_t>(seq)].length; }
+  // Sliding-window pool blocks the sequence holds now (0 without a sliding pool).
+  int32_t seq_sliding_blocks(int32_t seq) const;
   std::span<const int32_t> block_table(int32_t seq) const { return seqs_[static_cast<size_t>(seq)].blocks; }
   // The table that holds `layer`'s rows: the main one or the sliding one (-1: released).
   std::span<const int32_t> block_table(int32_t seq, int32_t layer) const;

@@ -91,13 +91,29 @@ Status ForwardPass::validate_and_reserve(std::span<const BatchToken> batch, kv::
   return ok_status();
 }
 
+// A row of a table still in the file is read with pread, not through the mapping: a page fault
+// there maps the page cache around the row too (fault-around, large folios; measured on Linux
+// 6.18: ~146 KiB resident per random row), so a decode's random token ids would leave most of a
+// large vocabulary's table resident (Qwen3-30B-A3B's Q4_K table: ~150 MiB after a benchmark)
+// for the ~1 KiB rows it needs.
+Status ForwardPass::embedding_row(const kernels::WeightView& table, int64_t row, float* out) {
+  if (table.interleaved || row < 0 || row >= table.rows) return kernels::get_row(table, row, out);
+  if (embd_row_.size() < table.row_bytes) embd_row_.resize(table.row_bytes);
+  HEARTH_TRY(model_.file().read_bytes(table.data + static_cast<size_t>(row) * table.row_bytes, table.row_bytes,
+                                      embd_row_.data()));
+  kernels::WeightView one = table;
+  one.data = embd_row_.data();
+  one.rows = 1;
+  return kernels::get_row(one, 0, out);
+}
+
 void ForwardPass::embed(std::span<const BatchToken> batch) {
   const auto& h = model_.hparams();
   const auto& w = model_.weights();
   const int64_t d = h.n_embd;
   for (size_t t = 0; t < batch.size(); ++t) {
     float* row = x_.data() + static_cast<int64_t>(t) * d;
-    auto st = kernels::get_row(w.token_embd, batch[t].token, row);
+    auto st = embedding_row(w.token_embd, batch[t].token, row);
     if (!st.ok() && status_.ok()) status_ = st;
     if (h.embed_scale != 1.0f) kernels::scale(row, h.embed_scale, d);
     float* extra = tmp_.data() + static_cast<int64_t>(t) * d;  // free until the first layer
@@ -159,6 +175,8 @@ void ForwardPass::ffn_block(int32_t il, int64_t n) {
   const LayerWeights& L = w.layers[static_cast<size_t>(il)];
   const int64_t ff = h.n_ff;
   const ActivationKind act = h.ffn_activation;
+  grow(gate_, static_cast<size_t>(n * ff));
+  grow(up_, static_cast<size_t>(n * ff));
   if (w.fused_gate_up) {
     grow(up_, static_cast<size_t>(n * 2 * ff));
     if (auto st = matmul(L.ffn_up, xn_.data(), n, up_.data()); !st.ok()) status_ = st;
@@ -228,8 +246,9 @@ void ForwardPass::reserve_scratch(int64_t n) {
   grow(k_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_k));
   grow(v_, static_cast<size_t>(n * h.n_head_kv * h.head_dim_v));
   grow(attn_, static_cast<size_t>(n * h.n_head * h.head_dim_v));
-  grow(gate_, static_cast<size_t>(n * h.n_ff));
-  grow(up_, static_cast<size_t>(n * h.n_ff));
+  // gate_ and up_ (the dense FFN's) grow in ffn_block: a model whose every layer is a mixture
+  // of experts never touches them (Qwen3-30B-A3B's unused n_ff 6144 would hold 24 MiB at 512
+  // tokens).
 }
 
 Status ForwardPass::run_layers(std::span<const BatchToken> batch, kv::KvCache& kv) {

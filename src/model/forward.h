@@ -107,10 +107,15 @@ class ForwardPass {
   void moe_block(int32_t il, std::span<const BatchToken> batch);
   // Router logits -> each token's k experts (best first) and weights in moe_route_/moe_weight_.
   void route_tokens(int32_t il, std::span<const BatchToken> batch);
+  // Decode-sized batches: all chosen experts at once (gate and up of every expert in one pass
+  // over the pool, then down in another), leaving each (token, slot)'s output in moe_slots_.
+  void run_experts_grouped(const MoeWeights& moe, int64_t n_tokens);
   // One expert (gate/up/down views plus optional bias rows) over the n_rows rows of x;
   // leaves n_rows rows of n_embd floats in moe_y_.
   void run_expert(const kernels::WeightView& gate, const kernels::WeightView& up, const kernels::WeightView& down,
                   const float* gate_b, const float* up_b, const float* down_b, const float* x, int64_t n_rows);
+  // Row `row` of an embedding table, dequantized into out (see forward.cpp for why it reads).
+  Status embedding_row(const kernels::WeightView& table, int64_t row, float* out);
   // gate = act(gate) * up over n floats (or the clamped SwiGLU of both).
   void gated_activation(float* gate, const float* up, int64_t n) const;
   Status matmul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
@@ -122,12 +127,14 @@ class ForwardPass {
   ThreadPool& pool_;
   kernels::RopeParams rope_;  // the model's RoPE with the frequency factors for this context
   kernels::MatmulScratch mm_scratch_;
+  std::vector<uint8_t> embd_row_;  // one row of the token embedding, read from the file
   std::vector<float> x_, xn_, q_, k_, v_, qkv_, attn_, tmp_, gate_, up_, out_rows_;
   kernels::RopeParams rope_swa_;  // the sliding-window layers' RoPE (equals rope_ unless it differs)
   // MoE scratch: router outputs, each token's chosen experts and weights (k per token), the
   // gathered rows of one expert, its intermediate and output rows, each (token, slot) output.
   std::vector<float> moe_scores_, moe_weight_, moe_x_, moe_gate_, moe_up_, moe_y_, moe_slots_;
   std::vector<int32_t> moe_route_, moe_rows_;
+  std::vector<kernels::GroupedMatmulJob> moe_jobs_;
   RouterObserver* router_observer_ = nullptr;
   // Per-thread attention scratch: softmax scores and the block pointers of one sequence's KV
   // span in the current layer (rebuilt when a thread moves to another sequence).

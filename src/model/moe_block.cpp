@@ -12,6 +12,9 @@
 
 namespace hearth::model {
 namespace {
+// Batches up to this many tokens run their chosen experts together (run_experts_grouped).
+constexpr int64_t kGroupedExpertTokens = 8;
+
 void grow(std::vector<float>& v, size_t n) {
   if (v.size() < n) v.resize(n);
 }
@@ -84,6 +87,62 @@ void ForwardPass::run_expert(const kernels::WeightView& gate, const kernels::Wei
   add_bias_rows(moe_y_.data(), down_b, n_rows, down.rows);
 }
 
+void ForwardPass::run_experts_grouped(const MoeWeights& moe, int64_t n) {
+  const auto& h = model_.hparams();
+  const int64_t d = h.n_embd;
+  const int32_t k = h.moe.n_expert_used;
+  const int64_t ff = h.moe.n_ff_expert;
+  const int64_t pairs = n * k;
+  // The (token, slot) pairs ordered by expert, batch order within one, and their inputs.
+  moe_rows_.resize(static_cast<size_t>(pairs));
+  std::iota(moe_rows_.begin(), moe_rows_.end(), 0);
+  std::stable_sort(moe_rows_.begin(), moe_rows_.end(), [this](int32_t a, int32_t b) {
+    return moe_route_[static_cast<size_t>(a)] < moe_route_[static_cast<size_t>(b)];
+  });
+  grow(moe_x_, static_cast<size_t>(pairs * d));
+  grow(moe_gate_, static_cast<size_t>(pairs * ff));
+  grow(moe_up_, static_cast<size_t>(pairs * ff));
+  grow(moe_y_, static_cast<size_t>(pairs * d));
+  for (int64_t r = 0; r < pairs; ++r) {
+    const float* src = xn_.data() + (moe_rows_[static_cast<size_t>(r)] / k) * d;
+    std::copy(src, src + d, moe_x_.data() + r * d);
+  }
+  // One group of rows per chosen expert: [first, end).
+  auto for_each_group = [&](auto fn) {
+    for (int64_t first = 0; first < pairs;) {
+      const int32_t e = moe_route_[static_cast<size_t>(moe_rows_[static_cast<size_t>(first)])];
+      int64_t end = first + 1;
+      while (end < pairs && moe_route_[static_cast<size_t>(moe_rows_[static_cast<size_t>(end)])] == e) ++end;
+      fn(e, first, end - first);
+      first = end;
+    }
+  };
+  moe_jobs_.clear();
+  for_each_group([&](int32_t e, int64_t first, int64_t rows) {
+    const auto ue = static_cast<size_t>(e);
+    moe_jobs_.push_back({&moe.gate[ue], moe_x_.data() + first * d, rows, moe_gate_.data() + first * ff});
+    moe_jobs_.push_back({&moe.up[ue], moe_x_.data() + first * d, rows, moe_up_.data() + first * ff});
+  });
+  if (auto st = kernels::matmul_grouped(moe_jobs_, pool_, mm_scratch_); !st.ok()) status_ = st;
+  for_each_group([&](int32_t e, int64_t first, int64_t rows) {
+    if (moe.gate_b) add_bias_rows(moe_gate_.data() + first * ff, moe.gate_b + e * ff, rows, ff);
+    if (moe.up_b) add_bias_rows(moe_up_.data() + first * ff, moe.up_b + e * ff, rows, ff);
+  });
+  gated_activation(moe_gate_.data(), moe_up_.data(), pairs * ff);
+  moe_jobs_.clear();
+  for_each_group([&](int32_t e, int64_t first, int64_t rows) {
+    moe_jobs_.push_back({&moe.down[static_cast<size_t>(e)], moe_gate_.data() + first * ff, rows, moe_y_.data() + first * d});
+  });
+  if (auto st = kernels::matmul_grouped(moe_jobs_, pool_, mm_scratch_); !st.ok()) status_ = st;
+  for_each_group([&](int32_t e, int64_t first, int64_t rows) {
+    if (moe.down_b) add_bias_rows(moe_y_.data() + first * d, moe.down_b + e * d, rows, d);
+  });
+  for (int64_t r = 0; r < pairs; ++r) {
+    const float* y = moe_y_.data() + r * d;
+    std::copy(y, y + d, moe_slots_.data() + static_cast<int64_t>(moe_rows_[static_cast<size_t>(r)]) * d);
+  }
+}
+
 void ForwardPass::moe_block(int32_t il, std::span<const BatchToken> batch) {
   const auto& h = model_.hparams();
   const MoeWeights& moe = model_.weights().layers[static_cast<size_t>(il)].moe;
@@ -94,7 +153,10 @@ void ForwardPass::moe_block(int32_t il, std::span<const BatchToken> batch) {
   route_tokens(il, batch);
   grow(moe_slots_, static_cast<size_t>(n * k * d));
   grow(moe_x_, static_cast<size_t>(n * d));
-  for (int32_t e = 0; e < h.moe.n_expert; ++e) {
+  // Decode: the chosen experts' matrices are small for the pool one at a time, so they run
+  // together; a prefill micro-batch gives each expert enough rows to run alone.
+  if (n <= kGroupedExpertTokens) run_experts_grouped(moe, n);
+  for (int32_t e = 0; n > kGroupedExpertTokens && e < h.moe.n_expert; ++e) {
     // The (token, slot) pairs that chose expert e, in batch order.
     moe_rows_.clear();
     for (int64_t i = 0; i < n * k; ++i) {

@@ -41,6 +41,12 @@ struct EngineMetrics {
   // device chunks allocated now (they come and go with the pool's chunks).
   uint64_t kv_device_bytes_reserved = 0;
   uint64_t kv_device_bytes_committed = 0;
+  // The sliding-window layers' pool (gemma2/3, gpt-oss; 0 without one): its blocks hold those
+  // layers' rows and are released as they fall out of the window, so they stay few.
+  int32_t kv_sliding_blocks_used = 0;
+  int32_t kv_sliding_blocks_total = 0;
+  uint64_t kv_sliding_bytes_reserved = 0;
+  uint64_t kv_sliding_bytes_committed = 0;
   LatencyHistogram ttft;                // seconds, submit -> first token
   LatencyHistogram inter_token;         // seconds between tokens of one stream
 };
@@ -56,6 +62,7 @@ struct SlotInfo {
   int32_t kv_blocks = 0;         // KV blocks the slot's sequence holds
   int32_t kv_blocks_shared = 0;  // ... of them shared (prefix cache or other slots)
   uint64_t kv_device_bytes = 0;  // device memory of those blocks' offloaded layers (0 on the CPU)
+  int32_t kv_sliding_blocks = 0;  // sliding-window pool blocks the sequence holds (its window)
 };
 
 }  // namespace hearth::protocol

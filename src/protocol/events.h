@@ -91,6 +91,7 @@ struct PromptInfo {
   int32_t n_tokens = 0;
   std::vector<int32_t> ids;  // ollama's `context`
   std::string text;          // the rendered prompt (OpenAI's echo)
+  int32_t n_shared = 0;      // leading ids a chat's system messages render to (0: none)
   // How to split the generated text (chat prompts): the template family's tool-call syntax
   // ("hermes", "llama3", "mistral", "deepseek_r1"; "plain" for none), whether tools were
   // offered, whether <think> is split off, and whether the prompt left a <think> open.

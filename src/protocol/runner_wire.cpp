@@ -249,6 +249,10 @@ Json metrics_to_json(const EngineMetrics& m) {
               {"kv_chunks_released_total", m.kv_chunks_released_total},
               {"kv_preemptions_total", m.kv_preemptions_total},
               {"kv_commits_on_demand_total", m.kv_commits_on_demand_total},
+              {"kv_sliding_blocks_used", m.kv_sliding_blocks_used},
+              {"kv_sliding_blocks_total", m.kv_sliding_blocks_total},
+              {"kv_sliding_bytes_reserved", m.kv_sliding_bytes_reserved},
+              {"kv_sliding_bytes_committed", m.kv_sliding_bytes_committed},
               {"ttft", histogram_json(m.ttft)},
               {"inter_token", histogram_json(m.inter_token)}};
 }
@@ -277,6 +281,10 @@ EngineMetrics metrics_from_json(const Json& j) {
   m.kv_shrink_events_total = field<uint64_t>(j, "kv_shrink_events_total", 0);
   m.kv_chunks_released_total = field<uint64_t>(j, "kv_chunks_released_total", 0);
   m.kv_preemptions_total = field<uint64_t>(j, "kv_preemptions_total", 0);
+  m.kv_sliding_blocks_used = field<int32_t>(j, "kv_sliding_blocks_used", 0);
+  m.kv_sliding_blocks_total = field<int32_t>(j, "kv_sliding_blocks_total", 0);
+  m.kv_sliding_bytes_reserved = field<uint64_t>(j, "kv_sliding_bytes_reserved", 0);
+  m.kv_sliding_bytes_committed = field<uint64_t>(j, "kv_sliding_bytes_committed", 0);
   m.kv_commits_on_demand_total = field<uint64_t>(j, "kv_commits_on_demand_total", 0);
   if (auto h = j.find("ttft"); h != j.end()) m.ttft = histogram_from(*h);
   if (auto h = j.find("inter_token"); h != j.end()) m.inter_token = histogram_from(*h);
@@ -289,7 +297,7 @@ Json slots_to_json(const std::vector<SlotInfo>& slots) {
     list.push_back(Json{{"id", s.id}, {"busy", s.busy}, {"request_id", s.request_id}, {"n_ctx", s.n_ctx},
                         {"cached_tokens", s.cached_tokens}, {"prompt_pending", s.prompt_pending}, {"generated", s.generated},
                         {"kv_blocks", s.kv_blocks}, {"kv_blocks_shared", s.kv_blocks_shared},
-                        {"kv_device_bytes", s.kv_device_bytes}});
+                        {"kv_device_bytes", s.kv_device_bytes}, {"kv_sliding_blocks", s.kv_sliding_blocks}});
   }
   return list;
 }
@@ -310,6 +318,7 @@ std::vector<SlotInfo> slots_from_json(const Json& j) {
     s.kv_blocks = field<int32_t>(v, "kv_blocks", 0);
     s.kv_blocks_shared = field<int32_t>(v, "kv_blocks_shared", 0);
     s.kv_device_bytes = field<uint64_t>(v, "kv_device_bytes", 0);
+    s.kv_sliding_blocks = field<int32_t>(v, "kv_sliding_blocks", 0);
     out.push_back(s);
   }
   return out;

@@ -205,7 +205,8 @@ void register_extra_routes(State& s) {
                            {"n_decoded", slot.generated},
                            {"n_kv_blocks", slot.kv_blocks},
                            {"n_kv_blocks_shared", slot.kv_blocks_shared},
-                           {"kv_device_bytes", slot.kv_device_bytes}});
+                           {"kv_device_bytes", slot.kv_device_bytes},
+                           {"n_kv_sliding_blocks", slot.kv_sliding_blocks}});
     }
     send_json(call.res, slots);
   });

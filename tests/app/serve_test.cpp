@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -127,6 +128,59 @@ TEST(ServeCommand, KvUnifiedGivesEverySlotTheWholeContext) {
   ASSERT_TRUE(metrics && metrics->status == 200);
   EXPECT_NE(metrics->body.find("hearth_kv_preemptions_total 0"), std::string::npos);
   EXPECT_EQ(server.stop(), 0);
+}
+
+// The value of an unlabelled series in a /metrics body (NaN when absent).
+double metric_value(const std::string& body, const std::string& name) {
+  const size_t at = body.find("\n" + name + " ");
+  if (at == std::string::npos) return std::nan("");
+  return std::stod(body.substr(at + name.size() + 2));
+}
+
+// A sliding-window model (gemma3: 5 of 6 layers slide, window 32) keeps those layers' rows in a
+// pool of their own: /metrics reports it beside the main pool, and /slots how much of it each
+// slot's sequence holds (its window, however long the sequence).
+TEST(ServeCommand, SlidingWindowPoolOnMetricsAndSlots) {
+  const std::string model = shared_dir() + "/next/models/gemma3-F32.gguf";
+  HEARTH_REQUIRE_FILE(model);
+  ServerProcess server;
+  ASSERT_TRUE(server.start({"-m", model, "--parallel", "1", "-c", "1024"})) << server.error();
+  Json gen = post_json(server.port(), "/v1/completions",
+                       {{"prompt", "Once upon a time"}, {"temperature", 0}, {"max_tokens", 200}, {"ignore_eos", true}});
+  ASSERT_TRUE(gen.is_object() && gen.contains("usage")) << gen.dump();
+  httplib::Client cli("127.0.0.1", server.port());
+  auto metrics = cli.Get("/metrics");
+  ASSERT_TRUE(metrics && metrics->status == 200);
+  const std::string& body = metrics->body;
+  const double total = metric_value(body, "hearth_kv_sliding_blocks_total");
+  const double used = metric_value(body, "hearth_kv_sliding_blocks_used");
+  const double reserved = metric_value(body, "hearth_kv_sliding_reserved_bytes");
+  const double committed = metric_value(body, "hearth_kv_sliding_committed_bytes");
+  EXPECT_EQ(total, metric_value(body, "hearth_kv_blocks_total")) << body;  // one sliding block per main block
+  EXPECT_GT(used, 0) << body;
+  // The finished sequence holds 200+ tokens (13+ blocks) in the main pool but only its window
+  // (32 tokens: at most 3 blocks) in the sliding pool.
+  EXPECT_GE(metric_value(body, "hearth_kv_blocks_used"), 13) << body;
+  EXPECT_LE(used, 3) << body;
+  EXPECT_GT(committed, 0) << body;
+  EXPECT_GE(reserved, committed) << body;
+  auto slots = cli.Get("/slots");
+  ASSERT_TRUE(slots && slots->status == 200);
+  const Json list = Json::parse(slots->body);
+  ASSERT_EQ(list.size(), 1u) << list.dump();
+  EXPECT_GE(list[0]["n_kv_sliding_blocks"].get<int>(), 1) << list.dump();
+  EXPECT_LE(list[0]["n_kv_sliding_blocks"].get<int>(), 3) << list.dump();
+  EXPECT_EQ(server.stop(), 0);
+
+  // A model without sliding layers reports zeros.
+  const std::string llama = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(llama);
+  ServerProcess plain;
+  ASSERT_TRUE(plain.start({"-m", llama})) << plain.error();
+  auto plain_metrics = httplib::Client("127.0.0.1", plain.port()).Get("/metrics");
+  ASSERT_TRUE(plain_metrics && plain_metrics->status == 200);
+  EXPECT_EQ(metric_value(plain_metrics->body, "hearth_kv_sliding_blocks_total"), 0) << plain_metrics->body;
+  EXPECT_EQ(plain.stop(), 0);
 }
 
 TEST(ServeCommand, BadStartsSayWhy) {

@@ -136,3 +136,68 @@ TEST(MatmulMulti, EqualsSeparateMatmuls) {
 
 }  // namespace
 }  // namespace hearth::kernels
+
+namespace hearth::kernels {
+namespace {
+
+// matmul_grouped gives exactly what one matmul per job gives: matrices of different widths
+// and types, each over its own tokens (as a decode step's chosen experts: gate and up sharing
+// one input, down over another), and a type without a whole-matrix kernel (Q4_1: the call
+// falls back to separate matmuls).
+TEST(MatmulGrouped, EqualsSeparateMatmuls) {
+  ThreadPool pool(2);
+  struct Spec {
+    DType type;
+    int64_t cols, rows, n_tokens;
+    int input;  // jobs with the same input index share x
+  };
+  const std::vector<std::vector<Spec>> groups = {
+      {{DType::kQ8_0, 256, 48, 1, 0}, {DType::kQ8_0, 256, 48, 1, 0}, {DType::kQ8_0, 256, 40, 3, 1},
+       {DType::kQ8_0, 256, 40, 3, 1}, {DType::kQ8_0, 64, 21, 2, 2}},
+      {{DType::kQ4_K, 512, 32, 2, 0}, {DType::kQ6_K, 512, 17, 2, 0}, {DType::kMXFP4, 512, 16, 1, 1}},
+      {{DType::kQ4_0, 64, 16, 1, 0}, {DType::kQ4_1, 64, 16, 1, 1}}};
+  for (const auto& group : groups) {
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<WeightView> views;
+    std::vector<std::vector<float>> inputs(group.size());
+    for (const Spec& s : group) {
+      const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 700 + static_cast<uint32_t>(s.rows));
+      const size_t row_bytes = *dtype_row_bytes(s.type, s.cols);
+      data.emplace_back(row_bytes * static_cast<size_t>(s.rows));
+      for (int64_t r = 0; r < s.rows; ++r) {
+        ASSERT_TRUE(quantize_row(s.type, wf.data() + r * s.cols, data.back().data() + r * row_bytes, s.cols).ok());
+      }
+      views.push_back({s.type, data.back().data(), s.cols, s.rows, row_bytes});
+      auto& in = inputs[static_cast<size_t>(s.input)];
+      if (in.empty()) in = random_floats(static_cast<size_t>(s.cols * s.n_tokens), 31 + static_cast<uint32_t>(s.input), -2.0f, 2.0f);
+    }
+    for (CpuVariant v : test::variants_under_test()) {
+      test::VariantScope scope(v);
+      MatmulScratch scratch;
+      std::vector<std::vector<float>> together(views.size()), alone(views.size());
+      std::vector<GroupedMatmulJob> jobs;
+      for (size_t j = 0; j < views.size(); ++j) {
+        const Spec& s = group[j];
+        const float* x = inputs[static_cast<size_t>(s.input)].data();
+        together[j].assign(static_cast<size_t>(s.rows * s.n_tokens), -1.0f);
+        alone[j].assign(together[j].size(), -2.0f);
+        jobs.push_back({&views[j], x, s.n_tokens, together[j].data()});
+        ASSERT_TRUE(matmul(views[j], x, s.n_tokens, alone[j].data(), pool, scratch).ok());
+      }
+      ASSERT_TRUE(matmul_grouped(jobs, pool, scratch).ok());
+      for (size_t j = 0; j < views.size(); ++j) {
+        SCOPED_TRACE(test::variant_label(v) + " job " + std::to_string(j));
+        EXPECT_EQ(together[j], alone[j]);
+      }
+    }
+  }
+  std::vector<uint8_t> bytes(36);
+  WeightView bad{DType::kQ4_0, bytes.data(), 64, 1, 18};  // row_bytes disagree with the width
+  std::vector<float> x(64), y(1);
+  const GroupedMatmulJob job{&bad, x.data(), 1, y.data()};
+  MatmulScratch scratch;
+  EXPECT_FALSE(matmul_grouped(std::span<const GroupedMatmulJob>(&job, 1), pool, scratch).ok());
+}
+
+}  // namespace
+}  // namespace hearth::kernels
