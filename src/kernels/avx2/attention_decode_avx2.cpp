@@ -75,6 +75,22 @@ inline __m256 reduce_rows_8(const __m256 part[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// The scores of gn heads from their per-key partial sums (part[h][i]: key i's 8 lanes): summed,
+// scaled, soft-capped where the model does, stored n_pad apart.
+void store_scores(const __m256 (*part)[kKeyBlock], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
+  const __m256 scale = _mm256_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
+    if (p.softcap != 0.0f) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm256_load_ps(lanes);
+    }
+    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
 // Scores of the m (<= 8) keys at rows for gn (<= 4) query heads (their QBlocks nb apart) into
 // dst (the heads' rows n_pad apart).
 template <DType T>
@@ -117,17 +133,7 @@ void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const 
     }
     for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
   }
-  const __m256 scale = _mm256_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
-    if (p.softcap != 0.0f) {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm256_load_ps(lanes);
-    }
-    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  store_scores(part, gn, m, p, n_pad, dst);
 }
 
 // Block b of a value head as four F32 vectors of its integers (unscaled); returns its scale.
@@ -193,17 +199,7 @@ void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, co
     }
     for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
   }
-  const __m256 scale = _mm256_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
-    if (p.softcap != 0.0f) {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm256_load_ps(lanes);
-    }
-    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  store_scores(part, gn, m, p, n_pad, dst);
 }
 
 // F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), each value

@@ -144,6 +144,24 @@ inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
   }
 }
 
+// The scores of gn heads from their per-key partial sums (part4[h][i]: key i's 16 lanes): summed,
+// scaled, soft-capped where the model does, stored n_pad apart.
+void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m512 rows[kKeyBlock];
+    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
+    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
+}
+
 // Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
 // heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
 // FULL: gn is 4 (a constant, so the head loops unroll without tests).
@@ -173,19 +191,7 @@ void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, 
     }
     for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], acc[h]);
   }
-  const __m512 scale = _mm512_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m512 rows[kKeyBlock];
-    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
-    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
-    if (p.softcap != 0.0f) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm512_load_ps(lanes);
-    }
-    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  store_scores(part4, gn, m, p, n_pad, dst);
 }
 
 // Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled).
@@ -315,19 +321,7 @@ void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, 
       _mm512_store_ps(part4[h][i], acc);
     }
   }
-  const __m512 scale = _mm512_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m512 rows[kKeyBlock];
-    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
-    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
-    if (p.softcap != 0.0f) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm512_load_ps(lanes);
-    }
-    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  store_scores(part4, gn, m, p, n_pad, dst);
 }
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
