@@ -23,6 +23,7 @@
 
 #include "kernels/avx2/avx2_helpers.h"
 #include "kernels/avx2/vector_math_avx2.h"
+#include "kernels/decode_step_span.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
 #include "tensor/fp16.h"
@@ -236,25 +237,12 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       p.n_head % p.n_head_kv != 0) {
     return false;
   }
-  head_begin = std::max(head_begin, 0);
-  head_end = std::min(head_end, p.n_head);
-  if (head_end <= head_begin) return true;
-  std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
+  const DecodeStepSpan span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
+  if (!span.has_work()) return true;
+  head_begin = span.head_begin;
+  head_end = span.head_end;
+  const int32_t lo = span.lo, hi = span.hi;
   float* stats = part != nullptr ? part->stats : nullptr;
-  if (stats != nullptr) {
-    for (int h = head_begin; h < head_end; ++h) {
-      stats[2 * h] = -INFINITY;
-      stats[2 * h + 1] = 0.0f;
-    }
-  }
-  if (n_kv <= 0 || p.n_head <= 0) return true;
-  int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
-  int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
-  if (part != nullptr) {
-    lo = std::max(lo, part->begin);
-    hi = std::min(hi, part->end - 1);
-  }
-  if (hi < lo) return true;
   const int full_group = p.n_head / p.n_head_kv;
   const int n_heads = head_end - head_begin;
   const int32_t n = hi - lo + 1;

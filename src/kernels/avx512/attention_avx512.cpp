@@ -22,6 +22,7 @@
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/decode_step_span.h"
 #include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
@@ -376,24 +377,11 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       p.n_head % p.n_head_kv != 0) {
     return false;
   }
-  head_begin = std::max(head_begin, 0);
-  head_end = std::min(head_end, p.n_head);
-  if (head_end <= head_begin) return true;
-  std::fill(out + static_cast<int64_t>(head_begin) * dv, out + static_cast<int64_t>(head_end) * dv, 0.0f);
-  if (part != nullptr && part->stats != nullptr) {
-    for (int h = head_begin; h < head_end; ++h) {
-      part->stats[2 * h] = -INFINITY;
-      part->stats[2 * h + 1] = 0.0f;
-    }
-  }
-  if (n_kv <= 0 || p.n_head <= 0) return true;
-  int32_t hi = p.causal ? std::min(q_pos, n_kv - 1) : n_kv - 1;
-  int32_t lo = p.window > 0 ? std::max(0, q_pos - p.window + 1) : 0;
-  if (part != nullptr) {
-    lo = std::max(lo, part->begin);
-    hi = std::min(hi, part->end - 1);
-  }
-  if (hi < lo) return true;
+  const DecodeStepSpan span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
+  if (!span.has_work()) return true;
+  head_begin = span.head_begin;
+  head_end = span.head_end;
+  const int32_t lo = span.lo, hi = span.hi;
   const int full_group = p.n_head / p.n_head_kv;
   const int n_heads = head_end - head_begin;
   const int32_t n = hi - lo + 1;
