@@ -64,6 +64,16 @@ std::string describe_device(size_t position, const DeviceInfo& d);
 
 class Context;
 
+// What a Context has done since it opened, for tests and diagnostics: how a step's work
+// reaches the device. A submit is one vkQueueSubmit; a fence wait is one host wait for the
+// device (a fence or the queue going idle), so submits + waits count host round trips.
+struct DeviceCounters {
+  uint64_t submits = 0;
+  uint64_t fence_waits = 0;
+  uint64_t dispatches = 0;
+  uint64_t barriers = 0;  // pipeline barriers recorded (between dispatches and around transfers)
+};
+
 // A device-local buffer. Move-only; frees its memory (and its accounting) when destroyed.
 class Buffer {
  public:
@@ -168,6 +178,8 @@ class Context {
   Result<uint64_t> address(const Buffer& b) const;
 
   Result<const Pipeline*> pipeline(const PipelineSpec& spec);
+
+  const DeviceCounters& counters() const;
 
   // Bytes of device memory this context holds in buffers (the real figure for size_vram).
   uint64_t allocated_bytes() const;

@@ -40,6 +40,7 @@ struct Context::Impl {
   DeviceInfo info;
   uint64_t allocated = 0;
   uint64_t limit = 0;
+  DeviceCounters counters;
   bool addresses = false;  // bufferDeviceAddress enabled: storage buffers get device addresses
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
   // Staging: one host-visible, coherent buffer reused by every transfer.
@@ -135,7 +136,8 @@ struct Context::Impl {
   // after read, write after write), and its writes are made visible to every later command,
   // compute shaders included, by a barrier after it (later submissions on the queue are in
   // its second scope).
-  void before_transfer(VkCommandBuffer cb) const {
+  void before_transfer(VkCommandBuffer cb) {
+    ++counters.barriers;
     VkMemoryBarrier mb{};
     mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -143,7 +145,8 @@ struct Context::Impl {
     api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
                              nullptr, 0, nullptr);
   }
-  void after_transfer(VkCommandBuffer cb) const {
+  void after_transfer(VkCommandBuffer cb) {
+    ++counters.barriers;
     VkMemoryBarrier mb{};
     mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
     mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
@@ -175,7 +178,11 @@ struct Context::Impl {
     si.commandBufferCount = 1;
     si.pCommandBuffers = &cb;
     r = api.vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE);
-    if (r == VK_SUCCESS) r = api.vkQueueWaitIdle(queue);
+    ++counters.submits;
+    if (r == VK_SUCCESS) {
+      r = api.vkQueueWaitIdle(queue);
+      ++counters.fence_waits;
+    }
     api.vkFreeCommandBuffers(device, pool, 1, &cb);
     if (r != VK_SUCCESS) return vk_error("vkQueueSubmit", r);
     return ok_status();
@@ -227,6 +234,7 @@ Context::~Context() = default;
 
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return impl_->allocated; }
+const DeviceCounters& Context::counters() const { return impl_->counters; }
 void Context::set_allocation_limit(uint64_t bytes) { impl_->limit = bytes; }
 uint64_t Context::available_bytes() const {
   const Impl& im = *impl_;
@@ -510,7 +518,10 @@ struct Fence::State {
 
   ~State() {
     if (im == nullptr) return;
-    if (!waited && fence != VK_NULL_HANDLE) im->api.vkWaitForFences(im->device, 1, &fence, VK_TRUE, UINT64_MAX);
+    if (!waited && fence != VK_NULL_HANDLE) {
+      im->api.vkWaitForFences(im->device, 1, &fence, VK_TRUE, UINT64_MAX);
+      ++im->counters.fence_waits;
+    }
     if (fence != VK_NULL_HANDLE) im->api.vkDestroyFence(im->device, fence, nullptr);
     if (cb != VK_NULL_HANDLE) im->api.vkFreeCommandBuffers(im->device, im->pool, 1, &cb);
     if (descriptors != VK_NULL_HANDLE) im->api.vkDestroyDescriptorPool(im->device, descriptors, nullptr);
@@ -524,6 +535,7 @@ Fence::~Fence() = default;
 Status Fence::wait() {
   if (!state_ || state_->waited) return ok_status();
   VkResult r = state_->im->api.vkWaitForFences(state_->im->device, 1, &state_->fence, VK_TRUE, UINT64_MAX);
+  ++state_->im->counters.fence_waits;
   state_->waited = true;
   if (r != VK_SUCCESS) return vk_error("vkWaitForFences", r);
   return ok_status();
@@ -623,6 +635,8 @@ Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> 
     im.api.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push_bytes), push);
   }
   im.api.vkCmdDispatch(cb, gx, gy, gz);
+  ++im.counters.dispatches;
+  ++im.counters.barriers;
   VkMemoryBarrier mb{};
   mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
@@ -654,6 +668,7 @@ Result<Fence> Recorder::submit() {
   si.commandBufferCount = 1;
   si.pCommandBuffers = &st->cb;
   r = im.api.vkQueueSubmit(im.queue, 1, &si, st->fence);
+  ++im.counters.submits;
   if (r != VK_SUCCESS) {
     for (VkDescriptorPool p : state_->pools) im.api.vkDestroyDescriptorPool(im.device, p, nullptr);
     state_->pools.clear();
@@ -667,6 +682,7 @@ Result<Fence> Recorder::submit() {
     if (state_->pools.size() > 1) {
       // Extra pools: freed once the fence was waited for, through an immediate wait here.
       im.api.vkWaitForFences(im.device, 1, &st->fence, VK_TRUE, UINT64_MAX);
+      ++im.counters.fence_waits;
       st->waited = true;
       for (size_t i = 1; i < state_->pools.size(); ++i) im.api.vkDestroyDescriptorPool(im.device, state_->pools[i], nullptr);
     }
@@ -699,6 +715,10 @@ Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return 0; }
+const DeviceCounters& Context::counters() const {
+  static const DeviceCounters none;
+  return none;
+}
 void Context::set_allocation_limit(uint64_t) {}
 uint64_t Context::available_bytes() const { return 0; }
 Result<std::unique_ptr<Context>> Context::open(size_t) { return list_devices().error(); }
