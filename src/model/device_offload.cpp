@@ -219,25 +219,35 @@ Status DeviceOffload::upload_output() {
   return ok_status();
 }
 
+Status DeviceOffload::ensure_output_scratch(int64_t n_rows) {
+  if (n_rows <= out_rows_) return ok_status();
+  const ModelHparams& h = model_.hparams();
+  const size_t n = static_cast<size_t>(n_rows);
+  HEARTH_TRY(grow(ctx_, out_x_, n * static_cast<size_t>(h.n_embd) * 4));
+  HEARTH_TRY(grow(ctx_, out_xn_, n * static_cast<size_t>(h.n_embd) * 4));
+  HEARTH_TRY(grow(ctx_, out_logits_, n * static_cast<size_t>(h.n_vocab) * 4));
+  out_rows_ = n_rows;
+  return ok_status();
+}
+
+Status DeviceOffload::record_output(device::Recorder& rec, uint32_t n_rows, float* out) {
+  const ModelHparams& h = model_.hparams();
+  const auto d = static_cast<uint32_t>(h.n_embd);
+  const auto vocab = static_cast<uint32_t>(h.n_vocab);
+  HEARTH_TRY(ops_.rms_norm(rec, out_x_, &output_norm_, out_xn_, d, n_rows, h.norm_eps));
+  HEARTH_TRY(ops_.matmul(rec, output_, {&out_xn_, 0}, d, n_rows, {&out_logits_, 0}, vocab));
+  return rec.download(out_logits_, 0, out, size_t{n_rows} * vocab * 4);
+}
+
 Status DeviceOffload::logits(const float* rows, int64_t n_rows, float* out) {
   if (!has_output()) return make_error(ErrorKind::kInternal, "the output layer is not on the device");
   if (n_rows <= 0) return ok_status();
-  const ModelHparams& h = model_.hparams();
-  const auto d = static_cast<uint32_t>(h.n_embd);
+  HEARTH_TRY(ensure_output_scratch(n_rows));
   const auto n = static_cast<uint32_t>(n_rows);
-  const auto vocab = static_cast<uint32_t>(h.n_vocab);
-  if (n_rows > out_rows_) {
-    HEARTH_TRY(grow(ctx_, out_x_, size_t{n} * d * 4));
-    HEARTH_TRY(grow(ctx_, out_xn_, size_t{n} * d * 4));
-    HEARTH_TRY(grow(ctx_, out_logits_, size_t{n} * vocab * 4));
-    out_rows_ = n_rows;
-  }
-  HEARTH_TRY(ctx_.upload(out_x_, 0, rows, size_t{n} * d * 4));
   device::Recorder rec(ctx_);
-  HEARTH_TRY(ops_.rms_norm(rec, out_x_, &output_norm_, out_xn_, d, n, h.norm_eps));
-  HEARTH_TRY(ops_.matmul(rec, output_, {&out_xn_, 0}, d, n, {&out_logits_, 0}, vocab));
-  HEARTH_TRY(rec.run());
-  return ctx_.download(out_logits_, 0, out, size_t{n} * vocab * 4);
+  HEARTH_TRY(rec.upload(out_x_, 0, rows, size_t{n} * static_cast<size_t>(model_.hparams().n_embd) * 4));
+  HEARTH_TRY(record_output(rec, n, out));
+  return rec.run();
 }
 
 Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t score_floats) {
@@ -267,8 +277,9 @@ Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t s
   return ok_status();
 }
 
-Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x) {
+Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x, float* logits) {
   if (layers_.empty() || batch.empty()) return ok_status();
+  if (logits != nullptr && !has_output()) return make_error(ErrorKind::kInternal, "the output layer is not on the device");
   const ModelHparams& h = model_.hparams();
   const auto n = static_cast<uint32_t>(batch.size());
   const auto d = static_cast<uint32_t>(h.n_embd);
@@ -300,11 +311,29 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
   }
   HEARTH_TRY(ensure_scratch(n, static_cast<int64_t>(std::max<size_t>(tables.size(), 1)),
                             static_cast<int64_t>(n) * h.n_head * max_kv));
-  HEARTH_TRY(ctx_.upload(s_.x, 0, x, size_t{n} * d * 4));
-  HEARTH_TRY(ctx_.upload(s_.positions, 0, positions.data(), positions.size() * 4));
-  if (!tables.empty()) HEARTH_TRY(ctx_.upload(s_.tables, 0, tables.data(), tables.size() * 4));
+  // The step's output rows, as runs of consecutive rows of x.
+  std::vector<device::Recorder::CopyRegion> out_rows;
+  uint32_t n_out = 0;
+  if (logits != nullptr) {
+    for (uint32_t t = 0; t < n; ++t) {
+      if (!batch[t].output) continue;
+      const size_t from = size_t{t} * d * 4;
+      if (!out_rows.empty() && out_rows.back().src_offset + out_rows.back().bytes == from) {
+        out_rows.back().bytes += size_t{d} * 4;
+      } else {
+        out_rows.push_back({from, size_t{n_out} * d * 4, size_t{d} * 4});
+      }
+      ++n_out;
+    }
+    HEARTH_TRY(ensure_output_scratch(n_out));
+  }
 
+  // One command list for the whole step: inputs up, every layer, then the hidden states (or
+  // the logits) down; one submission and one wait.
   device::Recorder rec(ctx_);
+  HEARTH_TRY(rec.upload(s_.x, 0, x, size_t{n} * d * 4));
+  HEARTH_TRY(rec.upload(s_.positions, 0, positions.data(), positions.size() * 4));
+  if (!tables.empty()) HEARTH_TRY(rec.upload(s_.tables, 0, tables.data(), tables.size() * 4));
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Layer& L = layers_[il];
     kernels::AttentionParams ap;
@@ -354,8 +383,15 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
     HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
   }
-  HEARTH_TRY(rec.run());
-  return ctx_.download(s_.x, 0, x, size_t{n} * d * 4);
+  if (logits != nullptr) {
+    if (n_out > 0) {
+      HEARTH_TRY(rec.copy(s_.x, out_x_, out_rows));
+      HEARTH_TRY(record_output(rec, n_out, logits));
+    }
+  } else {
+    HEARTH_TRY(rec.download(s_.x, 0, x, size_t{n} * d * 4));
+  }
+  return rec.run();
 }
 
 }  // namespace hearth::model

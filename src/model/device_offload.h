@@ -60,8 +60,11 @@ class DeviceOffload {
 
   // Runs layers [0, n_layers()) over the batch: x holds batch.size() rows of n_embd floats
   // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
-  // the batch go into the device pools at the positions kv's block tables give.
-  Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x);
+  // the batch go into the device pools at the positions kv's block tables give. With
+  // `logits` (needs has_output()), the output layer runs too, over the batch's output rows,
+  // whose logits go there (n_vocab floats a row, before any final softcap) instead of the
+  // hidden states to x. One submission and one wait either way.
+  Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x, float* logits = nullptr);
   // The output layer over n_rows final hidden states (n_embd floats each, as run() left them):
   // n_rows rows of n_vocab logits into out (before any final softcap). Needs has_output().
   Status logits(const float* rows, int64_t n_rows, float* out);
@@ -81,6 +84,9 @@ class DeviceOffload {
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
   Result<Layer> upload_layer(int32_t il);
   Status upload_output();
+  Status ensure_output_scratch(int64_t n_rows);
+  // The output layer over the first n_rows rows of out_x_, logits downloaded to out.
+  Status record_output(device::Recorder& rec, uint32_t n_rows, float* out);
   Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
 
   const Model& model_;

@@ -158,7 +158,7 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
   const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t gx = std::max(std::min(rows, kMaxGroupsX), 1u);
   const uint32_t gz = (rows + gx - 1) / gx;
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, gx,
+  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx,
                       (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
 }
 
@@ -167,13 +167,13 @@ Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const
   auto p = pipeline("rms_norm", true, 3, sizeof(NormPush));
   if (!p.ok()) return p.error();
   NormPush push{n, weight != nullptr ? 1u : 0u, eps, 0};
-  return rec.dispatch(**p, {{&x}, {weight != nullptr ? weight : &x}, {&y}}, &push, sizeof push, n_rows);
+  return rec.dispatch(**p, {{&x}, {weight != nullptr ? weight : &x}, {&y, 0, 0, true}}, &push, sizeof push, n_rows);
 }
 
 Status VulkanOps::softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows) {
   auto p = pipeline("softmax", true, 1, sizeof(uint32_t));
   if (!p.ok()) return p.error();
-  return rec.dispatch(**p, {{&x}}, &n, sizeof n, n_rows);
+  return rec.dispatch(**p, {{&x, 0, 0, true}}, &n, sizeof n, n_rows);
 }
 
 Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n,
@@ -184,7 +184,7 @@ Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, cons
   const uint32_t groups = (n + kPointwiseGroup - 1) / kPointwiseGroup;
   const uint32_t gx = std::min(groups, kMaxGroupsX);
   const uint32_t gy = (groups + gx - 1) / std::max(gx, 1u);
-  return rec.dispatch(**p, {{&y}, {&x}}, &push, sizeof push, std::max(gx, 1u), std::max(gy, 1u));
+  return rec.dispatch(**p, {{&y, 0, 0, true}, {&x}}, &push, sizeof push, std::max(gx, 1u), std::max(gy, 1u));
 }
 
 Status VulkanOps::add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
@@ -217,7 +217,7 @@ Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const dev
   RopePush push{n_heads, head_dim, static_cast<uint32_t>(rp.rope_dims), rp.style == RopeStyle::kNeox ? 1u : 0u,
                 rp.freq_base, rp.freq_scale, 0, 0};
   const uint32_t pairs = static_cast<uint32_t>(rp.rope_dims) / 2;
-  return rec.dispatch(**p, {{&x}, {&positions}}, &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
+  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}}, &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
 }
 
 Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions,
@@ -235,7 +235,7 @@ Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, cons
                      static_cast<uint32_t>(ap.head_dim_k), static_cast<uint32_t>(ap.head_dim_v), kv.block_tokens, n_kv,
                      ap.causal ? 1u : 0u, static_cast<uint32_t>(std::max(ap.window, 0)), ap.scale, ap.softcap,
                      std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word};
-  return rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores}, {&out}}, &push,
+  return rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores, 0, 0, true}, {&out, 0, 0, true}}, &push,
                       sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens);
 }
 
@@ -249,7 +249,9 @@ Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const
   if (!p.ok()) return p.error();
   KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset, kv.blocks_per_chunk,
                    values ? kv.v_word : kv.k_word};
-  return rec.dispatch(**p, {{&x}, {kv.chunks}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
+  // The rows go to chunk memory reached through the addresses in kv.chunks: that binding
+  // stands for the write (the Recorder orders by bindings).
+  return rec.dispatch(**p, {{&x}, {kv.chunks, 0, 0, true}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
                       n_tokens);
 }
 
