@@ -62,7 +62,6 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
   if (h.output != ModelOutput::kLogits) return "embedding models run on the CPU";
   if (h.norm_kind != NormKind::kRms || h.norm_placement != NormPlacement::kPre) return "LayerNorm / post-norm layers";
   if (h.position_encoding != PositionEncoding::kRope) return "learned positions";
-  if (rope.ext_factor > 0.0f || rope.freq_factors != nullptr) return "YaRN / RoPE frequency factors";
   if (kv_type != DType::kF16) return "a KV cache type other than F16";
   if (w.fused_gate_up) return "a fused gate/up matrix";
   if ((h.n_head_kv * h.head_dim_k) % 2 != 0 || (h.n_head_kv * h.head_dim_v) % 2 != 0) return "odd KV rows";
@@ -122,6 +121,16 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     const uint64_t output_bytes = device_matrix_bytes(w.output) + 4 * static_cast<uint64_t>(h.n_embd) +
                                   4 * static_cast<uint64_t>(t) * (2 * static_cast<uint64_t>(h.n_embd) + h.n_vocab);
     want_output = fit == h.n_layer && output_bytes <= budget;
+  }
+  if (want > 0 && rope.freq_factors != nullptr) {
+    // Llama 3's rope_freqs (or phi3's long/short factors): one per rotated pair, shared by the layers.
+    auto ff = upload_vector(ctx, rope.freq_factors, std::max(rope.rope_dims / 2, 1));
+    if (!ff.ok()) {
+      if (ff.error().kind != ErrorKind::kUnavailable) return ff.error();
+      want = 0;
+    } else {
+      off->rope_freqs_ = std::move(*ff);
+    }
   }
   for (int32_t il = 0; il < want; ++il) {
     auto layer = off->upload_layer(il);
@@ -358,8 +367,11 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
       HEARTH_TRY(ops_.rms_norm(rec, s_.q, &L.q_norm, s_.q, hd, n * static_cast<uint32_t>(h.n_head), h.norm_eps));
       HEARTH_TRY(ops_.rms_norm(rec, s_.k, &L.k_norm, s_.k, hd, n * static_cast<uint32_t>(h.n_head_kv), h.norm_eps));
     }
-    HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k), rope_));
-    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv), static_cast<uint32_t>(h.head_dim_k), rope_));
+    const device::Buffer* freqs = rope_freqs_.valid() ? &rope_freqs_ : nullptr;
+    HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k),
+                         rope_, freqs));
+    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv),
+                         static_cast<uint32_t>(h.head_dim_k), rope_, freqs));
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
       HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, false));

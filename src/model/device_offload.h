@@ -28,8 +28,7 @@ struct BatchToken;
 
 // Why the model's layers cannot run on a device (empty: they can). The device has the llama
 // family's pre-norm layer: RMSNorm, separate Q/K/V (with qwen2's biases and qwen3's per-head
-// QK norms), no output bias, RoPE without YaRN or
-// frequency factors, a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
+// QK norms), no output bias, RoPE (with YaRN and frequency factors), a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
 // addresses (the paged KV's chunks).
 std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
 
@@ -95,6 +94,7 @@ class DeviceOffload {
   kv::KvLayout layout_;
   kernels::RopeParams rope_;
   std::vector<Layer> layers_;
+  device::Buffer rope_freqs_;  // the RoPE frequency factors, when the model has them
   device::Buffer output_norm_;
   kernels::vulkan::DeviceWeight output_;
   device::Buffer out_x_, out_xn_, out_logits_;  // logits() scratch, for out_rows_ rows

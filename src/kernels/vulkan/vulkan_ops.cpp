@@ -45,8 +45,9 @@ struct PointwisePush {
 };
 struct RopePush {
   uint32_t n_heads, head_dim, rope_dims, style;
-  float freq_base, freq_scale;
-  uint32_t pad0, pad1;
+  float freq_base, freq_scale, ext_factor, mscale;
+  float corr_low, corr_high;
+  uint32_t has_factors, pad;
 };
 struct AttentionPush {
   uint32_t n_head, n_head_kv, head_dim_k, head_dim_v, block_tokens, n_kv, causal, window;
@@ -205,19 +206,35 @@ Status VulkanOps::silu(device::Recorder& rec, const device::Buffer& y, uint32_t 
 Status VulkanOps::gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n) { return pointwise(rec, y, y, n, 4, 0.0f); }
 
 Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp) {
-  if (rp.ext_factor > 0.0f || rp.freq_factors != nullptr) {
-    return make_error(ErrorKind::kUnsupported, "device rope: YaRN and frequency factors run on the CPU path");
+                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp, const device::Buffer* freq_factors) {
+  if (rp.freq_factors != nullptr && freq_factors == nullptr) {
+    return make_error(ErrorKind::kInvalidArgument, "device rope: frequency factors must be in a device buffer");
   }
   if (rp.rope_dims <= 0 || static_cast<uint32_t>(rp.rope_dims) > head_dim || rp.rope_dims % 2 != 0) {
     return make_error(ErrorKind::kInvalidArgument, "device rope: rope_dims must be even and at most head_dim");
   }
-  auto p = pipeline("rope", false, 2, sizeof(RopePush));
+  if (freq_factors != nullptr && freq_factors->bytes() < static_cast<size_t>(rp.rope_dims / 2) * sizeof(float)) {
+    return make_error(ErrorKind::kInvalidArgument, "device rope: fewer frequency factors than rotated pairs");
+  }
+  auto p = pipeline("rope", false, 3, sizeof(RopePush));
   if (!p.ok()) return p.error();
-  RopePush push{n_heads, head_dim, static_cast<uint32_t>(rp.rope_dims), rp.style == RopeStyle::kNeox ? 1u : 0u,
-                rp.freq_base, rp.freq_scale, 0, 0};
+  float low = 0.0f, high = 0.0f;
+  rope_yarn_corr_dims(rp.rope_dims, rp, &low, &high);
+  RopePush push{n_heads,
+                head_dim,
+                static_cast<uint32_t>(rp.rope_dims),
+                rp.style == RopeStyle::kNeox ? 1u : 0u,
+                rp.freq_base,
+                rp.freq_scale,
+                rp.ext_factor,
+                rope_yarn_mscale(rp),
+                low,
+                high,
+                freq_factors != nullptr ? 1u : 0u,
+                0};
   const uint32_t pairs = static_cast<uint32_t>(rp.rope_dims) / 2;
-  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}}, &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
+  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}, {freq_factors != nullptr ? freq_factors : &positions}},
+                      &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
 }
 
 Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions,

@@ -80,10 +80,11 @@ class VulkanOps {
   Status scale(device::Recorder& rec, const device::Buffer& y, float s, uint32_t n);
   Status silu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
   Status gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
-  // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32.
-  // YaRN and per-dimension frequency factors are not supported on the device (kUnsupported).
+  // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32. With
+  // YaRN and attn_factor as p gives them; p.freq_factors' values must be in freq_factors
+  // (rope_dims / 2 floats on the device; null: none).
   Status rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-              uint32_t n_heads, uint32_t head_dim, const RopeParams& p);
+              uint32_t n_heads, uint32_t head_dim, const RopeParams& p, const device::Buffer* freq_factors = nullptr);
   // Attention of queries [first_token, first_token + n_tokens) of q (rows of n_head *
   // head_dim_k floats; positions: one int32 per row of q), all of one sequence, over the
   // first n_kv positions of kv; scores: scratch of at least (first_token + n_tokens) * n_head
