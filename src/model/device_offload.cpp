@@ -32,6 +32,14 @@ Result<kernels::WeightView> file_rows(const Model& model, const std::string& nam
   return w;
 }
 
+// Rows [first, first + count) of a matrix in the file's layout.
+kernels::WeightView row_range(const kernels::WeightView& w, int64_t first, int64_t count) {
+  kernels::WeightView r = w;
+  r.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+  r.rows = count;
+  return r;
+}
+
 // Bytes a matrix takes on the device (types without a shader go up as F16).
 uint64_t device_matrix_bytes(const kernels::WeightView& w) {
   if (vk::native_weight_type(w.type)) return static_cast<uint64_t>(w.row_bytes) * static_cast<uint64_t>(w.rows);
@@ -63,14 +71,17 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
   if (h.norm_kind != NormKind::kRms || h.norm_placement != NormPlacement::kPre) return "LayerNorm / post-norm layers";
   if (h.position_encoding != PositionEncoding::kRope) return "learned positions";
   if (kv_type != DType::kF16) return "a KV cache type other than F16";
-  if (w.fused_gate_up) return "a fused gate/up matrix";
+  if (h.ffn_activation == ActivationKind::kSwigluClamped) return "a clamped SwiGLU";
   if ((h.n_head_kv * h.head_dim_k) % 2 != 0 || (h.n_head_kv * h.head_dim_v) % 2 != 0) return "odd KV rows";
   for (const LayerWeights& L : w.layers) {
-    if (L.wqkv.data != nullptr) return "a fused QKV matrix";
-    if (L.bo || L.attn_norm_b) return "an attention output bias";
+    if (L.attn_norm_b) return "norm biases";
+    if (L.attn_sinks) return "attention sinks";
+    if (L.moe.present()) return "a mixture of experts";
     if ((L.q_norm == nullptr) != (L.k_norm == nullptr)) return "a QK norm on one side only";
-    if (L.post_attn_norm || L.post_ffw_norm || L.attn_out_norm || L.out_norm) return "extra norms";
-    if (L.ffn_gate.data == nullptr || L.ffn_up_b || L.ffn_down_b) return "an FFN without a gate or with biases";
+    if (L.attn_out_norm || L.out_norm) return "post-LayerNorm";
+    if ((L.ffn_gate.data == nullptr && !w.fused_gate_up) || L.ffn_up_b || L.ffn_down_b) {
+      return "an FFN without a gate or with biases";
+    }
   }
   return "";
 }
@@ -109,7 +120,7 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     for (int32_t il = 0; il < h.n_layer; ++il) {
       const LayerWeights& L = w.layers[static_cast<size_t>(il)];
       uint64_t bytes = pool_bytes + 8 * static_cast<uint64_t>(h.n_embd);
-      for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
         bytes += device_matrix_bytes(*m);
       }
       if (bytes > budget) break;
@@ -209,12 +220,43 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     const kernels::WeightView* bound;
     vk::DeviceWeight* dst;
   };
-  const M mats[] = {{"attn_q", &L.wq, &out.wq},       {"attn_k", &L.wk, &out.wk},     {"attn_v", &L.wv, &out.wv},
-                    {"attn_output", &L.wo, &out.wo}, {"ffn_gate", &L.ffn_gate, &out.gate},
-                    {"ffn_up", &L.ffn_up, &out.up},  {"ffn_down", &L.ffn_down, &out.down}};
+  // Fused matrices (phi3's QKV, its gate/up) go up as row ranges of the file's matrix: the
+  // device then runs them as the separate matrices they hold.
+  const bool fused_qkv = L.wqkv.data != nullptr;
+  const bool fused_gate_up = model_.weights().fused_gate_up;
+  std::vector<M> mats = {{"attn_output", &L.wo, &out.wo}, {"ffn_down", &L.ffn_down, &out.down}};
+  if (!fused_qkv) {
+    mats.insert(mats.end(), {{"attn_q", &L.wq, &out.wq}, {"attn_k", &L.wk, &out.wk}, {"attn_v", &L.wv, &out.wv}});
+  }
+  if (!fused_gate_up) mats.insert(mats.end(), {{"ffn_gate", &L.ffn_gate, &out.gate}, {"ffn_up", &L.ffn_up, &out.up}});
   for (const M& m : mats) {
     HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
+  }
+  if (fused_qkv) {
+    HEARTH_ASSIGN(kernels::WeightView qkv, file_rows(model_, blk + "attn_qkv.weight", L.wqkv));
+    const int64_t q = int64_t{h.n_head} * h.head_dim_k, k = int64_t{h.n_head_kv} * h.head_dim_k;
+    const int64_t v = int64_t{h.n_head_kv} * h.head_dim_v;
+    if (qkv.rows != q + k + v) return make_error(ErrorKind::kInvalidArgument, blk + "attn_qkv has the wrong row count");
+    HEARTH_ASSIGN(out.wq, ops_.upload_weight(row_range(qkv, 0, q)));
+    HEARTH_ASSIGN(out.wk, ops_.upload_weight(row_range(qkv, q, k)));
+    HEARTH_ASSIGN(out.wv, ops_.upload_weight(row_range(qkv, q + k, v)));
+  }
+  if (fused_gate_up) {
+    HEARTH_ASSIGN(kernels::WeightView gu, file_rows(model_, blk + "ffn_up.weight", L.ffn_up));
+    if (gu.rows != 2 * int64_t{h.n_ff}) return make_error(ErrorKind::kInvalidArgument, blk + "ffn_up is not gate and up");
+    HEARTH_ASSIGN(out.gate, ops_.upload_weight(row_range(gu, 0, h.n_ff)));
+    HEARTH_ASSIGN(out.up, ops_.upload_weight(row_range(gu, h.n_ff, h.n_ff)));
+  }
+  // The attention output's bias; gemma2's norms of the attention and FFN outputs.
+  if (L.bo != nullptr) {
+    HEARTH_ASSIGN(out.bo, upload_vector(ctx_, L.bo, h.n_embd));
+  }
+  if (L.post_attn_norm != nullptr) {
+    HEARTH_ASSIGN(out.post_attn_norm, upload_vector(ctx_, L.post_attn_norm, h.n_embd));
+  }
+  if (L.post_ffw_norm != nullptr) {
+    HEARTH_ASSIGN(out.post_ffw_norm, upload_vector(ctx_, L.post_ffw_norm, h.n_embd));
   }
   return out;
 }
@@ -382,6 +424,8 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
       HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn));
     }
     HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
+    if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));
+    if (L.post_attn_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_attn_norm, s_.tmp, d, n, h.norm_eps));
     HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
     HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps));
     HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
@@ -393,6 +437,7 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     HEARTH_TRY(ops_.mul(rec, s_.gate, s_.up, n * ff));
     HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
+    if (L.post_ffw_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_ffw_norm, s_.tmp, d, n, h.norm_eps));
     HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
   }
   if (logits != nullptr) {

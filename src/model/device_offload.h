@@ -27,9 +27,11 @@ namespace hearth::model {
 struct BatchToken;
 
 // Why the model's layers cannot run on a device (empty: they can). The device has the llama
-// family's pre-norm layer: RMSNorm, separate Q/K/V (with qwen2's biases and qwen3's per-head
-// QK norms), no output bias, RoPE (with YaRN and frequency factors), a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
-// addresses (the paged KV's chunks).
+// family's pre-norm layer: RMSNorm; Q/K/V separate or fused (phi3), with qwen2's biases and
+// qwen3's per-head QK norms; an attention output bias; gemma2's post-attention and post-FFN
+// norms and attention softcap; RoPE with YaRN and frequency factors; a gated SiLU/GELU FFN,
+// gate and up separate or fused (phi3); an F16 KV cache. The device needs buffer addresses
+// (the paged KV's chunks).
 std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
 
 class DeviceOffload {
@@ -72,6 +74,7 @@ class DeviceOffload {
   struct Layer {
     device::Buffer attn_norm, ffn_norm;
     device::Buffer bq, bk, bv, q_norm, k_norm;  // absent (invalid) when the model has none
+    device::Buffer bo, post_attn_norm, post_ffw_norm;
     kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
   };
   struct Scratch {

@@ -141,8 +141,12 @@ TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
+                         // gemma2: post-norms, attention and final softcaps, GELU, sliding layers;
+                         // phi3: fused QKV and gate/up.
                          ::testing::Values(OffloadCase{"qwen2-F32", 99}, OffloadCase{"qwen2-Q4_0", -2},
-                                           OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2}),
+                                           OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2},
+                                           OffloadCase{"gemma2-F32", 99}, OffloadCase{"gemma2-Q8_0", -2},
+                                           OffloadCase{"phi3-F32", 99}, OffloadCase{"phi3-Q4_0", -2}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
