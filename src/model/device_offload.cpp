@@ -362,6 +362,15 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
   }
   HEARTH_TRY(ensure_scratch(n, static_cast<int64_t>(std::max<size_t>(tables.size(), 1)),
                             static_cast<int64_t>(n) * h.n_head * max_kv));
+  // Room for a split attention's partial results (decode steps over long sequences).
+  {
+    kernels::AttentionParams dims;
+    dims.n_head = h.n_head;
+    dims.head_dim_v = h.head_dim_v;
+    size_t part_floats = 0;
+    for (const Run& r : runs) part_floats = std::max(part_floats, ops_.attention_partial_floats(r.count, r.n_kv, dims));
+    if (part_floats > 0) HEARTH_TRY(grow(ctx_, s_.partials, part_floats * sizeof(float)));
+  }
   // The step's output rows, as runs of consecutive rows of x.
   std::vector<device::Recorder::CopyRegion> out_rows;
   uint32_t n_out = 0;
@@ -421,7 +430,8 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
-      HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn));
+      HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn,
+                                s_.partials.valid() ? &s_.partials : nullptr));
     }
     HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
     if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));

@@ -58,6 +58,8 @@ class DeviceOffload {
   // Device memory held (weights, KV pools, scratch): the figure for size_vram.
   uint64_t device_bytes() const { return ctx_.allocated_bytes(); }
   device::Context& context() { return ctx_; }
+  // The kernels the layers run with (tests tune them: VulkanOps::set_attention_split).
+  kernels::vulkan::VulkanOps& ops() { return ops_; }
 
   // Runs layers [0, n_layers()) over the batch: x holds batch.size() rows of n_embd floats
   // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
@@ -79,6 +81,7 @@ class DeviceOffload {
   };
   struct Scratch {
     device::Buffer x, xn, q, k, v, attn, tmp, gate, up, positions, tables, scores;
+    device::Buffer partials;  // a split attention's per-range results (grown as sequences grow)
     int64_t tokens = 0, table_entries = 0, score_floats = 0;
   };
 

@@ -2,10 +2,12 @@
 // embeddings' upload, every layer's kernels and KV writes, the output layer, the download of
 // what the CPU needs next) are one submission and one wait, however many layers are on the
 // device; the counts are the Context's own (device::DeviceCounters). Also prints the time per
-// decode step on the test device (lavapipe in CI: a CPU, not a GPU figure).
+// decode step on the test device (lavapipe in CI: a CPU, not a GPU figure). A decode step over
+// a long sequence splits attention's keys over workgroups and still matches the CPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 
 #include "common/test_device.h"
@@ -95,6 +97,63 @@ TEST(DeviceStep, OneSubmitAndOneWaitPerStepWhateverTheLayerCount) {
   }
   EXPECT_GT(all.dispatches, one.dispatches);
   EXPECT_GT(out.dispatches, all.dispatches);
+}
+
+// A decode step over a sequence longer than two attention ranges splits its keys over several
+// workgroups per head and merges them (one more dispatch per layer); its logits still match
+// the CPU's. Ranges of 8 keys here (256 by default) keep the prompt short on lavapipe.
+TEST(DeviceStep, ADecodeStepOverALongSequenceSplitsTheKeysAndMatchesTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const std::string path = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto cpu = GoldenRunner::open(path, 64);
+  auto gpu = GoldenRunner::open(path, 64);
+  ASSERT_TRUE(cpu && gpu);
+  const int32_t n_layer = gpu->model->hparams().n_layer;
+  const int32_t vocab = gpu->model->hparams().n_vocab;
+  auto off = model::DeviceOffload::create(*gpu->model, *ctx, 99, gpu->kv->pool(), gpu->model->rope_params(0));
+  ASSERT_TRUE(off.ok()) << off.error().to_string();
+  (*off)->ops().set_attention_split(8);
+  gpu->forward->set_offload(off->get());
+  std::vector<int32_t> prompt;
+  for (int32_t i = 0; i < 40; ++i) prompt.push_back(1 + (i * 37) % (vocab - 1));
+  std::vector<float> want = cpu->run(prompt, false);
+  std::vector<float> got = gpu->run(prompt, false);
+  double worst = 0;
+  uint64_t short_dispatches = 0;
+  {
+    // The same model's decode step over a short sequence, for the dispatch count.
+    auto r = GoldenRunner::open(path, 64);
+    ASSERT_NE(r, nullptr);
+    auto o = model::DeviceOffload::create(*r->model, *ctx, 99, r->kv->pool(), r->model->rope_params(0));
+    ASSERT_TRUE(o.ok());
+    (*o)->ops().set_attention_split(8);
+    r->forward->set_offload(o->get());
+    r->run({1, 2, 3}, false);
+    const uint64_t before = ctx->counters().dispatches;
+    r->run({4}, false);
+    short_dispatches = ctx->counters().dispatches - before;
+    r->forward->set_offload(nullptr);
+  }
+  for (int step = 0; step < 3; ++step) {
+    const int32_t next = argmax(want.data(), vocab);
+    want = cpu->run({next}, false);
+    const uint64_t before = ctx->counters().dispatches;
+    got = gpu->run({next}, false);
+    EXPECT_EQ(ctx->counters().dispatches - before, short_dispatches + static_cast<uint64_t>(n_layer))
+        << "one merge per layer";
+    ASSERT_EQ(want.size(), got.size());
+    for (size_t i = 0; i < want.size(); ++i) worst = std::max(worst, static_cast<double>(std::fabs(want[i] - got[i])));
+    EXPECT_EQ(argmax(want.data(), vocab), argmax(got.data(), vocab));
+  }
+  const double sigma = load_json(reference_dir() + "/summary.json")["stories260K-llama-f32"]["logit_std"].get<double>();
+  const double tol =
+      logit_tolerance(load_json(reference_dir() + "/tolerances.json"), "stories260K-llama-f32").max_abs_over_sigma;
+  std::printf("[ max err  ] stories260K decode at position 40, keys split in ranges of 8: device vs CPU %.3g sigma "
+              "(tolerance %.3g)\n",
+              worst / sigma, tol);
+  EXPECT_LT(worst / sigma, tol);
+  gpu->forward->set_offload(nullptr);
 }
 
 }  // namespace

@@ -54,6 +54,10 @@ struct AttentionPush {
   float scale, softcap;
   uint32_t scores_stride, tok_base, table_off, blocks_per_chunk;
   uint32_t k_word, v_word;
+  uint32_t n_splits, split_len;
+};
+struct AttentionMergePush {
+  uint32_t n_head, head_dim_v, n_splits, tok_base;
 };
 struct KvStorePush {
   uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region;
@@ -237,23 +241,48 @@ Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const dev
                       &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
 }
 
+uint32_t VulkanOps::attention_splits(uint32_t n_tokens, uint32_t n_kv) const {
+  if (n_tokens > kMaxSplitTokens || split_len_ == 0 || n_kv <= 2 * split_len_) return 1;
+  return (n_kv + split_len_ - 1) / split_len_;
+}
+
+size_t VulkanOps::attention_partial_floats(uint32_t n_tokens, uint32_t n_kv, const AttentionParams& ap) const {
+  const uint32_t splits = attention_splits(n_tokens, n_kv);
+  if (splits <= 1) return 0;
+  return size_t{n_tokens} * static_cast<size_t>(ap.n_head) * splits * static_cast<size_t>(ap.head_dim_v + 2);
+}
+
 Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions,
                             uint32_t first_token, uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv,
-                            const AttentionParams& ap, const device::Buffer& scores, const device::Buffer& out) {
+                            const AttentionParams& ap, const device::Buffer& scores, const device::Buffer& out,
+                            const device::Buffer* partials) {
   if (ap.n_head_kv <= 0 || ap.n_head % ap.n_head_kv != 0 || !kv_ok(kv)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: bad head counts or KV");
   }
   if (scores.bytes() < size_t{first_token + n_tokens} * static_cast<size_t>(ap.n_head) * n_kv * sizeof(float)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: scores scratch too small");
   }
-  auto p = pipeline("attention", true, 6, sizeof(AttentionPush));
+  auto p = pipeline("attention", true, 7, sizeof(AttentionPush));
   if (!p.ok()) return p.error();
+  // A decode step over a long sequence splits its keys over several workgroups when there is
+  // room for the partial results.
+  const size_t part_floats = attention_partial_floats(n_tokens, n_kv, ap);
+  const bool split = part_floats > 0 && partials != nullptr && partials->bytes() >= part_floats * sizeof(float);
+  const uint32_t splits = split ? attention_splits(n_tokens, n_kv) : 1;
   AttentionPush push{static_cast<uint32_t>(ap.n_head), static_cast<uint32_t>(ap.n_head_kv),
                      static_cast<uint32_t>(ap.head_dim_k), static_cast<uint32_t>(ap.head_dim_v), kv.block_tokens, n_kv,
                      ap.causal ? 1u : 0u, static_cast<uint32_t>(std::max(ap.window, 0)), ap.scale, ap.softcap,
-                     std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word};
-  return rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores, 0, 0, true}, {&out, 0, 0, true}}, &push,
-                      sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens);
+                     std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word,
+                     splits, split_len_};
+  // Unsplit, the partials binding is never written: `out` stands in.
+  const device::BufferRange part = split ? device::BufferRange{partials, 0, 0, true} : device::BufferRange{&out};
+  HEARTH_TRY(rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores, 0, 0, true}, {&out, 0, 0, true}, part},
+                          &push, sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens, splits));
+  if (!split) return ok_status();
+  auto m = pipeline("attention_merge", false, 2, sizeof(AttentionMergePush));
+  if (!m.ok()) return m.error();
+  AttentionMergePush mp{static_cast<uint32_t>(ap.n_head), static_cast<uint32_t>(ap.head_dim_v), splits, first_token};
+  return rec.dispatch(**m, {{partials}, {&out, 0, 0, true}}, &mp, sizeof mp, static_cast<uint32_t>(ap.n_head), n_tokens);
 }
 
 Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions,
