@@ -1,7 +1,7 @@
 // One opened Vulkan device: its queue, device-local buffers (with a host-visible staging
-// buffer for upload and download), compute pipelines built from SPIR-V, command recording
-// and fences. Everything is submitted to one compute queue; callers serialise use of a
-// Context (the engine thread owns it).
+// buffer for the Context's own waited upload, download and copy), and compute pipelines built
+// from SPIR-V; command lists and fences are in vulkan_recorder.cpp. Everything is submitted to
+// one compute queue; callers serialise use of a Context (the engine thread owns it).
 #include <algorithm>
 #include <cstring>
 #include <map>
