@@ -1,7 +1,8 @@
 // Layer offload on the test device (lavapipe in CI) against llama.cpp's goldens: every layer
 // (and the output layer: 99 asks for more than the model has) on the device and a CPU/device
 // split, for F32, F16, Q8_0 and Q4_K_M random llamas, qwen2 (Q/K/V biases), qwen3 (QK norms)
-// and stories260K; the same against the CPU over a prompt and decode steps; the output layer
+// and stories260K; the same against the CPU over a prompt and decode steps (also gemma2, phi3
+// and a tiny Llama 3 with RoPE frequency factors); the output layer
 // goes up only with n_layer + 1 and is counted in the device bytes; a batch equals the same tokens one by one; a device that runs out of memory
 // midway and a device too small for the model fall back to a split; the device memory held is
 // what size_vram reports. Only the once-upon-a-time prompt: lavapipe is slow.
