@@ -64,6 +64,16 @@ std::string describe_device(size_t position, const DeviceInfo& d);
 
 class Context;
 
+// What a Context has done since it opened, for tests and diagnostics: how a step's work
+// reaches the device. A submit is one vkQueueSubmit; a fence wait is one host wait for the
+// device (a fence or the queue going idle), so submits + waits count host round trips.
+struct DeviceCounters {
+  uint64_t submits = 0;
+  uint64_t fence_waits = 0;
+  uint64_t dispatches = 0;
+  uint64_t barriers = 0;  // pipeline barriers recorded (between dispatches and around transfers)
+};
+
 // A device-local buffer. Move-only; frees its memory (and its accounting) when destroyed.
 class Buffer {
  public:
@@ -97,14 +107,18 @@ struct PipelineSpec {
 };
 class Pipeline;
 
-// A range of a buffer bound to one binding of a dispatch (bytes 0: to the end).
+// A range of a buffer bound to one binding of a dispatch (bytes 0: to the end). `write`: the
+// shader writes it (or writes memory it reaches through device addresses held in it), which
+// is what the Recorder places barriers by.
 struct BufferRange {
   const Buffer* buffer = nullptr;
   size_t offset = 0;
   size_t bytes = 0;
+  bool write = false;
 };
 
-// A submitted command list; wait() blocks until the device finished it.
+// A submitted command list; wait() blocks until the device finished it, then fills the host
+// memory of the list's downloads.
 class Fence {
  public:
   Fence() = default;
@@ -119,9 +133,12 @@ class Fence {
   std::unique_ptr<State> state_;
 };
 
-// Records dispatches (each followed by a compute->compute barrier) into one command buffer;
-// submit() hands it to the queue. The descriptor sets it made live until the fence is waited
-// for or destroyed.
+// Records dispatches and transfers into one command buffer; submit() hands it to the queue in
+// one submission. A whole forward step goes in one Recorder: uploads of its inputs, every
+// kernel, downloads of its outputs. Barriers go only where the recorded work needs them:
+// before a dispatch or copy that reads or writes a buffer written since the last barrier, or
+// writes one read since it (plus one at the start, for earlier submissions' writes). The
+// descriptor sets and host buffers it made live until the fence is waited for or destroyed.
 class Recorder {
  public:
   explicit Recorder(Context& ctx);
@@ -131,6 +148,16 @@ class Recorder {
 
   Status dispatch(const Pipeline& p, std::initializer_list<BufferRange> bindings, const void* push, size_t push_bytes,
                   uint32_t groups_x, uint32_t groups_y = 1, uint32_t groups_z = 1);
+  // Host bytes into dst at this point of the list (the bytes are copied now).
+  Status upload(const Buffer& dst, size_t offset, const void* src, size_t bytes);
+  // bytes of src at this point of the list into host memory at dst, written when the fence is
+  // waited for (run() or Fence::wait()); dst must live until then.
+  Status download(const Buffer& src, size_t offset, void* dst, size_t bytes);
+  // Device-to-device copies of the regions, one command (ranges within dst must not overlap).
+  struct CopyRegion {
+    size_t src_offset = 0, dst_offset = 0, bytes = 0;
+  };
+  Status copy(const Buffer& src, const Buffer& dst, std::span<const CopyRegion> regions);
   Result<Fence> submit();
   // submit() and wait.
   Status run();
@@ -168,6 +195,8 @@ class Context {
   Result<uint64_t> address(const Buffer& b) const;
 
   Result<const Pipeline*> pipeline(const PipelineSpec& spec);
+
+  const DeviceCounters& counters() const;
 
   // Bytes of device memory this context holds in buffers (the real figure for size_vram).
   uint64_t allocated_bytes() const;

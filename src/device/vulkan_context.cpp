@@ -1,7 +1,7 @@
 // One opened Vulkan device: its queue, device-local buffers (with a host-visible staging
-// buffer for upload and download), compute pipelines built from SPIR-V, command recording
-// and fences. Everything is submitted to one compute queue; callers serialise use of a
-// Context (the engine thread owns it).
+// buffer for the Context's own waited upload, download and copy), and compute pipelines built
+// from SPIR-V; command lists and fences are in vulkan_recorder.cpp. Everything is submitted to
+// one compute queue; callers serialise use of a Context (the engine thread owns it).
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -12,175 +12,13 @@
 #include "device/device.h"
 
 #if HEARTH_VULKAN
-#include "device/vulkan_api.h"
+#include "device/vulkan_context_impl.h"
 #endif
 
 namespace hearth::device {
 
 #if HEARTH_VULKAN
 
-class Pipeline {
- public:
-  VkPipeline pipeline = VK_NULL_HANDLE;
-  VkPipelineLayout layout = VK_NULL_HANDLE;
-  VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
-  uint32_t buffers = 0;
-  uint32_t push_bytes = 0;
-  std::string name;
-};
-
-struct Context::Impl {
-  VulkanApi api;  // instance functions copied, device functions resolved for this device
-  VkPhysicalDevice physical = VK_NULL_HANDLE;
-  VkDevice device = VK_NULL_HANDLE;
-  VkQueue queue = VK_NULL_HANDLE;
-  uint32_t queue_family = 0;
-  VkCommandPool pool = VK_NULL_HANDLE;
-  VkPhysicalDeviceMemoryProperties memory{};
-  DeviceInfo info;
-  uint64_t allocated = 0;
-  uint64_t limit = 0;
-  bool addresses = false;  // bufferDeviceAddress enabled: storage buffers get device addresses
-  std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
-  // Staging: one host-visible, coherent buffer reused by every transfer.
-  VkBuffer staging = VK_NULL_HANDLE;
-  VkDeviceMemory staging_memory = VK_NULL_HANDLE;
-  void* staging_map = nullptr;
-  size_t staging_bytes = 0;
-
-  ~Impl() {
-    if (device == VK_NULL_HANDLE) return;
-    for (auto& [name, p] : pipelines) {
-      api.vkDestroyPipeline(device, p->pipeline, nullptr);
-      api.vkDestroyPipelineLayout(device, p->layout, nullptr);
-      api.vkDestroyDescriptorSetLayout(device, p->set_layout, nullptr);
-    }
-    if (staging != VK_NULL_HANDLE) {
-      api.vkDestroyBuffer(device, staging, nullptr);
-      api.vkFreeMemory(device, staging_memory, nullptr);
-    }
-    if (pool != VK_NULL_HANDLE) api.vkDestroyCommandPool(device, pool, nullptr);
-    api.vkDestroyDevice(device, nullptr);
-  }
-
-  // A memory type allowed by `bits` with all of `want`; -1 if none.
-  int memory_type(uint32_t bits, VkMemoryPropertyFlags want) const {
-    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i) {
-      if ((bits & (1u << i)) != 0 && (memory.memoryTypes[i].propertyFlags & want) == want) return static_cast<int>(i);
-    }
-    return -1;
-  }
-
-  Status make_buffer(size_t bytes, VkBufferUsageFlags usage, VkMemoryPropertyFlags want, VkBuffer* buf,
-                     VkDeviceMemory* mem) {
-    VkBufferCreateInfo bi{};
-    bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-    bi.size = bytes;
-    bi.usage = usage;
-    bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-    VkResult r = api.vkCreateBuffer(device, &bi, nullptr, buf);
-    if (r != VK_SUCCESS) return vk_error("vkCreateBuffer", r);
-    VkMemoryRequirements req{};
-    api.vkGetBufferMemoryRequirements(device, *buf, &req);
-    const int type = memory_type(req.memoryTypeBits, want);
-    if (type < 0) {
-      api.vkDestroyBuffer(device, *buf, nullptr);
-      return make_error(ErrorKind::kUnsupported, "the Vulkan device has no memory type for this buffer");
-    }
-    VkMemoryAllocateInfo ai{};
-    ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-    ai.allocationSize = req.size;
-    ai.memoryTypeIndex = static_cast<uint32_t>(type);
-    VkMemoryAllocateFlagsInfo flags{};
-    if ((usage & VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT) != 0) {
-      flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
-      flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-      ai.pNext = &flags;
-    }
-    r = api.vkAllocateMemory(device, &ai, nullptr, mem);
-    if (r != VK_SUCCESS) {
-      api.vkDestroyBuffer(device, *buf, nullptr);
-      return vk_error("vkAllocateMemory", r);
-    }
-    r = api.vkBindBufferMemory(device, *buf, *mem, 0);
-    if (r != VK_SUCCESS) {
-      api.vkDestroyBuffer(device, *buf, nullptr);
-      api.vkFreeMemory(device, *mem, nullptr);
-      return vk_error("vkBindBufferMemory", r);
-    }
-    return ok_status();
-  }
-
-  Status ensure_staging(size_t bytes) {
-    if (staging_bytes >= bytes) return ok_status();
-    if (staging != VK_NULL_HANDLE) {
-      api.vkDestroyBuffer(device, staging, nullptr);
-      api.vkFreeMemory(device, staging_memory, nullptr);
-      staging = VK_NULL_HANDLE;
-      staging_bytes = 0;
-    }
-    Status s = make_buffer(bytes, VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                           VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT, &staging,
-                           &staging_memory);
-    if (!s.ok()) return s;
-    VkResult r = api.vkMapMemory(device, staging_memory, 0, VK_WHOLE_SIZE, 0, &staging_map);
-    if (r != VK_SUCCESS) return vk_error("vkMapMemory", r);
-    staging_bytes = bytes;
-    return ok_status();
-  }
-
-  // Transfers (upload, copy, fill) run in their own submissions, and a fence or queue wait
-  // orders execution but makes no device write visible to later commands: a transfer waits
-  // behind a barrier for earlier shader and transfer work on the buffers it touches (write
-  // after read, write after write), and its writes are made visible to every later command,
-  // compute shaders included, by a barrier after it (later submissions on the queue are in
-  // its second scope).
-  void before_transfer(VkCommandBuffer cb) const {
-    VkMemoryBarrier mb{};
-    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-    api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0,
-                             nullptr, 0, nullptr);
-  }
-  void after_transfer(VkCommandBuffer cb) const {
-    VkMemoryBarrier mb{};
-    mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-    mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
-    mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
-                       VK_ACCESS_TRANSFER_WRITE_BIT;
-    api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
-                             nullptr, 0, nullptr);
-  }
-
-  // Records one command buffer with `record`, submits it and waits.
-  template <typename F>
-  Status run_once(F&& record) {
-    VkCommandBufferAllocateInfo ai{};
-    ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-    ai.commandPool = pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    VkCommandBuffer cb = VK_NULL_HANDLE;
-    VkResult r = api.vkAllocateCommandBuffers(device, &ai, &cb);
-    if (r != VK_SUCCESS) return vk_error("vkAllocateCommandBuffers", r);
-    VkCommandBufferBeginInfo bi{};
-    bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-    api.vkBeginCommandBuffer(cb, &bi);
-    record(cb);
-    api.vkEndCommandBuffer(cb);
-    VkSubmitInfo si{};
-    si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cb;
-    r = api.vkQueueSubmit(queue, 1, &si, VK_NULL_HANDLE);
-    if (r == VK_SUCCESS) r = api.vkQueueWaitIdle(queue);
-    api.vkFreeCommandBuffers(device, pool, 1, &cb);
-    if (r != VK_SUCCESS) return vk_error("vkQueueSubmit", r);
-    return ok_status();
-  }
-};
 
 // ---- Buffer ----
 
@@ -227,6 +65,7 @@ Context::~Context() = default;
 
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return impl_->allocated; }
+const DeviceCounters& Context::counters() const { return impl_->counters; }
 void Context::set_allocation_limit(uint64_t bytes) { impl_->limit = bytes; }
 uint64_t Context::available_bytes() const {
   const Impl& im = *impl_;
@@ -499,188 +338,6 @@ Result<const Pipeline*> Context::pipeline(const PipelineSpec& spec) {
   return out;
 }
 
-// ---- Fence and Recorder ----
-
-struct Fence::State {
-  Context::Impl* im = nullptr;
-  VkFence fence = VK_NULL_HANDLE;
-  VkCommandBuffer cb = VK_NULL_HANDLE;
-  VkDescriptorPool descriptors = VK_NULL_HANDLE;
-  bool waited = false;
-
-  ~State() {
-    if (im == nullptr) return;
-    if (!waited && fence != VK_NULL_HANDLE) im->api.vkWaitForFences(im->device, 1, &fence, VK_TRUE, UINT64_MAX);
-    if (fence != VK_NULL_HANDLE) im->api.vkDestroyFence(im->device, fence, nullptr);
-    if (cb != VK_NULL_HANDLE) im->api.vkFreeCommandBuffers(im->device, im->pool, 1, &cb);
-    if (descriptors != VK_NULL_HANDLE) im->api.vkDestroyDescriptorPool(im->device, descriptors, nullptr);
-  }
-};
-
-Fence::Fence(Fence&& o) noexcept = default;
-Fence& Fence::operator=(Fence&& o) noexcept = default;
-Fence::~Fence() = default;
-
-Status Fence::wait() {
-  if (!state_ || state_->waited) return ok_status();
-  VkResult r = state_->im->api.vkWaitForFences(state_->im->device, 1, &state_->fence, VK_TRUE, UINT64_MAX);
-  state_->waited = true;
-  if (r != VK_SUCCESS) return vk_error("vkWaitForFences", r);
-  return ok_status();
-}
-
-struct Recorder::State {
-  std::unique_ptr<Fence::State> pending;  // command buffer and descriptor pools not yet submitted
-  std::vector<VkDescriptorPool> pools;
-  uint32_t sets_left = 0;
-  Status failed;
-};
-
-Recorder::Recorder(Context& ctx) : ctx_(ctx), state_(std::make_unique<State>()) {
-  Context::Impl& im = ctx.impl();
-  state_->pending = std::make_unique<Fence::State>();
-  state_->pending->im = &im;
-  VkCommandBufferAllocateInfo ai{};
-  ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
-  ai.commandPool = im.pool;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  VkResult r = im.api.vkAllocateCommandBuffers(im.device, &ai, &state_->pending->cb);
-  if (r != VK_SUCCESS) {
-    state_->failed = vk_error("vkAllocateCommandBuffers", r);
-    state_->pending->cb = VK_NULL_HANDLE;
-    return;
-  }
-  VkCommandBufferBeginInfo bi{};
-  bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
-  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  im.api.vkBeginCommandBuffer(state_->pending->cb, &bi);
-}
-
-Recorder::~Recorder() {
-  // Pools beyond the first are owned by the state's extra list; destroy them if never submitted.
-  if (state_ && state_->pending) {
-    Context::Impl& im = ctx_.impl();
-    for (VkDescriptorPool p : state_->pools) im.api.vkDestroyDescriptorPool(im.device, p, nullptr);
-    state_->pending->waited = true;  // never submitted: nothing to wait for
-  }
-}
-
-Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> bindings, const void* push,
-                          size_t push_bytes, uint32_t gx, uint32_t gy, uint32_t gz) {
-  if (!state_->failed.ok()) return state_->failed;
-  if (!state_->pending) return make_error(ErrorKind::kInternal, "dispatch after submit");
-  if (bindings.size() != p.buffers || push_bytes != p.push_bytes) {
-    return make_error(ErrorKind::kInternal, "pipeline " + p.name + ": wrong number of buffers or push constant size");
-  }
-  Context::Impl& im = ctx_.impl();
-  constexpr uint32_t kSetsPerPool = 64;
-  if (state_->sets_left == 0) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * 8};
-    VkDescriptorPoolCreateInfo ci{};
-    ci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-    ci.maxSets = kSetsPerPool;
-    ci.poolSizeCount = 1;
-    ci.pPoolSizes = &size;
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    VkResult r = im.api.vkCreateDescriptorPool(im.device, &ci, nullptr, &pool);
-    if (r != VK_SUCCESS) return state_->failed = vk_error("vkCreateDescriptorPool", r);
-    state_->pools.push_back(pool);
-    state_->sets_left = kSetsPerPool;
-  }
-  VkDescriptorSetAllocateInfo ai{};
-  ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-  ai.descriptorPool = state_->pools.back();
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &p.set_layout;
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  VkResult r = im.api.vkAllocateDescriptorSets(im.device, &ai, &set);
-  if (r != VK_SUCCESS) return state_->failed = vk_error("vkAllocateDescriptorSets", r);
-  --state_->sets_left;
-  std::vector<VkDescriptorBufferInfo> infos;
-  infos.reserve(bindings.size());
-  for (const BufferRange& b : bindings) {
-    if (b.buffer == nullptr || !b.buffer->valid() || b.offset >= b.buffer->bytes()) {
-      return make_error(ErrorKind::kInternal, "pipeline " + p.name + ": a binding is empty or out of range");
-    }
-    infos.push_back({reinterpret_cast<VkBuffer>(b.buffer->handle_), b.offset, b.bytes == 0 ? VK_WHOLE_SIZE : b.bytes});
-  }
-  std::vector<VkWriteDescriptorSet> writes(infos.size());
-  for (size_t i = 0; i < infos.size(); ++i) {
-    writes[i] = VkWriteDescriptorSet{};
-    writes[i].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[i].dstSet = set;
-    writes[i].dstBinding = static_cast<uint32_t>(i);
-    writes[i].descriptorCount = 1;
-    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
-    writes[i].pBufferInfo = &infos[i];
-  }
-  im.api.vkUpdateDescriptorSets(im.device, static_cast<uint32_t>(writes.size()), writes.data(), 0, nullptr);
-  VkCommandBuffer cb = state_->pending->cb;
-  im.api.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  im.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
-  if (push_bytes > 0) {
-    im.api.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push_bytes), push);
-  }
-  im.api.vkCmdDispatch(cb, gx, gy, gz);
-  VkMemoryBarrier mb{};
-  mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
-  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
-  im.api.vkCmdPipelineBarrier(cb, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb,
-                              0, nullptr, 0, nullptr);
-  return ok_status();
-}
-
-Result<Fence> Recorder::submit() {
-  if (!state_->failed.ok()) return state_->failed.error();
-  if (!state_->pending) return make_error(ErrorKind::kInternal, "submit twice");
-  Context::Impl& im = ctx_.impl();
-  std::unique_ptr<Fence::State> st = std::move(state_->pending);
-  // The fence state owns the first pool; more than one pool is rare (over 64 dispatches):
-  // merge by keeping them in the fence too.
-  im.api.vkEndCommandBuffer(st->cb);
-  VkFenceCreateInfo fi{};
-  fi.sType = VK_STRUCTURE_TYPE_FENCE_CREATE_INFO;
-  VkResult r = im.api.vkCreateFence(im.device, &fi, nullptr, &st->fence);
-  if (r != VK_SUCCESS) {
-    for (VkDescriptorPool p : state_->pools) im.api.vkDestroyDescriptorPool(im.device, p, nullptr);
-    state_->pools.clear();
-    st->waited = true;
-    return vk_error("vkCreateFence", r);
-  }
-  VkSubmitInfo si{};
-  si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
-  si.commandBufferCount = 1;
-  si.pCommandBuffers = &st->cb;
-  r = im.api.vkQueueSubmit(im.queue, 1, &si, st->fence);
-  if (r != VK_SUCCESS) {
-    for (VkDescriptorPool p : state_->pools) im.api.vkDestroyDescriptorPool(im.device, p, nullptr);
-    state_->pools.clear();
-    st->waited = true;
-    return vk_error("vkQueueSubmit", r);
-  }
-  // Wait for completion before the extra pools go; the first is kept with the fence.
-  Fence f;
-  if (!state_->pools.empty()) {
-    st->descriptors = state_->pools.front();
-    if (state_->pools.size() > 1) {
-      // Extra pools: freed once the fence was waited for, through an immediate wait here.
-      im.api.vkWaitForFences(im.device, 1, &st->fence, VK_TRUE, UINT64_MAX);
-      st->waited = true;
-      for (size_t i = 1; i < state_->pools.size(); ++i) im.api.vkDestroyDescriptorPool(im.device, state_->pools[i], nullptr);
-    }
-    state_->pools.clear();
-  }
-  f.state_ = std::move(st);
-  return f;
-}
-
-Status Recorder::run() {
-  auto f = submit();
-  if (!f.ok()) return f.error();
-  return f->wait();
-}
 
 #else  // !HEARTH_VULKAN
 
@@ -699,6 +356,10 @@ Context::Context(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return 0; }
+const DeviceCounters& Context::counters() const {
+  static const DeviceCounters none;
+  return none;
+}
 void Context::set_allocation_limit(uint64_t) {}
 uint64_t Context::available_bytes() const { return 0; }
 Result<std::unique_ptr<Context>> Context::open(size_t) { return list_devices().error(); }
@@ -713,21 +374,7 @@ Status Context::copy(const Buffer&, size_t, const Buffer&, size_t, size_t) {
 }
 Result<const Pipeline*> Context::pipeline(const PipelineSpec&) { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 
-struct Fence::State {};
-Fence::Fence(Fence&&) noexcept = default;
-Fence& Fence::operator=(Fence&&) noexcept = default;
-Fence::~Fence() = default;
-Status Fence::wait() { return ok_status(); }
 
-struct Recorder::State {};
-Recorder::Recorder(Context& ctx) : ctx_(ctx) {}
-Recorder::~Recorder() = default;
-Status Recorder::dispatch(const Pipeline&, std::initializer_list<BufferRange>, const void*, size_t, uint32_t, uint32_t,
-                          uint32_t) {
-  return make_error(ErrorKind::kUnsupported, "no Vulkan backend");
-}
-Result<Fence> Recorder::submit() { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
-Status Recorder::run() { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 
 #endif
 

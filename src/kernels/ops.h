@@ -105,6 +105,12 @@ struct RopeParams {
   const float* freq_factors = nullptr;  // optional per-dimension divisors (rope_dims/2 floats)
 };
 
+// YaRN's correction dimensions (the pair indices where the ramp from extrapolated to
+// interpolated angles starts and ends) for n_dims rotated dimensions; 0, 0 without YaRN.
+void rope_yarn_corr_dims(int32_t n_dims, const RopeParams& p, float* low, float* high);
+// What cos and sin are scaled by: attn_factor, times YaRN's magnitude correction.
+float rope_yarn_mscale(const RopeParams& p);
+
 // Rotates n_heads heads of head_dim floats (stored contiguously) at position pos.
 void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopeParams& p);
 

@@ -35,12 +35,8 @@ int32_t rope_rotated_dims(int32_t head_dim, const RopeParams& p) {
 void rope_cos_sin(int32_t pos, int32_t n_dims, const RopeParams& p, float* cos_sin) {
   float corr_low = 0.0f;
   float corr_high = 0.0f;
-  if (p.ext_factor != 0.0f) {
-    const float start = std::floor(yarn_corr_dim(n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
-    const float end = std::ceil(yarn_corr_dim(n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
-    corr_low = std::max(0.0f, start);
-    corr_high = std::min(static_cast<float>(n_dims - 1), end);
-  }
+  rope_yarn_corr_dims(n_dims, p, &corr_low, &corr_high);
+  const float mscale = rope_yarn_mscale(p);
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(n_dims));
   float theta = static_cast<float>(pos);
   for (int k = 0; k < n_dims / 2; ++k) {
@@ -49,11 +45,9 @@ void rope_cos_sin(int32_t pos, int32_t n_dims, const RopeParams& p, float* cos_s
     const float theta_extrap = theta / ff;
     const float theta_interp = p.freq_scale * theta_extrap;
     float angle = theta_interp;
-    float mscale = p.attn_factor;
     if (p.ext_factor != 0.0f) {
       const float ramp_mix = yarn_ramp(corr_low, corr_high, i0) * p.ext_factor;
       angle = theta_interp * (1.0f - ramp_mix) + theta_extrap * ramp_mix;
-      mscale *= 1.0f + 0.1f * std::log(1.0f / p.freq_scale);
     }
     cos_sin[i0] = std::cos(angle) * mscale;
     cos_sin[i0 + 1] = std::sin(angle) * mscale;
@@ -92,3 +86,21 @@ void rope(float* x, int32_t n_heads, int32_t head_dim, int32_t pos, const RopePa
 }
 
 }  // namespace hearth::kernels::reference
+
+namespace hearth::kernels {
+
+void rope_yarn_corr_dims(int32_t n_dims, const RopeParams& p, float* low, float* high) {
+  *low = 0.0f;
+  *high = 0.0f;
+  if (p.ext_factor == 0.0f) return;
+  const float start = std::floor(reference::yarn_corr_dim(n_dims, p.n_ctx_orig, p.beta_fast, p.freq_base));
+  const float end = std::ceil(reference::yarn_corr_dim(n_dims, p.n_ctx_orig, p.beta_slow, p.freq_base));
+  *low = std::max(0.0f, start);
+  *high = std::min(static_cast<float>(n_dims - 1), end);
+}
+
+float rope_yarn_mscale(const RopeParams& p) {
+  return p.ext_factor != 0.0f ? p.attn_factor * (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : p.attn_factor;
+}
+
+}  // namespace hearth::kernels

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 namespace hearth::model {
 
@@ -67,15 +68,19 @@ Status DeviceKvPool::copy_block(int32_t src, int32_t dst) {
     return make_error(ErrorKind::kInternal, "device KV copy of block " + std::to_string(src) + " to " +
                                                 std::to_string(dst) + ": a chunk is not committed");
   }
+  // Every layer's K and V rows of the block in one command: one submission, not one per layer.
   const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  std::vector<device::Recorder::CopyRegion> regions;
   for (int32_t l = 0; l < n_layers_; ++l) {
     const size_t base = static_cast<size_t>(l) * layer_bytes_;
-    HEARTH_TRY(ctx_.copy(from, base + slot_offset(src) * k_row_bytes_, to, base + slot_offset(dst) * k_row_bytes_,
-                         static_cast<size_t>(block_tokens_) * k_row_bytes_));
-    HEARTH_TRY(ctx_.copy(from, base + rows_k + slot_offset(src) * v_row_bytes_, to,
-                         base + rows_k + slot_offset(dst) * v_row_bytes_, static_cast<size_t>(block_tokens_) * v_row_bytes_));
+    regions.push_back({base + slot_offset(src) * k_row_bytes_, base + slot_offset(dst) * k_row_bytes_,
+                       static_cast<size_t>(block_tokens_) * k_row_bytes_});
+    regions.push_back({base + rows_k + slot_offset(src) * v_row_bytes_, base + rows_k + slot_offset(dst) * v_row_bytes_,
+                       static_cast<size_t>(block_tokens_) * v_row_bytes_});
   }
-  return ok_status();
+  device::Recorder rec(ctx_);
+  HEARTH_TRY(rec.copy(from, to, regions));
+  return rec.run();
 }
 
 Status DeviceKvPool::read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const {

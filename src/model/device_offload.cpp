@@ -32,6 +32,14 @@ Result<kernels::WeightView> file_rows(const Model& model, const std::string& nam
   return w;
 }
 
+// Rows [first, first + count) of a matrix in the file's layout.
+kernels::WeightView row_range(const kernels::WeightView& w, int64_t first, int64_t count) {
+  kernels::WeightView r = w;
+  r.data = w.data + static_cast<size_t>(first) * w.row_bytes;
+  r.rows = count;
+  return r;
+}
+
 // Bytes a matrix takes on the device (types without a shader go up as F16).
 uint64_t device_matrix_bytes(const kernels::WeightView& w) {
   if (vk::native_weight_type(w.type)) return static_cast<uint64_t>(w.row_bytes) * static_cast<uint64_t>(w.rows);
@@ -62,16 +70,18 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
   if (h.output != ModelOutput::kLogits) return "embedding models run on the CPU";
   if (h.norm_kind != NormKind::kRms || h.norm_placement != NormPlacement::kPre) return "LayerNorm / post-norm layers";
   if (h.position_encoding != PositionEncoding::kRope) return "learned positions";
-  if (rope.ext_factor > 0.0f || rope.freq_factors != nullptr) return "YaRN / RoPE frequency factors";
   if (kv_type != DType::kF16) return "a KV cache type other than F16";
-  if (w.fused_gate_up) return "a fused gate/up matrix";
+  if (h.ffn_activation == ActivationKind::kSwigluClamped) return "a clamped SwiGLU";
   if ((h.n_head_kv * h.head_dim_k) % 2 != 0 || (h.n_head_kv * h.head_dim_v) % 2 != 0) return "odd KV rows";
   for (const LayerWeights& L : w.layers) {
-    if (L.wqkv.data != nullptr) return "a fused QKV matrix";
-    if (L.bo || L.attn_norm_b) return "an attention output bias";
+    if (L.attn_norm_b) return "norm biases";
+    if (L.attn_sinks) return "attention sinks";
+    if (L.moe.present()) return "a mixture of experts";
     if ((L.q_norm == nullptr) != (L.k_norm == nullptr)) return "a QK norm on one side only";
-    if (L.post_attn_norm || L.post_ffw_norm || L.attn_out_norm || L.out_norm) return "extra norms";
-    if (L.ffn_gate.data == nullptr || L.ffn_up_b || L.ffn_down_b) return "an FFN without a gate or with biases";
+    if (L.attn_out_norm || L.out_norm) return "post-LayerNorm";
+    if ((L.ffn_gate.data == nullptr && !w.fused_gate_up) || L.ffn_up_b || L.ffn_down_b) {
+      return "an FFN without a gate or with biases";
+    }
   }
   return "";
 }
@@ -110,7 +120,7 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     for (int32_t il = 0; il < h.n_layer; ++il) {
       const LayerWeights& L = w.layers[static_cast<size_t>(il)];
       uint64_t bytes = pool_bytes + 8 * static_cast<uint64_t>(h.n_embd);
-      for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      for (const kernels::WeightView* m : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
         bytes += device_matrix_bytes(*m);
       }
       if (bytes > budget) break;
@@ -122,6 +132,16 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
     const uint64_t output_bytes = device_matrix_bytes(w.output) + 4 * static_cast<uint64_t>(h.n_embd) +
                                   4 * static_cast<uint64_t>(t) * (2 * static_cast<uint64_t>(h.n_embd) + h.n_vocab);
     want_output = fit == h.n_layer && output_bytes <= budget;
+  }
+  if (want > 0 && rope.freq_factors != nullptr) {
+    // Llama 3's rope_freqs (or phi3's long/short factors): one per rotated pair, shared by the layers.
+    auto ff = upload_vector(ctx, rope.freq_factors, std::max(rope.rope_dims / 2, 1));
+    if (!ff.ok()) {
+      if (ff.error().kind != ErrorKind::kUnavailable) return ff.error();
+      want = 0;
+    } else {
+      off->rope_freqs_ = std::move(*ff);
+    }
   }
   for (int32_t il = 0; il < want; ++il) {
     auto layer = off->upload_layer(il);
@@ -200,12 +220,43 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     const kernels::WeightView* bound;
     vk::DeviceWeight* dst;
   };
-  const M mats[] = {{"attn_q", &L.wq, &out.wq},       {"attn_k", &L.wk, &out.wk},     {"attn_v", &L.wv, &out.wv},
-                    {"attn_output", &L.wo, &out.wo}, {"ffn_gate", &L.ffn_gate, &out.gate},
-                    {"ffn_up", &L.ffn_up, &out.up},  {"ffn_down", &L.ffn_down, &out.down}};
+  // Fused matrices (phi3's QKV, its gate/up) go up as row ranges of the file's matrix: the
+  // device then runs them as the separate matrices they hold.
+  const bool fused_qkv = L.wqkv.data != nullptr;
+  const bool fused_gate_up = model_.weights().fused_gate_up;
+  std::vector<M> mats = {{"attn_output", &L.wo, &out.wo}, {"ffn_down", &L.ffn_down, &out.down}};
+  if (!fused_qkv) {
+    mats.insert(mats.end(), {{"attn_q", &L.wq, &out.wq}, {"attn_k", &L.wk, &out.wk}, {"attn_v", &L.wv, &out.wv}});
+  }
+  if (!fused_gate_up) mats.insert(mats.end(), {{"ffn_gate", &L.ffn_gate, &out.gate}, {"ffn_up", &L.ffn_up, &out.up}});
   for (const M& m : mats) {
     HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
+  }
+  if (fused_qkv) {
+    HEARTH_ASSIGN(kernels::WeightView qkv, file_rows(model_, blk + "attn_qkv.weight", L.wqkv));
+    const int64_t q = int64_t{h.n_head} * h.head_dim_k, k = int64_t{h.n_head_kv} * h.head_dim_k;
+    const int64_t v = int64_t{h.n_head_kv} * h.head_dim_v;
+    if (qkv.rows != q + k + v) return make_error(ErrorKind::kInvalidArgument, blk + "attn_qkv has the wrong row count");
+    HEARTH_ASSIGN(out.wq, ops_.upload_weight(row_range(qkv, 0, q)));
+    HEARTH_ASSIGN(out.wk, ops_.upload_weight(row_range(qkv, q, k)));
+    HEARTH_ASSIGN(out.wv, ops_.upload_weight(row_range(qkv, q + k, v)));
+  }
+  if (fused_gate_up) {
+    HEARTH_ASSIGN(kernels::WeightView gu, file_rows(model_, blk + "ffn_up.weight", L.ffn_up));
+    if (gu.rows != 2 * int64_t{h.n_ff}) return make_error(ErrorKind::kInvalidArgument, blk + "ffn_up is not gate and up");
+    HEARTH_ASSIGN(out.gate, ops_.upload_weight(row_range(gu, 0, h.n_ff)));
+    HEARTH_ASSIGN(out.up, ops_.upload_weight(row_range(gu, h.n_ff, h.n_ff)));
+  }
+  // The attention output's bias; gemma2's norms of the attention and FFN outputs.
+  if (L.bo != nullptr) {
+    HEARTH_ASSIGN(out.bo, upload_vector(ctx_, L.bo, h.n_embd));
+  }
+  if (L.post_attn_norm != nullptr) {
+    HEARTH_ASSIGN(out.post_attn_norm, upload_vector(ctx_, L.post_attn_norm, h.n_embd));
+  }
+  if (L.post_ffw_norm != nullptr) {
+    HEARTH_ASSIGN(out.post_ffw_norm, upload_vector(ctx_, L.post_ffw_norm, h.n_embd));
   }
   return out;
 }
@@ -219,25 +270,35 @@ Status DeviceOffload::upload_output() {
   return ok_status();
 }
 
+Status DeviceOffload::ensure_output_scratch(int64_t n_rows) {
+  if (n_rows <= out_rows_) return ok_status();
+  const ModelHparams& h = model_.hparams();
+  const size_t n = static_cast<size_t>(n_rows);
+  HEARTH_TRY(grow(ctx_, out_x_, n * static_cast<size_t>(h.n_embd) * 4));
+  HEARTH_TRY(grow(ctx_, out_xn_, n * static_cast<size_t>(h.n_embd) * 4));
+  HEARTH_TRY(grow(ctx_, out_logits_, n * static_cast<size_t>(h.n_vocab) * 4));
+  out_rows_ = n_rows;
+  return ok_status();
+}
+
+Status DeviceOffload::record_output(device::Recorder& rec, uint32_t n_rows, float* out) {
+  const ModelHparams& h = model_.hparams();
+  const auto d = static_cast<uint32_t>(h.n_embd);
+  const auto vocab = static_cast<uint32_t>(h.n_vocab);
+  HEARTH_TRY(ops_.rms_norm(rec, out_x_, &output_norm_, out_xn_, d, n_rows, h.norm_eps));
+  HEARTH_TRY(ops_.matmul(rec, output_, {&out_xn_, 0}, d, n_rows, {&out_logits_, 0}, vocab));
+  return rec.download(out_logits_, 0, out, size_t{n_rows} * vocab * 4);
+}
+
 Status DeviceOffload::logits(const float* rows, int64_t n_rows, float* out) {
   if (!has_output()) return make_error(ErrorKind::kInternal, "the output layer is not on the device");
   if (n_rows <= 0) return ok_status();
-  const ModelHparams& h = model_.hparams();
-  const auto d = static_cast<uint32_t>(h.n_embd);
+  HEARTH_TRY(ensure_output_scratch(n_rows));
   const auto n = static_cast<uint32_t>(n_rows);
-  const auto vocab = static_cast<uint32_t>(h.n_vocab);
-  if (n_rows > out_rows_) {
-    HEARTH_TRY(grow(ctx_, out_x_, size_t{n} * d * 4));
-    HEARTH_TRY(grow(ctx_, out_xn_, size_t{n} * d * 4));
-    HEARTH_TRY(grow(ctx_, out_logits_, size_t{n} * vocab * 4));
-    out_rows_ = n_rows;
-  }
-  HEARTH_TRY(ctx_.upload(out_x_, 0, rows, size_t{n} * d * 4));
   device::Recorder rec(ctx_);
-  HEARTH_TRY(ops_.rms_norm(rec, out_x_, &output_norm_, out_xn_, d, n, h.norm_eps));
-  HEARTH_TRY(ops_.matmul(rec, output_, {&out_xn_, 0}, d, n, {&out_logits_, 0}, vocab));
-  HEARTH_TRY(rec.run());
-  return ctx_.download(out_logits_, 0, out, size_t{n} * vocab * 4);
+  HEARTH_TRY(rec.upload(out_x_, 0, rows, size_t{n} * static_cast<size_t>(model_.hparams().n_embd) * 4));
+  HEARTH_TRY(record_output(rec, n, out));
+  return rec.run();
 }
 
 Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t score_floats) {
@@ -267,8 +328,9 @@ Status DeviceOffload::ensure_scratch(int64_t n, int64_t table_entries, int64_t s
   return ok_status();
 }
 
-Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x) {
+Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x, float* logits) {
   if (layers_.empty() || batch.empty()) return ok_status();
+  if (logits != nullptr && !has_output()) return make_error(ErrorKind::kInternal, "the output layer is not on the device");
   const ModelHparams& h = model_.hparams();
   const auto n = static_cast<uint32_t>(batch.size());
   const auto d = static_cast<uint32_t>(h.n_embd);
@@ -300,11 +362,38 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
   }
   HEARTH_TRY(ensure_scratch(n, static_cast<int64_t>(std::max<size_t>(tables.size(), 1)),
                             static_cast<int64_t>(n) * h.n_head * max_kv));
-  HEARTH_TRY(ctx_.upload(s_.x, 0, x, size_t{n} * d * 4));
-  HEARTH_TRY(ctx_.upload(s_.positions, 0, positions.data(), positions.size() * 4));
-  if (!tables.empty()) HEARTH_TRY(ctx_.upload(s_.tables, 0, tables.data(), tables.size() * 4));
+  // Room for a split attention's partial results (decode steps over long sequences).
+  {
+    kernels::AttentionParams dims;
+    dims.n_head = h.n_head;
+    dims.head_dim_v = h.head_dim_v;
+    size_t part_floats = 0;
+    for (const Run& r : runs) part_floats = std::max(part_floats, ops_.attention_partial_floats(r.count, r.n_kv, dims));
+    if (part_floats > 0) HEARTH_TRY(grow(ctx_, s_.partials, part_floats * sizeof(float)));
+  }
+  // The step's output rows, as runs of consecutive rows of x.
+  std::vector<device::Recorder::CopyRegion> out_rows;
+  uint32_t n_out = 0;
+  if (logits != nullptr) {
+    for (uint32_t t = 0; t < n; ++t) {
+      if (!batch[t].output) continue;
+      const size_t from = size_t{t} * d * 4;
+      if (!out_rows.empty() && out_rows.back().src_offset + out_rows.back().bytes == from) {
+        out_rows.back().bytes += size_t{d} * 4;
+      } else {
+        out_rows.push_back({from, size_t{n_out} * d * 4, size_t{d} * 4});
+      }
+      ++n_out;
+    }
+    HEARTH_TRY(ensure_output_scratch(n_out));
+  }
 
+  // One command list for the whole step: inputs up, every layer, then the hidden states (or
+  // the logits) down; one submission and one wait.
   device::Recorder rec(ctx_);
+  HEARTH_TRY(rec.upload(s_.x, 0, x, size_t{n} * d * 4));
+  HEARTH_TRY(rec.upload(s_.positions, 0, positions.data(), positions.size() * 4));
+  if (!tables.empty()) HEARTH_TRY(rec.upload(s_.tables, 0, tables.data(), tables.size() * 4));
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Layer& L = layers_[il];
     kernels::AttentionParams ap;
@@ -329,8 +418,11 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
       HEARTH_TRY(ops_.rms_norm(rec, s_.q, &L.q_norm, s_.q, hd, n * static_cast<uint32_t>(h.n_head), h.norm_eps));
       HEARTH_TRY(ops_.rms_norm(rec, s_.k, &L.k_norm, s_.k, hd, n * static_cast<uint32_t>(h.n_head_kv), h.norm_eps));
     }
-    HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k), rope_));
-    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv), static_cast<uint32_t>(h.head_dim_k), rope_));
+    const device::Buffer* freqs = rope_freqs_.valid() ? &rope_freqs_ : nullptr;
+    HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k),
+                         rope_, freqs));
+    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv),
+                         static_cast<uint32_t>(h.head_dim_k), rope_, freqs));
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
       HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, false));
@@ -338,9 +430,12 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
-      HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn));
+      HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn,
+                                s_.partials.valid() ? &s_.partials : nullptr));
     }
     HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
+    if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));
+    if (L.post_attn_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_attn_norm, s_.tmp, d, n, h.norm_eps));
     HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
     HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps));
     HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
@@ -352,10 +447,18 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     HEARTH_TRY(ops_.mul(rec, s_.gate, s_.up, n * ff));
     HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
+    if (L.post_ffw_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_ffw_norm, s_.tmp, d, n, h.norm_eps));
     HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
   }
-  HEARTH_TRY(rec.run());
-  return ctx_.download(s_.x, 0, x, size_t{n} * d * 4);
+  if (logits != nullptr) {
+    if (n_out > 0) {
+      HEARTH_TRY(rec.copy(s_.x, out_x_, out_rows));
+      HEARTH_TRY(record_output(rec, n_out, logits));
+    }
+  } else {
+    HEARTH_TRY(rec.download(s_.x, 0, x, size_t{n} * d * 4));
+  }
+  return rec.run();
 }
 
 }  // namespace hearth::model

@@ -27,10 +27,11 @@ namespace hearth::model {
 struct BatchToken;
 
 // Why the model's layers cannot run on a device (empty: they can). The device has the llama
-// family's pre-norm layer: RMSNorm, separate Q/K/V (with qwen2's biases and qwen3's per-head
-// QK norms), no output bias, RoPE without YaRN or
-// frequency factors, a gated SiLU/GELU FFN, an F16 KV cache; the device needs buffer
-// addresses (the paged KV's chunks).
+// family's pre-norm layer: RMSNorm; Q/K/V separate or fused (phi3), with qwen2's biases and
+// qwen3's per-head QK norms; an attention output bias; gemma2's post-attention and post-FFN
+// norms and attention softcap; RoPE with YaRN and frequency factors; a gated SiLU/GELU FFN,
+// gate and up separate or fused (phi3); an F16 KV cache. The device needs buffer addresses
+// (the paged KV's chunks).
 std::string device_unsupported_reason(const Model& model, const kernels::RopeParams& rope, DType kv_type);
 
 class DeviceOffload {
@@ -57,11 +58,16 @@ class DeviceOffload {
   // Device memory held (weights, KV pools, scratch): the figure for size_vram.
   uint64_t device_bytes() const { return ctx_.allocated_bytes(); }
   device::Context& context() { return ctx_; }
+  // The kernels the layers run with (tests tune them: VulkanOps::set_attention_split).
+  kernels::vulkan::VulkanOps& ops() { return ops_; }
 
   // Runs layers [0, n_layers()) over the batch: x holds batch.size() rows of n_embd floats
   // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
-  // the batch go into the device pools at the positions kv's block tables give.
-  Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x);
+  // the batch go into the device pools at the positions kv's block tables give. With
+  // `logits` (needs has_output()), the output layer runs too, over the batch's output rows,
+  // whose logits go there (n_vocab floats a row, before any final softcap) instead of the
+  // hidden states to x. One submission and one wait either way.
+  Status run(std::span<const BatchToken> batch, const kv::KvCache& kv, float* x, float* logits = nullptr);
   // The output layer over n_rows final hidden states (n_embd floats each, as run() left them):
   // n_rows rows of n_vocab logits into out (before any final softcap). Needs has_output().
   Status logits(const float* rows, int64_t n_rows, float* out);
@@ -70,10 +76,12 @@ class DeviceOffload {
   struct Layer {
     device::Buffer attn_norm, ffn_norm;
     device::Buffer bq, bk, bv, q_norm, k_norm;  // absent (invalid) when the model has none
+    device::Buffer bo, post_attn_norm, post_ffw_norm;
     kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
   };
   struct Scratch {
     device::Buffer x, xn, q, k, v, attn, tmp, gate, up, positions, tables, scores;
+    device::Buffer partials;  // a split attention's per-range results (grown as sequences grow)
     int64_t tokens = 0, table_entries = 0, score_floats = 0;
   };
 
@@ -81,6 +89,9 @@ class DeviceOffload {
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
   Result<Layer> upload_layer(int32_t il);
   Status upload_output();
+  Status ensure_output_scratch(int64_t n_rows);
+  // The output layer over the first n_rows rows of out_x_, logits downloaded to out.
+  Status record_output(device::Recorder& rec, uint32_t n_rows, float* out);
   Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
 
   const Model& model_;
@@ -89,6 +100,7 @@ class DeviceOffload {
   kv::KvLayout layout_;
   kernels::RopeParams rope_;
   std::vector<Layer> layers_;
+  device::Buffer rope_freqs_;  // the RoPE frequency factors, when the model has them
   device::Buffer output_norm_;
   kernels::vulkan::DeviceWeight output_;
   device::Buffer out_x_, out_xn_, out_logits_;  // logits() scratch, for out_rows_ rows

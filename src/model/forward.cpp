@@ -229,9 +229,20 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
   for (int64_t start = 0; start < n; start += micro_batch) {
     const int64_t len = std::min(micro_batch, n - start);
     const auto sub = batch.subspan(static_cast<size_t>(start), static_cast<size_t>(len));
-    HEARTH_TRY(run_layers(sub, kv));
+    float* out = want_logits ? logits->data() + out_done * h.n_vocab : nullptr;
+    // Every layer and the output layer on the device: the logits come back with the layers,
+    // in the step's one submission (the hidden states stay there).
+    const bool device_logits = out != nullptr && hidden == nullptr && offload_ != nullptr && offload_->has_output();
+    HEARTH_TRY(run_layers(sub, kv, device_logits ? out : nullptr));
     if (hidden != nullptr) std::copy(x_.begin(), x_.begin() + len * d, hidden->begin() + start * d);
-    if (want_logits) HEARTH_TRY(compute_logits(sub, logits->data() + out_done * h.n_vocab, &out_done));
+    if (device_logits) {
+      int64_t rows = 0;
+      for (const auto& t : sub) rows += t.output ? 1 : 0;
+      if (h.final_softcap > 0) kernels::softcap(out, h.final_softcap, rows * h.n_vocab);
+      out_done += rows;
+    } else if (want_logits) {
+      HEARTH_TRY(compute_logits(sub, out, &out_done));
+    }
   }
   return ok_status();
 }
@@ -251,13 +262,13 @@ void ForwardPass::reserve_scratch(int64_t n) {
   // tokens).
 }
 
-Status ForwardPass::run_layers(std::span<const BatchToken> batch, kv::KvCache& kv) {
+Status ForwardPass::run_layers(std::span<const BatchToken> batch, kv::KvCache& kv, float* device_logits) {
   const auto& h = model_.hparams();
   reserve_scratch(static_cast<int64_t>(batch.size()));
   embed(batch);
   int32_t first_cpu_layer = 0;
   if (offload_ != nullptr && offload_->n_layers() > 0) {
-    HEARTH_TRY(offload_->run(batch, kv, x_.data()));
+    HEARTH_TRY(offload_->run(batch, kv, x_.data(), device_logits));
     first_cpu_layer = offload_->n_layers();
   }
   for (int32_t il = first_cpu_layer; il < h.n_layer && status_.ok(); ++il) {

@@ -70,7 +70,9 @@ class ForwardPass {
   Status validate_and_reserve(std::span<const BatchToken> batch, kv::KvCache& kv);
   void reserve_scratch(int64_t n);
   // One micro-batch through the embeddings and every layer (hidden states left in x_).
-  Status run_layers(std::span<const BatchToken> batch, kv::KvCache& kv);
+  // device_logits: the offload runs every layer and the output layer and leaves the batch's
+  // logits there (x_ then holds the embeddings only).
+  Status run_layers(std::span<const BatchToken> batch, kv::KvCache& kv, float* device_logits = nullptr);
   // Logits of the batch's output tokens into out; adds their count to *n_done.
   Status compute_logits(std::span<const BatchToken> batch, float* out, int64_t* n_done);
   // Token embeddings into x_ (scaled, plus learned positions and token types, normed when the

@@ -204,36 +204,58 @@ TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
   }
 }
 
-TEST(VulkanOps, RopeMatchesTheCpuInBothStyles) {
+// Both styles with partial rotation and linear scaling; then Llama 3's per-pair frequency
+// factors, YaRN (ramp, magnitude correction) and an attn_factor, alone and together.
+TEST(VulkanOps, RopeMatchesTheCpuInBothStylesWithFrequencyFactorsAndYarn) {
   HEARTH_REQUIRE_DEVICE(ctx);
   VulkanOps ops(*ctx);
   const uint32_t n_heads = 3, head_dim = 16, n_tokens = 4;
-  const std::vector<int32_t> pos = {0, 1, 7, 29};
-  for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
-    RopeParams p;
-    p.style = style;
-    p.rope_dims = 12;  // partial rotation
-    p.freq_base = 10000.0f;
-    p.freq_scale = 0.5f;
-    auto x = kernels::test::random_floats(n_tokens * n_heads * head_dim, 31);
-    Buffer xb = upload_floats(*ctx, x);
-    auto pb = ctx->alloc(pos.size() * 4);
-    ASSERT_TRUE(pb.ok());
-    ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
-    Recorder rec(*ctx);
-    ASSERT_TRUE(ops.rope(rec, xb, *pb, n_tokens, n_heads, head_dim, p).ok());
-    ASSERT_TRUE(rec.run().ok());
-    for (uint32_t t = 0; t < n_tokens; ++t) rope(x.data() + t * n_heads * head_dim, n_heads, head_dim, pos[t], p);
-    const double err = max_abs_diff(download_floats(*ctx, xb, x.size()), x);
-    std::cout << "[ max err  ] rope " << (style == RopeStyle::kNeox ? "neox" : "normal") << ": " << err << "\n";
-    EXPECT_LT(err, 2e-5);
+  const std::vector<int32_t> pos = {0, 1, 7, 2900};
+  std::vector<float> factors = {1.0f, 1.0f, 1.5f, 2.5f, 4.0f, 8.0f};  // rope_dims / 2
+  auto fb = ctx->alloc(factors.size() * 4);
+  ASSERT_TRUE(fb.ok());
+  ASSERT_TRUE(ctx->upload(*fb, 0, factors.data(), factors.size() * 4).ok());
+  struct Case {
+    const char* name;
+    bool factors, yarn;
+  };
+  for (const Case& c : {Case{"plain", false, false}, Case{"freq factors", true, false}, Case{"yarn", false, true},
+                        Case{"yarn + factors", true, true}}) {
+    for (RopeStyle style : {RopeStyle::kNormal, RopeStyle::kNeox}) {
+      RopeParams p;
+      p.style = style;
+      p.rope_dims = 12;  // partial rotation
+      p.freq_base = 10000.0f;
+      p.freq_scale = 0.5f;
+      if (c.factors) p.freq_factors = factors.data();
+      if (c.yarn) {
+        p.freq_scale = 0.25f;
+        p.ext_factor = 1.0f;
+        p.attn_factor = 0.9f;
+        p.n_ctx_orig = 512;
+      }
+      auto x = kernels::test::random_floats(n_tokens * n_heads * head_dim, 31);
+      Buffer xb = upload_floats(*ctx, x);
+      auto pb = ctx->alloc(pos.size() * 4);
+      ASSERT_TRUE(pb.ok());
+      ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+      Recorder rec(*ctx);
+      ASSERT_TRUE(ops.rope(rec, xb, *pb, n_tokens, n_heads, head_dim, p, c.factors ? &*fb : nullptr).ok());
+      ASSERT_TRUE(rec.run().ok());
+      for (uint32_t t = 0; t < n_tokens; ++t) rope(x.data() + t * n_heads * head_dim, n_heads, head_dim, pos[t], p);
+      const double err = max_abs_diff(download_floats(*ctx, xb, x.size()), x);
+      std::cout << "[ max err  ] rope " << c.name << (style == RopeStyle::kNeox ? " neox" : " normal") << ": " << err
+                << "\n";
+      // Position 2900: the CPU's angle comes from repeated multiplication, the device's from pow.
+      EXPECT_LT(err, 5e-4) << c.name;
+    }
   }
-  RopeParams yarn;
-  yarn.rope_dims = 16;
-  yarn.ext_factor = 1.0f;
+  RopeParams needs_buffer;
+  needs_buffer.rope_dims = 16;
+  needs_buffer.freq_factors = factors.data();
   Buffer xb = upload_floats(*ctx, std::vector<float>(head_dim));
   Recorder rec(*ctx);
-  EXPECT_EQ(ops.rope(rec, xb, xb, 1, 1, head_dim, yarn).error().kind, ErrorKind::kUnsupported);
+  EXPECT_EQ(ops.rope(rec, xb, xb, 1, 1, head_dim, needs_buffer).error().kind, ErrorKind::kInvalidArgument);
 }
 
 TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
@@ -300,12 +322,23 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
     }
     for (bool sg : reduction_modes(*ctx)) {
       ops.set_use_subgroups(sg);
-      Recorder rec(*ctx);
-      ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, dkv, n_kv, p, scores, out).ok());
-      ASSERT_TRUE(rec.run().ok());
-      const double err = max_abs_diff(download_floats(*ctx, out, want.size()), want);
-      std::cout << "[ max err  ] attention window=" << window << (sg ? " subgroup" : " shared") << ": " << err << "\n";
-      EXPECT_LT(err, 2e-3);
+      // Whole ranges, then keys split in ranges of 4 positions (6 ranges, merged after; the
+      // first token's causal range leaves later ranges empty).
+      for (uint32_t split : {0u, 4u}) {
+        ops.set_attention_split(split);
+        const size_t part_floats = ops.attention_partial_floats(n_tokens, n_kv, p);
+        EXPECT_EQ(part_floats > 0, split > 0);
+        Buffer partials = upload_floats(*ctx, std::vector<float>(std::max<size_t>(part_floats, 1)));
+        Buffer fresh = upload_floats(*ctx, std::vector<float>(n_tokens * p.n_head * p.head_dim_v));
+        Recorder rec(*ctx);
+        ASSERT_TRUE(ops.attention(rec, qb, *pb, 0, n_tokens, dkv, n_kv, p, scores, fresh, &partials).ok());
+        ASSERT_TRUE(rec.run().ok());
+        const double err = max_abs_diff(download_floats(*ctx, fresh, want.size()), want);
+        std::cout << "[ max err  ] attention window=" << window << (sg ? " subgroup" : " shared")
+                  << (split > 0 ? " split" : "") << ": " << err << "\n";
+        EXPECT_LT(err, 2e-3);
+      }
+      ops.set_attention_split(256);
     }
   }
 }

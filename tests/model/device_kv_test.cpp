@@ -85,11 +85,16 @@ TEST(DeviceKv, ChunksAreAllocatedWithBlocksAndFreedWithThePoolsChunks) {
   ASSERT_TRUE((*dkv)->read_block(0, static_cast<int32_t>(src), &k0, &v0).ok());  // layer 0 untouched
   EXPECT_NE(k0, k);
   ASSERT_NE(src / 8, dst / 8);
+  const uint64_t submits = ctx->counters().submits;
   ASSERT_TRUE(pool->kv_block_copy(static_cast<int32_t>(src), static_cast<int32_t>(dst)).ok());
+  EXPECT_EQ(ctx->counters().submits - submits, 1u);  // every layer's rows in one submission
   std::vector<uint16_t> kc, vc;
   ASSERT_TRUE((*dkv)->read_block(1, static_cast<int32_t>(dst), &kc, &vc).ok());
   EXPECT_EQ(kc, k);
   EXPECT_EQ(vc, v);
+  ASSERT_TRUE((*dkv)->read_block(0, static_cast<int32_t>(dst), &kc, &vc).ok());
+  EXPECT_EQ(kc, k0);
+  EXPECT_EQ(vc, v0);
   *xb = device::Buffer();
   *pb = device::Buffer();
   *tb = device::Buffer();

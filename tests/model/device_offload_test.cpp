@@ -1,7 +1,8 @@
 // Layer offload on the test device (lavapipe in CI) against llama.cpp's goldens: every layer
 // (and the output layer: 99 asks for more than the model has) on the device and a CPU/device
 // split, for F32, F16, Q8_0 and Q4_K_M random llamas, qwen2 (Q/K/V biases), qwen3 (QK norms)
-// and stories260K; the same against the CPU over a prompt and decode steps; the output layer
+// and stories260K; the same against the CPU over a prompt and decode steps (also gemma2, phi3
+// and a tiny Llama 3 with RoPE frequency factors); the output layer
 // goes up only with n_layer + 1 and is counted in the device bytes; a batch equals the same tokens one by one; a device that runs out of memory
 // midway and a device too small for the model fall back to a split; the device memory held is
 // what size_vram reports. Only the once-upon-a-time prompt: lavapipe is slow.
@@ -13,6 +14,7 @@
 #include <cstdio>
 
 #include "common/test_device.h"
+#include "devtools/model_maker.h"
 #include "common/test_paths.h"
 #include "model/device_offload.h"
 #include "model/golden_support.h"
@@ -140,8 +142,12 @@ TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
+                         // gemma2: post-norms, attention and final softcaps, GELU, sliding layers;
+                         // phi3: fused QKV and gate/up.
                          ::testing::Values(OffloadCase{"qwen2-F32", 99}, OffloadCase{"qwen2-Q4_0", -2},
-                                           OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2}),
+                                           OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2},
+                                           OffloadCase{"gemma2-F32", 99}, OffloadCase{"gemma2-Q8_0", -2},
+                                           OffloadCase{"phi3-F32", 99}, OffloadCase{"phi3-Q4_0", -2}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
@@ -149,6 +155,47 @@ INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
                            }
                            return n;
                          });
+
+// A Llama 3 shape (make-model's tiny llama: rope_freqs.weight, base 500000) goes on the device
+// whole, its RoPE frequency factors with it, and matches the CPU. The factors' math at far
+// positions (and YaRN's) is checked op by op in VulkanOps.RopeMatchesTheCpuInBothStyles...;
+// here positions stay small, where Llama 3's factors move the angles little.
+TEST(DeviceOffload, Llama3RopeFrequencyFactorsGoUpAndMatchTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  devtools::MakeModelOptions o;
+  o.arch = "llama";
+  o.shape = "tiny";
+  o.type = "f16";
+  o.n_threads = 2;
+  o.output = make_temp_dir() + "/llama3-tiny-f16.gguf";
+  ASSERT_TRUE(devtools::make_model(o).ok());
+  auto cpu = GoldenRunner::open(o.output, 64);
+  auto gpu = GoldenRunner::open(o.output, 64);
+  ASSERT_TRUE(cpu && gpu);
+  ASSERT_NE(gpu->model->weights().rope_freqs, nullptr);
+  ASSERT_NE(gpu->model->rope_params(0).freq_factors, nullptr);
+  const int32_t n_layer = gpu->model->hparams().n_layer;
+  auto off = offload_for(*gpu, *ctx, 99);
+  ASSERT_NE(off, nullptr);
+  ASSERT_EQ(off->n_layers(), n_layer) << "the device refused the Llama 3 shape";
+  ASSERT_TRUE(off->has_output());
+  gpu->forward->set_offload(off.get());
+  const std::vector<int32_t> prompt = {1, 15, 27, 300, 42, 7, 99, 120, 500, 3, 64, 800};
+  // The logit spread of this random model, measured on the CPU's first run.
+  const std::vector<float> first = cpu->run(prompt, false);
+  double mean = 0, sq = 0;
+  for (float v : first) mean += v;
+  mean /= static_cast<double>(first.size());
+  for (float v : first) sq += (v - mean) * (v - mean);
+  const double sigma = std::sqrt(sq / static_cast<double>(first.size()));
+  cpu->reset();
+  const double err = device_vs_cpu_over_sigma(*cpu, *gpu, prompt, 3, sigma);
+  std::printf("[ max err  ] tiny Llama 3 F16 (rope_freqs) on %s: device vs CPU %.3g sigma\n", ctx->info().name.c_str(),
+              err);
+  auto tolerances = load_json(reference_dir() + "/tolerances.json");
+  EXPECT_LT(err, logit_tolerance(tolerances, "llama-F16").max_abs_over_sigma);
+  gpu->forward->set_offload(nullptr);
+}
 
 // -ngl n_layer keeps the output layer on the CPU, n_layer + 1 puts it on the device (counted in
 // the device bytes), automatic fit takes it when it fits; logits match the CPU either way.

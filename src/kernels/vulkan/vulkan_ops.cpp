@@ -45,14 +45,19 @@ struct PointwisePush {
 };
 struct RopePush {
   uint32_t n_heads, head_dim, rope_dims, style;
-  float freq_base, freq_scale;
-  uint32_t pad0, pad1;
+  float freq_base, freq_scale, ext_factor, mscale;
+  float corr_low, corr_high;
+  uint32_t has_factors, pad;
 };
 struct AttentionPush {
   uint32_t n_head, n_head_kv, head_dim_k, head_dim_v, block_tokens, n_kv, causal, window;
   float scale, softcap;
   uint32_t scores_stride, tok_base, table_off, blocks_per_chunk;
   uint32_t k_word, v_word;
+  uint32_t n_splits, split_len;
+};
+struct AttentionMergePush {
+  uint32_t n_head, head_dim_v, n_splits, tok_base;
 };
 struct KvStorePush {
   uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region;
@@ -158,7 +163,7 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
   const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t gx = std::max(std::min(rows, kMaxGroupsX), 1u);
   const uint32_t gz = (rows + gx - 1) / gx;
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer}}, &push, sizeof push, gx,
+  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx,
                       (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
 }
 
@@ -167,13 +172,13 @@ Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const
   auto p = pipeline("rms_norm", true, 3, sizeof(NormPush));
   if (!p.ok()) return p.error();
   NormPush push{n, weight != nullptr ? 1u : 0u, eps, 0};
-  return rec.dispatch(**p, {{&x}, {weight != nullptr ? weight : &x}, {&y}}, &push, sizeof push, n_rows);
+  return rec.dispatch(**p, {{&x}, {weight != nullptr ? weight : &x}, {&y, 0, 0, true}}, &push, sizeof push, n_rows);
 }
 
 Status VulkanOps::softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows) {
   auto p = pipeline("softmax", true, 1, sizeof(uint32_t));
   if (!p.ok()) return p.error();
-  return rec.dispatch(**p, {{&x}}, &n, sizeof n, n_rows);
+  return rec.dispatch(**p, {{&x, 0, 0, true}}, &n, sizeof n, n_rows);
 }
 
 Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n,
@@ -184,7 +189,7 @@ Status VulkanOps::pointwise(device::Recorder& rec, const device::Buffer& y, cons
   const uint32_t groups = (n + kPointwiseGroup - 1) / kPointwiseGroup;
   const uint32_t gx = std::min(groups, kMaxGroupsX);
   const uint32_t gy = (groups + gx - 1) / std::max(gx, 1u);
-  return rec.dispatch(**p, {{&y}, {&x}}, &push, sizeof push, std::max(gx, 1u), std::max(gy, 1u));
+  return rec.dispatch(**p, {{&y, 0, 0, true}, {&x}}, &push, sizeof push, std::max(gx, 1u), std::max(gy, 1u));
 }
 
 Status VulkanOps::add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
@@ -205,38 +210,79 @@ Status VulkanOps::silu(device::Recorder& rec, const device::Buffer& y, uint32_t 
 Status VulkanOps::gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n) { return pointwise(rec, y, y, n, 4, 0.0f); }
 
 Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp) {
-  if (rp.ext_factor > 0.0f || rp.freq_factors != nullptr) {
-    return make_error(ErrorKind::kUnsupported, "device rope: YaRN and frequency factors run on the CPU path");
+                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp, const device::Buffer* freq_factors) {
+  if (rp.freq_factors != nullptr && freq_factors == nullptr) {
+    return make_error(ErrorKind::kInvalidArgument, "device rope: frequency factors must be in a device buffer");
   }
   if (rp.rope_dims <= 0 || static_cast<uint32_t>(rp.rope_dims) > head_dim || rp.rope_dims % 2 != 0) {
     return make_error(ErrorKind::kInvalidArgument, "device rope: rope_dims must be even and at most head_dim");
   }
-  auto p = pipeline("rope", false, 2, sizeof(RopePush));
+  if (freq_factors != nullptr && freq_factors->bytes() < static_cast<size_t>(rp.rope_dims / 2) * sizeof(float)) {
+    return make_error(ErrorKind::kInvalidArgument, "device rope: fewer frequency factors than rotated pairs");
+  }
+  auto p = pipeline("rope", false, 3, sizeof(RopePush));
   if (!p.ok()) return p.error();
-  RopePush push{n_heads, head_dim, static_cast<uint32_t>(rp.rope_dims), rp.style == RopeStyle::kNeox ? 1u : 0u,
-                rp.freq_base, rp.freq_scale, 0, 0};
+  float low = 0.0f, high = 0.0f;
+  rope_yarn_corr_dims(rp.rope_dims, rp, &low, &high);
+  RopePush push{n_heads,
+                head_dim,
+                static_cast<uint32_t>(rp.rope_dims),
+                rp.style == RopeStyle::kNeox ? 1u : 0u,
+                rp.freq_base,
+                rp.freq_scale,
+                rp.ext_factor,
+                rope_yarn_mscale(rp),
+                low,
+                high,
+                freq_factors != nullptr ? 1u : 0u,
+                0};
   const uint32_t pairs = static_cast<uint32_t>(rp.rope_dims) / 2;
-  return rec.dispatch(**p, {{&x}, {&positions}}, &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
+  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}, {freq_factors != nullptr ? freq_factors : &positions}},
+                      &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
+}
+
+uint32_t VulkanOps::attention_splits(uint32_t n_tokens, uint32_t n_kv) const {
+  if (n_tokens > kMaxSplitTokens || split_len_ == 0 || n_kv <= 2 * split_len_) return 1;
+  return (n_kv + split_len_ - 1) / split_len_;
+}
+
+size_t VulkanOps::attention_partial_floats(uint32_t n_tokens, uint32_t n_kv, const AttentionParams& ap) const {
+  const uint32_t splits = attention_splits(n_tokens, n_kv);
+  if (splits <= 1) return 0;
+  return size_t{n_tokens} * static_cast<size_t>(ap.n_head) * splits * static_cast<size_t>(ap.head_dim_v + 2);
 }
 
 Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions,
                             uint32_t first_token, uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv,
-                            const AttentionParams& ap, const device::Buffer& scores, const device::Buffer& out) {
+                            const AttentionParams& ap, const device::Buffer& scores, const device::Buffer& out,
+                            const device::Buffer* partials) {
   if (ap.n_head_kv <= 0 || ap.n_head % ap.n_head_kv != 0 || !kv_ok(kv)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: bad head counts or KV");
   }
   if (scores.bytes() < size_t{first_token + n_tokens} * static_cast<size_t>(ap.n_head) * n_kv * sizeof(float)) {
     return make_error(ErrorKind::kInvalidArgument, "device attention: scores scratch too small");
   }
-  auto p = pipeline("attention", true, 6, sizeof(AttentionPush));
+  auto p = pipeline("attention", true, 7, sizeof(AttentionPush));
   if (!p.ok()) return p.error();
+  // A decode step over a long sequence splits its keys over several workgroups when there is
+  // room for the partial results.
+  const size_t part_floats = attention_partial_floats(n_tokens, n_kv, ap);
+  const bool split = part_floats > 0 && partials != nullptr && partials->bytes() >= part_floats * sizeof(float);
+  const uint32_t splits = split ? attention_splits(n_tokens, n_kv) : 1;
   AttentionPush push{static_cast<uint32_t>(ap.n_head), static_cast<uint32_t>(ap.n_head_kv),
                      static_cast<uint32_t>(ap.head_dim_k), static_cast<uint32_t>(ap.head_dim_v), kv.block_tokens, n_kv,
                      ap.causal ? 1u : 0u, static_cast<uint32_t>(std::max(ap.window, 0)), ap.scale, ap.softcap,
-                     std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word};
-  return rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores}, {&out}}, &push,
-                      sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens);
+                     std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word,
+                     splits, split_len_};
+  // Unsplit, the partials binding is never written: `out` stands in.
+  const device::BufferRange part = split ? device::BufferRange{partials, 0, 0, true} : device::BufferRange{&out};
+  HEARTH_TRY(rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores, 0, 0, true}, {&out, 0, 0, true}, part},
+                          &push, sizeof push, static_cast<uint32_t>(ap.n_head), n_tokens, splits));
+  if (!split) return ok_status();
+  auto m = pipeline("attention_merge", false, 2, sizeof(AttentionMergePush));
+  if (!m.ok()) return m.error();
+  AttentionMergePush mp{static_cast<uint32_t>(ap.n_head), static_cast<uint32_t>(ap.head_dim_v), splits, first_token};
+  return rec.dispatch(**m, {{partials}, {&out, 0, 0, true}}, &mp, sizeof mp, static_cast<uint32_t>(ap.n_head), n_tokens);
 }
 
 Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions,
@@ -249,7 +295,9 @@ Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const
   if (!p.ok()) return p.error();
   KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset, kv.blocks_per_chunk,
                    values ? kv.v_word : kv.k_word};
-  return rec.dispatch(**p, {{&x}, {kv.chunks}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
+  // The rows go to chunk memory reached through the addresses in kv.chunks: that binding
+  // stands for the write (the Recorder orders by bindings).
+  return rec.dispatch(**p, {{&x}, {kv.chunks, 0, 0, true}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
                       n_tokens);
 }
 

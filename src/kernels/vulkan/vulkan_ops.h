@@ -80,17 +80,25 @@ class VulkanOps {
   Status scale(device::Recorder& rec, const device::Buffer& y, float s, uint32_t n);
   Status silu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
   Status gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
-  // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32.
-  // YaRN and per-dimension frequency factors are not supported on the device (kUnsupported).
+  // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32. With
+  // YaRN and attn_factor as p gives them; p.freq_factors' values must be in freq_factors
+  // (rope_dims / 2 floats on the device; null: none).
   Status rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-              uint32_t n_heads, uint32_t head_dim, const RopeParams& p);
+              uint32_t n_heads, uint32_t head_dim, const RopeParams& p, const device::Buffer* freq_factors = nullptr);
   // Attention of queries [first_token, first_token + n_tokens) of q (rows of n_head *
   // head_dim_k floats; positions: one int32 per row of q), all of one sequence, over the
   // first n_kv positions of kv; scores: scratch of at least (first_token + n_tokens) * n_head
-  // * n_kv floats; out: rows of n_head * head_dim_v floats, the same rows as q.
+  // * n_kv floats; out: rows of n_head * head_dim_v floats, the same rows as q. A few tokens
+  // over a long sequence (a decode step) split the keys over several workgroups and merge
+  // them after, when `partials` holds attention_partial_floats() floats.
   Status attention(device::Recorder& rec, const device::Buffer& q, const device::Buffer& positions, uint32_t first_token,
                    uint32_t n_tokens, const DeviceKv& kv, uint32_t n_kv, const AttentionParams& p,
-                   const device::Buffer& scores, const device::Buffer& out);
+                   const device::Buffer& scores, const device::Buffer& out, const device::Buffer* partials = nullptr);
+  // Floats of partial results a split attention of n_tokens over n_kv keys needs (0: no split).
+  size_t attention_partial_floats(uint32_t n_tokens, uint32_t n_kv, const AttentionParams& p) const;
+  // Keys per workgroup of a split attention (tests lower it to split short sequences).
+  void set_attention_split(uint32_t positions) { split_len_ = positions; }
+  static constexpr uint32_t kMaxSplitTokens = 4;  // dispatches of more tokens are not split
   // Stores rows [first_token, first_token + n_tokens) of x (row_elems floats each, row_elems
   // even) as F16 at their positions through kv's block table, into the K rows (values: the V
   // rows).
@@ -103,8 +111,11 @@ class VulkanOps {
   Status pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n, uint32_t op,
                    float s, uint32_t width = 0);
 
+  uint32_t attention_splits(uint32_t n_tokens, uint32_t n_kv) const;
+
   device::Context& ctx_;
   bool subgroups_ = false;
+  uint32_t split_len_ = 256;
 };
 
 }  // namespace hearth::kernels::vulkan

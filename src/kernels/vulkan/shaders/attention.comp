@@ -6,7 +6,11 @@
 // the CPU path: Q rounded to F16, Q.K in F32, softmax in F32, probabilities rounded to F16
 // for the V product. scores is scratch of n_tokens * n_head * scores_stride floats. The
 // dispatch covers tokens [tok_base, tok_base + groups_y) of one sequence, whose block table
-// starts at table[table_off].
+// starts at table[table_off]. With n_splits > 1 (a decode step over a long sequence) the keys
+// are split in ranges of split_len positions, one workgroup each (gl_WorkGroupID.z), so that
+// the work spreads over the device instead of n_head workgroups walking every key: each
+// writes its unnormalised output, max and sum to part (rows of head_dim_v + 2 floats), and
+// attention_merge.comp combines them.
 #extension GL_GOOGLE_include_directive : enable
 layout(local_size_x = 64) in;
 #include "reduce.glsl"
@@ -17,12 +21,14 @@ layout(std430, binding = 2) readonly buffer T { uint table[]; };
 layout(std430, binding = 3) readonly buffer P { int positions[]; };
 layout(std430, binding = 4) buffer S { float scores[]; };
 layout(std430, binding = 5) writeonly buffer O { float o[]; };
+layout(std430, binding = 6) writeonly buffer R { float part[]; };
 layout(push_constant) uniform Push {
   uint n_head, n_head_kv, head_dim_k, head_dim_v;
   uint block_tokens, n_kv, causal, window;
   float scale, softcap;
   uint scores_stride, tok_base, table_off, blocks_per_chunk;
   uint k_word, v_word;
+  uint n_splits, split_len;
 } pc;
 #include "paged_kv.glsl"
 
@@ -43,6 +49,11 @@ void main() {
   if (pc.causal != 0u) last = min(last, uint(qpos) + 1u);
   uint first = 0u;
   if (pc.window != 0u && uint(qpos) + 1u > pc.window) first = uint(qpos) + 1u - pc.window;
+  const bool split = pc.n_splits > 1u;
+  if (split) {
+    first = max(first, gl_WorkGroupID.z * pc.split_len);
+    last = min(last, (gl_WorkGroupID.z + 1u) * pc.split_len);
+  }
   const uint qbase = (tok * pc.n_head + head) * pc.head_dim_k;
   const uint sbase = (tok * pc.n_head + head) * pc.scores_stride;
   const uint krow = pc.n_head_kv * pc.head_dim_k;
@@ -68,10 +79,17 @@ void main() {
     sum += e;
   }
   sum = wg_sum(sum);
-  const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
+  // One range: probabilities normalised, then rounded (the CPU's order); a split range keeps
+  // them relative to its own max, the merge normalises.
+  const float inv = split ? 1.0 : (sum > 0.0 ? 1.0 / sum : 0.0);
   for (uint p = first + tid; p < last; p += WG) scores[sbase + p] = round_f16(scores[sbase + p] * inv);
   memoryBarrierBuffer();
   barrier();
+  const uint pbase = ((gl_WorkGroupID.y * pc.n_head + head) * pc.n_splits + gl_WorkGroupID.z) * (pc.head_dim_v + 2u);
+  if (split && tid == 0u) {
+    part[pbase + pc.head_dim_v] = m;
+    part[pbase + pc.head_dim_v + 1u] = sum;
+  }
   const uint obase = (tok * pc.n_head + head) * pc.head_dim_v;
   for (uint d = tid; d < pc.head_dim_v; d += WG) {
     float acc = 0.0;
@@ -80,6 +98,10 @@ void main() {
       KvWords c = kv_chunk_row(p, row);
       acc += scores[sbase + p] * half_at(c, pc.v_word, row * vrow + kv_head * pc.head_dim_v + d);
     }
-    o[obase + d] = acc;
+    if (split) {
+      part[pbase + d] = acc;
+    } else {
+      o[obase + d] = acc;
+    }
   }
 }

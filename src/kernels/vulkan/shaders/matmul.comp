@@ -109,8 +109,12 @@ void main() {
       acc[t] += s;
     }
   }
-  for (uint t = 0; t < TILE; ++t) {
+  // Only the tile's real tokens are reduced (t0 and n_tokens are the same for the whole
+  // workgroup, so the barriers inside wg_sum stay uniform): a decode step's one token costs
+  // one reduction, not TILE.
+  const uint tile_tokens = min(TILE, pc.n_tokens - t0);
+  for (uint t = 0; t < tile_tokens; ++t) {
     const float total = wg_sum(acc[t]);
-    if (tid == 0u && t0 + t < pc.n_tokens) y[pc.y_off + (t0 + t) * pc.y_stride + row] = total;
+    if (tid == 0u) y[pc.y_off + (t0 + t) * pc.y_stride + row] = total;
   }
 }
