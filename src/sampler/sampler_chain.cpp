@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/ops.h"
 #include "sampler/samplers.h"
 
 namespace hearth::sampler {
@@ -245,11 +246,16 @@ SampleResult SamplerChain::force(int32_t token, const float* logits) {
 }
 
 void SamplerChain::compute_logprobs(const float* logits, int32_t chosen, SampleResult& out) {
-  float max_logit = -INFINITY;
-  for (size_t i = 0; i < n_vocab_; ++i) max_logit = std::max(max_logit, logits[i]);
-  double sum = 0.0;
-  for (size_t i = 0; i < n_vocab_; ++i) sum += std::exp(static_cast<double>(logits[i] - max_logit));
-  const float log_z = max_logit + static_cast<float>(std::log(sum));
+  // log Z by the kernels' vector softmax (its sum is kept in double): the largest logit's
+  // probability is exp(0) / sum, so log Z = max - log(p_max). One scalar double exp per
+  // vocabulary entry cost ~1 ms a token on a 152k vocabulary, every token of every request.
+  size_t arg_max = 0;
+  for (size_t i = 1; i < n_vocab_; ++i) {
+    if (logits[i] > logits[arg_max]) arg_max = i;
+  }
+  prob_scratch_.assign(logits, logits + n_vocab_);
+  kernels::softmax(prob_scratch_.data(), static_cast<int64_t>(n_vocab_));
+  const float log_z = logits[arg_max] - std::log(prob_scratch_[arg_max]);
   out.logprob = logits[chosen] - log_z;
   if (top_.empty()) return;
   for (size_t i = 0; i < n_vocab_; ++i) logprob_scratch_[i] = {static_cast<int32_t>(i), logits[i]};

@@ -120,6 +120,7 @@ class SamplerChain {
   float mirostat_mu_;
   std::vector<TokenLogprob> top_;  // n_probs
   std::vector<TokenLogprob> logprob_scratch_;
+  std::vector<float> prob_scratch_;  // n_vocab: the softmax behind log Z
   std::vector<DryHit> dry_hits_;
   std::optional<GrammarMatcher> grammar_;
   std::shared_ptr<const TokenTrie> grammar_vocab_;
