@@ -2,7 +2,8 @@
 // cache, written to stream the cache at memory speed:
 // - keys are walked in blocks of 16, and for each block every KV head of the call is done
 //   before the next block, so each K (then V) row is read whole and once, front to back, while
-//   the rows two blocks ahead are prefetched into L2 (one block ahead into L1 measured slower);
+//   the rows two blocks ahead are prefetched into L2 a share of the rows per KV head
+//   (kernels/decode_prefetch.h);
 // - the query heads that share a KV head (GQA) use each converted key/value vector together;
 // - scores are computed 16 keys at a time: one register of products per key, then a reduction
 //   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
@@ -22,6 +23,7 @@
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/decode_step_span.h"
 #include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
@@ -281,15 +283,6 @@ void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, c
   }
 }
 
-// Prefetches the bytes [begin, end) of n rows starting at key pos (rows that exist).
-void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
-                   int32_t end_pos, size_t begin, size_t end) {
-  for (int i = 0; i < n && pos + i < end_pos; ++i) {
-    const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
-    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
-  }
-}
-
 // The part of the call's heads that belongs to KV head kvh: heads [h0, h0 + n) of the call.
 struct GroupRange {
   int h0, n;
@@ -410,8 +403,10 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       _mm512_storeu_ps(qf + static_cast<size_t>(h) * dk + 16 * c, x);
     }
   }
+
   const size_t k_begin = HeadRow<T>::offset(kvh_first, dk), k_end = HeadRow<T>::offset(kvh_last + 1, dk);
   const size_t v_begin = HeadRow<T>::offset(kvh_first, dv), v_end = HeadRow<T>::offset(kvh_last + 1, dv);
+  const int n_kvh = kvh_last - kvh_first + 1;
 
   // Scores: per block of 16 keys, every KV head of the call.
   // [0]: any number of heads, [1]: a full pass (constant head count)
@@ -428,12 +423,13 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
                       : (vc == 4 ? value_block_of<T, 4, true> : vc == 8 ? value_block_of<T, 8, true> : value_block_of<T, 0, false>)};
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t k_off = HeadRow<T>::offset(kvh, dk);
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, k_begin, k_end, v_begin, v_end);
       for (int g0 = 0; g0 < g.n; g0 += 4) {  // 4 heads per pass over the block's key vectors
         const int gn = std::min(4, g.n - g0);
         float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
@@ -483,12 +479,13 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   // stay in registers for the block.
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, n_pad + j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t v_off = HeadRow<T>::offset(kvh, dv);
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, 0, 0, v_begin, v_end);
       const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
       for (int g0 = 0; g0 < g.n; g0 += per_pass) {
         const int gn = std::min(per_pass, g.n - g0);
