@@ -294,7 +294,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     for (int32_t j = 0; j < n_pad; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, mx);
-    const float max_s = *std::max_element(lanes, lanes + 8);
+    // a sink (never in a part: the merge adds it) joins the maximum and the sum
+    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
+    const float max_s = std::max(*std::max_element(lanes, lanes + 8), sink);
     const __m256 max = _mm256_set1_ps(max_s);
     __m256d sum0 = _mm256_setzero_pd(), sum1 = _mm256_setzero_pd();
     for (int32_t j = 0; j < n_pad; j += 8) {
@@ -305,7 +307,8 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     }
     alignas(32) double dl[4];
     _mm256_store_pd(dl, _mm256_add_pd(sum0, sum1));
-    const double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
     if (stats != nullptr) {
       stats[2 * (head_begin + h)] = max_s;
       stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
@@ -342,7 +345,6 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (p.sinks != nullptr) return false;  // the portable path handles sinks
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

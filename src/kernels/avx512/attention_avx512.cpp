@@ -450,7 +450,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int32_t j = 0; j < n_pad; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
-    const float max_s = _mm512_reduce_max_ps(mx);
+    // a sink (never in a part: the merge adds it) joins the maximum and the sum
+    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
+    const float max_s = std::max(_mm512_reduce_max_ps(mx), sink);
     const __m512 max = _mm512_set1_ps(max_s);
     __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
     for (int32_t j = 0; j < n_pad; j += 16) {
@@ -459,7 +461,8 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
       sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
     }
-    const double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+    double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
     if (part != nullptr && part->stats != nullptr) {
       part->stats[2 * (head_begin + h)] = max_s;
       part->stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
@@ -500,7 +503,6 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (p.sinks != nullptr) return false;  // the portable path handles sinks
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kF32: return attention_step<DType::kF32>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
