@@ -1,12 +1,13 @@
 // Software prefetch for the SIMD decode steps (AVX2, AVX-512), which read a step's keys in
-// blocks: first every key row of [lo, hi], then every value row. The rows a fixed number of keys
-// ahead are prefetched into L2, one KV head's slice at a time, just before the step reads that
-// KV head's part of the current block. Spread like this, a block's prefetches go out a few at a
-// time between loads; issued all at once at the top of the block (hundreds of lines for a 1B
-// model's 1 KiB rows) most of them were dropped by the full miss queue and the step waited on
-// memory at each row's first touch (measured: F16 at 32k keys, 12.0 -> 7.9 ms per step, one
-// thread). Past the last key block the prefetch runs on into the first value rows, so the value
-// pass does not start cold. Internal linkage (see isa_local.h): each ISA file gets its own copy.
+// blocks: first every key row of [lo, hi], then every value row, each block's rows for every KV
+// head of the call before the next block. The rows a fixed number of keys ahead are prefetched
+// into L2, a share of them before each KV head's turn, so a block's prefetches go out a few at
+// a time between loads. Issued all at once at the top of the block (hundreds of lines for a 1B
+// model's 1 KiB rows), most of them were lost to the full miss queue and the step waited on
+// memory at each row's first touch (measured: F16 at 32k keys, 12.2 -> 7.9 ms per step, one
+// thread; no prefetch at all: 15 ms). Past the last key block the prefetch runs on into the
+// first value rows, so the value pass does not start cold. Internal linkage (see isa_local.h):
+// each ISA file gets its own copy.
 #pragma once
 
 #include <algorithm>

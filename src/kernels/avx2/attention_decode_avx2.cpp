@@ -12,7 +12,8 @@
 //   32 keys ahead prefetched into L2 a share of the rows per KV head (kernels/decode_prefetch.h); the
 //   query heads of a GQA group (up to 4 per pass) share each loaded key;
 // - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
-//   lanes wide; the softmax sum is in double, as the scalar kernel;
+//   lanes wide; the softmax sum is in double, as the scalar kernel; attention sinks (gpt-oss)
+//   join each head's maximum and sum (a key part leaves them to attention_merge);
 // - each value block is converted to F32 once and added to every head of the group times
 //   (probability x block scale).
 #include <immintrin.h>

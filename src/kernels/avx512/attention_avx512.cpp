@@ -8,12 +8,15 @@
 // - scores are computed 16 keys at a time: one register of products per key, then a reduction
 //   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
 //   lanes wide.
+// - attention sinks (gpt-oss) join each head's maximum and softmax sum (a key part leaves them
+//   to attention_merge);
 // - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
 //   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; value
 //   rows are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
 // to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
-// quantized caches Q.K is the exact integer block dot of the same Q8_0 query.
+// quantized caches Q.K is the exact integer block dot of the same Q8_0 query. Values are
+// accumulated with FMA (the scalar axpy multiplies, then adds: within one rounding per key).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -320,7 +323,8 @@ void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, 
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
 // accumulators fit 16 registers (output rows dv apart, probabilities n_pad apart); each value
-// vector is converted once and multiplied, then added (as the scalar axpy).
+// vector is converted once and multiply-added (one rounding: half the instructions of the scalar
+// axpy's multiply, then add, on the step's busiest loop).
 // FULL (VC > 0 only): gn is 16 / VC.
 template <DType T, int VC, bool FULL>
 void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
@@ -339,7 +343,7 @@ void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, 
       for (int h = 0; h < kHeads; ++h) {
         if (h >= gn) break;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
-        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(v[c], pr));
+        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_fmadd_ps(v[c], pr, acc[h][c]);
       }
     }
     for (int h = 0; h < kHeads; ++h) {
@@ -354,7 +358,7 @@ void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, 
         HeadRow<T>::load(rows[i] + v_off, vc_rt, v);
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
         for (int c = 0; c < vc_rt; ++c) {
-          _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(v[c], pr)));
+          _mm512_storeu_ps(oh + 16 * c, _mm512_fmadd_ps(v[c], pr, _mm512_loadu_ps(oh + 16 * c)));
         }
       }
     }
@@ -477,9 +481,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     }
   }
 
-  // Values: per block of 16 keys, every KV head; each value vector is converted once and added
-  // (multiply, then add, as the scalar axpy) to the accumulators of its group's heads, which
-  // stay in registers for the block.
+  // Values: per block of 16 keys, every KV head; each value vector is converted once and
+  // multiply-added (one FMA) to the accumulators of its group's heads, which stay in registers
+  // for the block.
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
     const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, n_pad + j0, kKeyBlock);
