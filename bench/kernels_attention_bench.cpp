@@ -1,11 +1,13 @@
 // Attention kernels at long context on a 1B-class shape (32 query heads, 8 KV heads, head size
-// 64, F16 paged cache of 16-token blocks), single-threaded, active CPU variant: prefill of the
+// 64, F16 paged cache of 16-token blocks laid out as the engine's pool lays out one layer's:
+// each block's K rows then its V rows, in one huge-page region), single-threaded, active CPU variant: prefill of the
 // last `chunk` tokens of an n-token prompt by the per-token path (attention_heads, one token at a
 // time, as decode does) and by the flash tile path (attention_tile, 16-token tiles per KV head),
 // and one decode step at depth n (per-token kernel, for F16, Q8_0 and Q4_0 caches, and tile kernel). Reports GFLOP/s (4 * head_dim * n_head per visible key); rates
 // use CPU time, which stays meaningful on a shared machine. Run with --benchmark_filter to pick.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "tensor/dtype.h"
+#include "util/anonymous_memory.h"
 
 namespace {
 
@@ -21,7 +24,7 @@ using namespace hearth::kernels;
 constexpr int kHeads = 32, kKvHeads = 8, kDim = 64, kBlock = 16, kChunk = 256;
 
 struct Fixture {
-  std::vector<std::vector<uint8_t>> k_blocks, v_blocks;
+  hearth::AnonymousMemory arena;  // block b: its K rows, then its V rows (as the engine's pool)
   std::vector<const uint8_t*> k_ptrs, v_ptrs;
   KvSpan span;
   AttentionParams p;
@@ -33,18 +36,21 @@ struct Fixture {
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     const size_t row = *hearth::dtype_row_bytes(type, kKvHeads * kDim);
     std::vector<float> x(kKvHeads * kDim);
-    for (int b = 0; b < (n + kBlock - 1) / kBlock; ++b) {
-      k_blocks.emplace_back(row * kBlock);
-      v_blocks.emplace_back(row * kBlock);
+    const int n_blocks = (n + kBlock - 1) / kBlock;
+    auto region = hearth::AnonymousMemory::allocate(2 * row * kBlock * static_cast<size_t>(n_blocks));
+    if (!region.ok()) std::abort();
+    arena = std::move(*region);
+    for (int b = 0; b < n_blocks; ++b) {
+      uint8_t* k = arena.data() + 2 * row * kBlock * static_cast<size_t>(b);
+      k_ptrs.push_back(k);
+      v_ptrs.push_back(k + row * kBlock);
       for (int j = 0; j < kBlock; ++j) {
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(type, x.data(), k_blocks.back().data() + j * row, kKvHeads * kDim);
+        (void)kv_store_row(type, x.data(), k + j * row, kKvHeads * kDim);
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(type, x.data(), v_blocks.back().data() + j * row, kKvHeads * kDim);
+        (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
       }
     }
-    for (auto& b : k_blocks) k_ptrs.push_back(b.data());
-    for (auto& b : v_blocks) v_ptrs.push_back(b.data());
     span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type};
     kv_bytes = 2.0 * static_cast<double>(row) * n;
     p.n_head = kHeads;

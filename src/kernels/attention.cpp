@@ -72,12 +72,13 @@ void attention_heads_part(const float* q, int32_t q_pos, int32_t n_kv, const KvS
   attention_heads_any(q, q_pos, n_kv, kv, p, head_begin, head_end, &part, out, scratch);
 }
 
-void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out) {
-  float max = -INFINITY;
+void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out,
+                     float sink) {
+  float max = sink;
   for (int32_t i = 0; i < n_parts; ++i) max = std::max(max, stats[i][0]);
   std::fill(out, out + dv, 0.0f);
   if (max == -INFINITY) return;
-  double total = 0.0;
+  double total = sink == -INFINITY ? 0.0 : std::exp(static_cast<double>(sink) - max);  // the sink: a part with no value
   for (int32_t i = 0; i < n_parts; ++i) {
     if (stats[i][1] <= 0.0f) continue;
     total += static_cast<double>(stats[i][1]) * std::exp(static_cast<double>(stats[i][0]) - max);
@@ -138,14 +139,14 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
       if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
       scores[j] = s;
     }
-    if (stats != nullptr) {  // the part's maximum and sum, for attention_merge (never with sinks)
+    if (stats != nullptr) {  // the part's maximum and sum, for attention_merge
       const float max = *std::max_element(scores + lo, scores + hi + 1);
       double sum = 0.0;
       for (int32_t j = lo; j <= hi; ++j) sum += std::exp(static_cast<double>(scores[j]) - max);
       stats[2 * h] = max;
       stats[2 * h + 1] = static_cast<float>(sum);
     }
-    if (p.sinks != nullptr) {
+    if (p.sinks != nullptr && stats == nullptr) {  // a part leaves the sink to the merge
       softmax_with_sink(scores + lo, hi - lo + 1, p.sinks[h]);
     } else {
       k.softmax(scores + lo, hi - lo + 1);

@@ -5,6 +5,7 @@
 // caller-provided scratch.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -166,6 +167,7 @@ void attention_heads(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& 
 // (besides the masks), normalized over that part alone; stats[2 * h] gets head h's maximum
 // score and stats[2 * h + 1] the sum of e^(score - maximum) over the part (-inf and 0 when the
 // part holds no visible key, its output then being zeros). attention_merge combines parts.
+// A part leaves out the attention sinks (AttentionParams::sinks): the merge adds them.
 struct KeyPart {
   int32_t begin = 0;
   int32_t end = 0;
@@ -175,8 +177,10 @@ void attention_heads_part(const float* q, int32_t q_pos, int32_t n_kv, const KvS
                           int32_t head_begin, int32_t head_end, const KeyPart& part, float* out,
                           std::vector<float>& scratch);
 // out (dv floats) = the softmax-weighted combination of n_parts partial outputs of one head
-// (parts[i], with stats[i] = {max, sum} as attention_heads_part writes them).
-void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out);
+// (parts[i], with stats[i] = {max, sum} as attention_heads_part writes them); sink: the head's
+// sink logit when the model has sinks (it joins the denominator and carries no value).
+void attention_merge(int32_t n_parts, const float* const* parts, const float* const* stats, int32_t dv, float* out,
+                     float sink = -INFINITY);
 
 // A run of query tokens of one sequence at consecutive positions (a prefill chunk), for the
 // query heads of one KV head (GQA group). Token t (< n_q) is at position q_pos0 + t; its query

@@ -106,8 +106,8 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
   attend_items_.clear();
   split_tokens_.clear();
   int32_t n_slots = 0;
-  // Attention sinks (gpt-oss) add a term to each softmax that neither the tile kernel nor the
-  // merge of key parts knows: such layers take the per-token path over all their keys.
+  // Attention sinks (gpt-oss) add a term to each softmax that the tile kernel does not know:
+  // such layers take the per-token path (split by keys like any other, the merge adding the sink).
   const bool sinks = ap.sinks != nullptr;
   const bool tiles = !sinks && h.n_head_kv > 0 && h.n_head % h.n_head_kv == 0;
   int64_t loose_tokens = 0;
@@ -138,7 +138,7 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
       for (int64_t i = t; i < e; ++i) {
         const BatchToken& bt = batch[static_cast<size_t>(i)];
         const int32_t n_kv = h.causal ? bt.pos + 1 : kv.seq_length(bt.seq);
-        const int32_t n_parts = !sinks && n_kv > kAttentionKeyPart ? (n_kv + kAttentionKeyPart - 1) / kAttentionKeyPart : 1;
+        const int32_t n_parts = n_kv > kAttentionKeyPart ? (n_kv + kAttentionKeyPart - 1) / kAttentionKeyPart : 1;
         const int32_t first_slot = n_parts > 1 ? n_slots : -1;
         if (n_parts > 1) {
           split_tokens_.push_back({static_cast<int32_t>(i), n_slots, n_parts});
@@ -240,7 +240,8 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         stats.push_back(part_stats_.data() + slot * 2 * static_cast<size_t>(h.n_head) + 2 * static_cast<size_t>(hd));
       }
       kernels::attention_merge(st.n_parts, parts.data(), stats.data(), dv,
-                               attn_.data() + static_cast<int64_t>(st.index) * dims.o + static_cast<int64_t>(hd) * dv);
+                               attn_.data() + static_cast<int64_t>(st.index) * dims.o + static_cast<int64_t>(hd) * dv,
+                               ap.sinks != nullptr ? ap.sinks[hd] : -INFINITY);
     }
   }
 }

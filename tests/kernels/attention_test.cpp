@@ -181,8 +181,9 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
 // Random shapes for the decode kernels of every variant: head sizes 64, 80, 96 (an odd number
 // of 32-blocks), 128 and 256 (80 only for F16 / F32: quantized caches need multiples of 32),
 // GQA ratios 1, 4 and 8, lengths that are not a multiple of the 16-token cache block or of the
-// kernels' key blocks, softcap on some; the whole step and a split into two key parts merged,
-// against the double-precision reference with the query as decode multiplies it.
+// kernels' key blocks, softcap on some, attention sinks (gpt-oss) on others; the whole step and a
+// split into two key parts merged (the merge adding the sinks), against the double-precision
+// reference with the query as decode multiplies it.
 TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
   std::mt19937 rng(2311);
   for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
@@ -196,6 +197,9 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
         p.head_dim_k = p.head_dim_v = head_dim;
         p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         p.softcap = group == 4 ? 20.0f : 0.0f;
+        // sinks around the scores' range: some heads' sinks dominate, others barely count
+        const std::vector<float> sinks = random_floats(static_cast<size_t>(p.n_head), static_cast<uint32_t>(rng()), -3.0f, 6.0f);
+        if (group != 4) p.sinks = sinks.data();
         int n_kv = std::uniform_int_distribution<int>(20, 160)(rng);
         if (n_kv % 16 == 0) ++n_kv;
         const int q_pos = std::uniform_int_distribution<int>(n_kv / 2, n_kv - 1)(rng);
@@ -221,7 +225,8 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
           for (int h = 0; h < p.n_head; ++h) {
             const float* parts[2] = {a.data() + h * head_dim, b.data() + h * head_dim};
             const float* stats[2] = {sa.data() + 2 * h, sb.data() + 2 * h};
-            attention_merge(2, parts, stats, head_dim, merged.data() + h * head_dim);
+            attention_merge(2, parts, stats, head_dim, merged.data() + h * head_dim,
+                            p.sinks != nullptr ? p.sinks[h] : -INFINITY);
           }
           for (size_t i = 0; i < merged.size(); ++i) ASSERT_NEAR(merged[i], want[i], tol) << "merged at " << i;
         }

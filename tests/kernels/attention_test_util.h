@@ -85,6 +85,10 @@ std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, 
       max = std::max(max, d);
     }
     double sum = 0.0;
+    if (p.sinks != nullptr) {  // the sink joins the denominator and carries no value
+      max = std::max(max, static_cast<double>(p.sinks[h]));
+      sum += std::exp(p.sinks[h] - max);
+    }
     for (int j = 0; j < n_kv; ++j) sum += std::isinf(s[j]) ? 0.0 : std::exp(s[j] - max);
     for (int j = 0; j < n_kv; ++j) {
       if (std::isinf(s[j])) continue;

@@ -8,10 +8,12 @@
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
 //   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
 //   arithmetic, the same integers;
-// - keys are walked in blocks of 8, every KV head of the call per block, the rows two
-//   blocks ahead prefetched into L2; the query heads of a GQA group (up to 4 per pass) share each loaded key;
+// - keys are walked in blocks of 8, every KV head of the call per block, the rows
+//   32 keys ahead prefetched into L2 a share of the rows per KV head (kernels/decode_prefetch.h); the
+//   query heads of a GQA group (up to 4 per pass) share each loaded key;
 // - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
-//   lanes wide; the softmax sum is in double, as the scalar kernel;
+//   lanes wide; the softmax sum is in double, as the scalar kernel; attention sinks (gpt-oss)
+//   join each head's maximum and sum (a key part leaves them to attention_merge);
 // - each value block is converted to F32 once and added to every head of the group times
 //   (probability x block scale).
 #include <immintrin.h>
@@ -23,6 +25,7 @@
 
 #include "kernels/avx2/avx2_helpers.h"
 #include "kernels/avx2/vector_math_avx2.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/decode_step_span.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
@@ -220,14 +223,6 @@ void value_block_f16(const uint8_t* const* rows, int m, size_t v_off, const floa
   }
 }
 
-void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
-                   int32_t end_pos, size_t begin, size_t end) {
-  for (int i = 0; i < n && pos + i < end_pos; ++i) {
-    const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
-    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
-  }
-}
-
 template <DType T>
 bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                     int32_t head_begin, int32_t head_end, const KeyPart* part, float* out, std::vector<float>& scratch) {
@@ -269,13 +264,15 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   }
   const size_t k_begin = head_offset<T>(kvh_first, dk), k_end = head_offset<T>(kvh_last + 1, dk);
   const size_t v_begin = head_offset<T>(kvh_first, dv), v_end = head_offset<T>(kvh_last + 1, dv);
+  const int n_kvh = kvh_last - kvh_first + 1;
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, k_begin, k_end, v_begin, v_end);
       const int h0 = std::max(kvh * full_group, head_begin);
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
       for (int g0 = 0; g0 < gsize; g0 += kHeadsPerPass) {
@@ -298,7 +295,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     for (int32_t j = 0; j < n_pad; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, mx);
-    const float max_s = *std::max_element(lanes, lanes + 8);
+    // a sink (never in a part: the merge adds it) joins the maximum and the sum
+    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
+    const float max_s = std::max(*std::max_element(lanes, lanes + 8), sink);
     const __m256 max = _mm256_set1_ps(max_s);
     __m256d sum0 = _mm256_setzero_pd(), sum1 = _mm256_setzero_pd();
     for (int32_t j = 0; j < n_pad; j += 8) {
@@ -309,7 +308,8 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     }
     alignas(32) double dl[4];
     _mm256_store_pd(dl, _mm256_add_pd(sum0, sum1));
-    const double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
+    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
     if (stats != nullptr) {
       stats[2 * (head_begin + h)] = max_s;
       stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
@@ -324,10 +324,11 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, n_pad + j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, 0, 0, v_begin, v_end);
       const int h0 = std::max(kvh * full_group, head_begin);
       const int gsize = std::min((kvh + 1) * full_group, head_end) - h0;
       if constexpr (T == DType::kF16) {
@@ -345,7 +346,6 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (p.sinks != nullptr) return false;  // the portable path handles sinks
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

@@ -2,17 +2,21 @@
 // cache, written to stream the cache at memory speed:
 // - keys are walked in blocks of 16, and for each block every KV head of the call is done
 //   before the next block, so each K (then V) row is read whole and once, front to back, while
-//   the rows two blocks ahead are prefetched into L2 (one block ahead into L1 measured slower);
+//   the rows two blocks ahead are prefetched into L2 a share of the rows per KV head
+//   (kernels/decode_prefetch.h);
 // - the query heads that share a KV head (GQA) use each converted key/value vector together;
 // - scores are computed 16 keys at a time: one register of products per key, then a reduction
 //   tree leaves the 16 scores in one register, where scale, softcap, maximum and exp run 16
 //   lanes wide.
+// - attention sinks (gpt-oss) join each head's maximum and softmax sum (a key part leaves them
+//   to attention_merge);
 // - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
 //   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; value
 //   rows are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
 // to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
-// quantized caches Q.K is the exact integer block dot of the same Q8_0 query.
+// quantized caches Q.K is the exact integer block dot of the same Q8_0 query. Values are
+// accumulated with FMA (the scalar axpy multiplies, then adds: within one rounding per key).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -22,6 +26,7 @@
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
+#include "kernels/decode_prefetch.h"
 #include "kernels/decode_step_span.h"
 #include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
@@ -281,15 +286,6 @@ void value_block_q(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, c
   }
 }
 
-// Prefetches the bytes [begin, end) of n rows starting at key pos (rows that exist).
-void prefetch_rows(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos, int n,
-                   int32_t end_pos, size_t begin, size_t end) {
-  for (int i = 0; i < n && pos + i < end_pos; ++i) {
-    const uint8_t* row = kv_row(blocks, block_tokens, row_bytes, pos + i);
-    for (size_t b = begin; b < end; b += 64) _mm_prefetch(reinterpret_cast<const char*>(row + b), _MM_HINT_T1);
-  }
-}
-
 // The part of the call's heads that belongs to KV head kvh: heads [h0, h0 + n) of the call.
 struct GroupRange {
   int h0, n;
@@ -327,7 +323,8 @@ void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, 
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
 // accumulators fit 16 registers (output rows dv apart, probabilities n_pad apart); each value
-// vector is converted once and multiplied, then added (as the scalar axpy).
+// vector is converted once and multiply-added (one rounding: half the instructions of the scalar
+// axpy's multiply, then add, on the step's busiest loop).
 // FULL (VC > 0 only): gn is 16 / VC.
 template <DType T, int VC, bool FULL>
 void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, const float* probs, int32_t n_pad,
@@ -346,7 +343,7 @@ void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, 
       for (int h = 0; h < kHeads; ++h) {
         if (h >= gn) break;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
-        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_add_ps(acc[h][c], _mm512_mul_ps(v[c], pr));
+        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_fmadd_ps(v[c], pr, acc[h][c]);
       }
     }
     for (int h = 0; h < kHeads; ++h) {
@@ -361,7 +358,7 @@ void value_block_of(const uint8_t* const* rows, int m, size_t v_off, int vc_rt, 
         HeadRow<T>::load(rows[i] + v_off, vc_rt, v);
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
         for (int c = 0; c < vc_rt; ++c) {
-          _mm512_storeu_ps(oh + 16 * c, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * c), _mm512_mul_ps(v[c], pr)));
+          _mm512_storeu_ps(oh + 16 * c, _mm512_fmadd_ps(v[c], pr, _mm512_loadu_ps(oh + 16 * c)));
         }
       }
     }
@@ -410,8 +407,10 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       _mm512_storeu_ps(qf + static_cast<size_t>(h) * dk + 16 * c, x);
     }
   }
+
   const size_t k_begin = HeadRow<T>::offset(kvh_first, dk), k_end = HeadRow<T>::offset(kvh_last + 1, dk);
   const size_t v_begin = HeadRow<T>::offset(kvh_first, dv), v_end = HeadRow<T>::offset(kvh_last + 1, dv);
+  const int n_kvh = kvh_last - kvh_first + 1;
 
   // Scores: per block of 16 keys, every KV head of the call.
   // [0]: any number of heads, [1]: a full pass (constant head count)
@@ -428,12 +427,13 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
                       : (vc == 4 ? value_block_of<T, 4, true> : vc == 8 ? value_block_of<T, 8, true> : value_block_of<T, 0, false>)};
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, k_begin, k_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t k_off = HeadRow<T>::offset(kvh, dk);
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, k_begin, k_end, v_begin, v_end);
       for (int g0 = 0; g0 < g.n; g0 += 4) {  // 4 heads per pass over the block's key vectors
         const int gn = std::min(4, g.n - g0);
         float* dst = scores + static_cast<size_t>(g.h0 - head_begin + g0) * n_pad + j0;
@@ -454,7 +454,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
     __m512 mx = _mm512_set1_ps(-INFINITY);
     for (int32_t j = 0; j < n_pad; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
-    const float max_s = _mm512_reduce_max_ps(mx);
+    // a sink (never in a part: the merge adds it) joins the maximum and the sum
+    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
+    const float max_s = std::max(_mm512_reduce_max_ps(mx), sink);
     const __m512 max = _mm512_set1_ps(max_s);
     __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
     for (int32_t j = 0; j < n_pad; j += 16) {
@@ -463,7 +465,8 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
       sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
     }
-    const double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+    double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
+    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
     if (part != nullptr && part->stats != nullptr) {
       part->stats[2 * (head_begin + h)] = max_s;
       part->stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
@@ -478,17 +481,18 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
     }
   }
 
-  // Values: per block of 16 keys, every KV head; each value vector is converted once and added
-  // (multiply, then add, as the scalar axpy) to the accumulators of its group's heads, which
-  // stay in registers for the block.
+  // Values: per block of 16 keys, every KV head; each value vector is converted once and
+  // multiply-added (one FMA) to the accumulators of its group's heads, which stay in registers
+  // for the block.
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
-    prefetch_rows(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + 2 * kKeyBlock, kKeyBlock, hi + 1, v_begin, v_end);
+    const RowsAhead ahead = rows_ahead(kv, lo, n, n_pad, n_pad + j0, kKeyBlock);
     const uint8_t* rows[kKeyBlock];  // the block's rows, found once for every KV head
     for (int i = 0; i < m; ++i) rows[i] = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, lo + j0 + i);
     for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
       const GroupRange g = group_range(kvh, full_group, head_begin, head_end);
       const size_t v_off = HeadRow<T>::offset(kvh, dv);
+      prefetch_share(ahead, kvh - kvh_first, n_kvh, 0, 0, v_begin, v_end);
       const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
       for (int g0 = 0; g0 < g.n; g0 += per_pass) {
         const int gn = std::min(per_pass, g.n - g0);
@@ -503,7 +507,6 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (p.sinks != nullptr) return false;  // the portable path handles sinks
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kF32: return attention_step<DType::kF32>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
