@@ -43,8 +43,8 @@ constexpr int64_t kDecodeTokens = 2;
 constexpr int64_t kSerialConvertElements = 16384;
 // A decode pass hands each thread ranges of 1 / (kDecodeShareDivisor * threads) of the panels
 // left, but no fewer panels than 1 / (kDecodeMinRangesPerThread * threads) of the pass.
-constexpr size_t kDecodeShareDivisor = 4;
-constexpr size_t kDecodeMinRangesPerThread = 32;
+constexpr size_t kDecodeShareDivisor = 2;
+constexpr size_t kDecodeMinRangesPerThread = 16;
 
 // The whole-matrix path for several matrices, each over its own input: one activation
 // conversion per distinct (input, activation layout), then one pass over the pool for the
@@ -116,8 +116,8 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
   const bool decode = max_tokens <= kDecodeTokens;
   // Panels [begin, end) of the pass. At decode each job's last panel of the range prefetches,
   // as it reads, the panel this thread runs next: the next job's first panel within the range,
-  // or `follow`, the first panel of the range it claimed next (total_panels: none). warm: the
-  // panel at begin was prefetched so by the range before.
+  // or `follow` after the range's last job (total_panels: none). warm: the panel at begin was
+  // prefetched so by the call before.
   auto run_range = [&](size_t begin, size_t end, size_t follow, bool warm) {
     for (size_t j = 0; j < n_jobs; ++j) {
       const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), panel_start[j]);
@@ -136,7 +136,7 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
       a.y_stride = w.rows;
       a.panel_begin = lo - panel_start[j];
       a.panel_end = hi - panel_start[j];
-      const auto next = hi < static_cast<int64_t>(end) ? hi : static_cast<int64_t>(follow);
+      const int64_t next = hi < static_cast<int64_t>(end) ? hi : static_cast<int64_t>(follow);
       if (decode && next < panel_start[n_jobs]) {
         size_t jn = j;
         while (panel_start[jn + 1] <= next) ++jn;
@@ -158,13 +158,13 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
     return ok_status();
   }
   // Decode is bound by memory, so a thread should never wait for its next bytes, nor for the
-  // other thread at the end of a pass. Each thread claims its next range before it works through
-  // the current one, so that the current one's last panel streams the next one in (a cold range
-  // start waits for memory before the kernel's prefetching gets ahead: with 8 fixed chunks per
-  // thread that cost 10-40% of a 2048- or 512-row matrix, 2 threads on an AMD EPYC). Ranges are
-  // a share of what is left, large at first and small at the end, so the threads finish close
-  // together however unevenly other processes slow them, and a range claimed ahead by a thread
-  // that loses its core holds back little.
+  // other thread at the end of a pass. A thread claims its next range just before the last panel
+  // of its current one, which then prefetches the next range's first panel as it reads (a cold
+  // range start waits for memory before the kernel's prefetching gets ahead: with 8 fixed chunks
+  // per thread that cost 10-40% of a 2048- or 512-row matrix, 2 threads on an AMD EPYC), and a
+  // thread that another process keeps off its core holds back little besides its own range.
+  // Ranges are a share of what is left, large at first and small at the end, so the threads
+  // finish close together.
   std::atomic<size_t> next_panel{0};
   const size_t threads = static_cast<size_t>(pool.size());
   const size_t min_grain = std::max<size_t>(1, total_panels / (kDecodeMinRangesPerThread * threads));
@@ -186,9 +186,11 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
     claim(begin, end);
     bool warm = false;
     while (begin < end) {
+      const size_t last = end - 1;
+      if (begin < last) run_range(begin, last, last, warm);
       size_t next_begin = 0, next_end = 0;
       claim(next_begin, next_end);
-      run_range(begin, end, next_begin, warm);
+      run_range(last, end, next_begin, warm || begin < last);
       warm = next_begin < next_end;
       begin = next_begin;
       end = next_end;
