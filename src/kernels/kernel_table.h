@@ -48,6 +48,12 @@ struct GemmArgs {
   int64_t panel_end = 0;
   float* y = nullptr;  // y[t * y_stride + r]
   int64_t y_stride = 0;
+  // Where the caller goes next (the next matrix of a grouped pass): the last panel prefetches
+  // these bytes as it reads, as it would the next panel of its own matrix. A call whose first
+  // panel a previous call prefetched so is told by first_prefetched.
+  const uint8_t* follow = nullptr;
+  size_t follow_bytes = 0;
+  bool first_prefetched = false;
 };
 
 // A whole-matrix kernel for one weight type (only SIMD variants have them). Activations are

@@ -5,6 +5,7 @@
 // (row, token) through the dispatch table (vec_dot_x4 for groups of 4 tokens where the variant
 // has one), split over the pool by rows.
 #include <algorithm>
+#include <atomic>
 #include <span>
 #include <string>
 
@@ -38,6 +39,12 @@ constexpr int64_t kRowTile = 16;
 
 // Batches this small are multiplied as decode steps: bound by memory, not by arithmetic.
 constexpr int64_t kDecodeTokens = 2;
+// Activation conversions of up to this many elements in all run on the calling thread.
+constexpr int64_t kSerialConvertElements = 16384;
+// A decode pass hands each thread ranges of 1 / (kDecodeShareDivisor * threads) of the panels
+// left, but no fewer panels than 1 / (kDecodeMinRangesPerThread * threads) of the pass.
+constexpr size_t kDecodeShareDivisor = 2;
+constexpr size_t kDecodeMinRangesPerThread = 16;
 
 // The whole-matrix path for several matrices, each over its own input: one activation
 // conversion per distinct (input, activation layout), then one pass over the pool for the
@@ -96,20 +103,22 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
       row0 += n;
     }
   };
-  if (convert_rows <= kDecodeTokens) {
+  // Conversions run on the caller while they are small (a decode step's: one row, or the
+  // rows of its chosen experts); handing them to the pool costs the threads a meeting.
+  int64_t convert_elements = 0;
+  for (size_t j = 0; j < n_jobs; ++j) convert_elements += converts[j] != 0 ? jobs[j].n_tokens * jobs[j].w->cols : 0;
+  if (convert_rows <= kDecodeTokens || convert_elements <= kSerialConvertElements) {
     convert(0, static_cast<size_t>(convert_rows));
   } else {
     pool.parallel_for(static_cast<size_t>(convert_rows), [&](size_t begin, size_t end, int) { convert(begin, end); });
   }
-  // Panels are handed out in chunks as threads become free: about 8 per thread, or 2 for
-  // decode-sized batches, which are bound by memory: a chunk's first panel waits for memory
-  // before the kernel's prefetching gets ahead, and with 8 chunks per thread that cost 10-40%
-  // of a 2048- or 512-row matrix's time (2 threads, an AMD EPYC); 2 per thread still lets a
-  // thread that another process slows down hand over its second chunk.
   const auto total_panels = static_cast<size_t>(panel_start[n_jobs]);
-  const size_t chunks_per_thread = max_tokens <= kDecodeTokens ? 2 : 8;
-  const size_t grain = std::max<size_t>(1, total_panels / (chunks_per_thread * static_cast<size_t>(pool.size())));
-  pool.parallel_for_dynamic(total_panels, grain, [&](size_t begin, size_t end, int) {
+  const bool decode = max_tokens <= kDecodeTokens;
+  // Panels [begin, end) of the pass. At decode each job's last panel of the range prefetches,
+  // as it reads, the panel this thread runs next: the next job's first panel within the range,
+  // or `follow` after the range's last job (total_panels: none). warm: the panel at begin was
+  // prefetched so by the call before.
+  auto run_range = [&](size_t begin, size_t end, size_t follow, bool warm) {
     for (size_t j = 0; j < n_jobs; ++j) {
       const int64_t lo = std::max<int64_t>(static_cast<int64_t>(begin), panel_start[j]);
       const int64_t hi = std::min<int64_t>(static_cast<int64_t>(end), panel_start[j + 1]);
@@ -127,7 +136,64 @@ Status gemm_grouped(std::span<const GroupedMatmulJob> jobs, ThreadPool& pool, Ma
       a.y_stride = w.rows;
       a.panel_begin = lo - panel_start[j];
       a.panel_end = hi - panel_start[j];
+      const int64_t next = hi < static_cast<int64_t>(end) ? hi : static_cast<int64_t>(follow);
+      if (decode && next < panel_start[n_jobs]) {
+        size_t jn = j;
+        while (panel_start[jn + 1] <= next) ++jn;
+        const WeightView& nw = *jobs[jn].w;
+        const int64_t first_row = (next - panel_start[jn]) * kGemmPanelRows;
+        a.follow = nw.data + static_cast<size_t>(first_row) * nw.row_bytes;
+        a.follow_bytes = static_cast<size_t>(std::min<int64_t>(kGemmPanelRows, nw.rows - first_row)) * nw.row_bytes;
+      }
+      a.first_prefetched = decode && (lo > static_cast<int64_t>(begin) || warm);
       (w.interleaved ? kern(j).run_interleaved : kern(j).run)(a);
+    }
+  };
+  if (!decode) {
+    // Prefill: panels handed out in chunks of about an eighth of a thread's share as threads
+    // become free.
+    const size_t grain = std::max<size_t>(1, total_panels / (8 * static_cast<size_t>(pool.size())));
+    pool.parallel_for_dynamic(total_panels, grain,
+                              [&](size_t begin, size_t end, int) { run_range(begin, end, total_panels, false); });
+    return ok_status();
+  }
+  // Decode is bound by memory, so a thread should never wait for its next bytes, nor for the
+  // other thread at the end of a pass. A thread claims its next range just before the last panel
+  // of its current one, which then prefetches the next range's first panel as it reads (a cold
+  // range start waits for memory before the kernel's prefetching gets ahead: with 8 fixed chunks
+  // per thread that cost 10-40% of a 2048- or 512-row matrix, 2 threads on an AMD EPYC), and a
+  // thread that another process keeps off its core holds back little besides its own range.
+  // Ranges are a share of what is left, large at first and small at the end, so the threads
+  // finish close together.
+  std::atomic<size_t> next_panel{0};
+  const size_t threads = static_cast<size_t>(pool.size());
+  const size_t min_grain = std::max<size_t>(1, total_panels / (kDecodeMinRangesPerThread * threads));
+  auto claim = [&](size_t& begin, size_t& end) {
+    size_t at = next_panel.load(std::memory_order_relaxed);
+    size_t take = 0;
+    do {
+      if (at >= total_panels) {
+        begin = end = total_panels;
+        return;
+      }
+      take = std::max(min_grain, (total_panels - at) / (kDecodeShareDivisor * threads));
+    } while (!next_panel.compare_exchange_weak(at, at + take, std::memory_order_relaxed));
+    begin = at;
+    end = std::min(total_panels, at + take);
+  };
+  pool.parallel_for_dynamic(threads, 1, [&](size_t, size_t, int) {
+    size_t begin = 0, end = 0;
+    claim(begin, end);
+    bool warm = false;
+    while (begin < end) {
+      const size_t last = end - 1;
+      if (begin < last) run_range(begin, last, last, warm);
+      size_t next_begin = 0, next_end = 0;
+      claim(next_begin, next_end);
+      run_range(last, end, next_begin, warm || begin < last);
+      warm = next_begin < next_end;
+      begin = next_begin;
+      end = next_end;
     }
   });
   return ok_status();

@@ -103,10 +103,6 @@ void ForwardPass::run_experts_grouped(const MoeWeights& moe, int64_t n) {
   grow(moe_gate_, static_cast<size_t>(pairs * ff));
   grow(moe_up_, static_cast<size_t>(pairs * ff));
   grow(moe_y_, static_cast<size_t>(pairs * d));
-  for (int64_t r = 0; r < pairs; ++r) {
-    const float* src = xn_.data() + (moe_rows_[static_cast<size_t>(r)] / k) * d;
-    std::copy(src, src + d, moe_x_.data() + r * d);
-  }
   // One group of rows per chosen expert: [first, end).
   auto for_each_group = [&](auto fn) {
     for (int64_t first = 0; first < pairs;) {
@@ -117,11 +113,22 @@ void ForwardPass::run_experts_grouped(const MoeWeights& moe, int64_t n) {
       first = end;
     }
   };
+  // An expert chosen by one token reads that token's row of xn_ in place, so experts that share
+  // a token share its activation conversion (at decode: one conversion for all of them); the
+  // rows of an expert chosen by several tokens are gathered into moe_x_.
   moe_jobs_.clear();
   for_each_group([&](int32_t e, int64_t first, int64_t rows) {
+    const float* x = xn_.data() + (moe_rows_[static_cast<size_t>(first)] / k) * d;
+    if (rows > 1) {
+      for (int64_t r = first; r < first + rows; ++r) {
+        const float* src = xn_.data() + (moe_rows_[static_cast<size_t>(r)] / k) * d;
+        std::copy(src, src + d, moe_x_.data() + r * d);
+      }
+      x = moe_x_.data() + first * d;
+    }
     const auto ue = static_cast<size_t>(e);
-    moe_jobs_.push_back({&moe.gate[ue], moe_x_.data() + first * d, rows, moe_gate_.data() + first * ff});
-    moe_jobs_.push_back({&moe.up[ue], moe_x_.data() + first * d, rows, moe_up_.data() + first * ff});
+    moe_jobs_.push_back({&moe.gate[ue], x, rows, moe_gate_.data() + first * ff});
+    moe_jobs_.push_back({&moe.up[ue], x, rows, moe_up_.data() + first * ff});
   });
   if (auto st = kernels::matmul_grouped(moe_jobs_, pool_, mm_scratch_); !st.ok()) status_ = st;
   for_each_group([&](int32_t e, int64_t first, int64_t rows) {

@@ -199,5 +199,73 @@ TEST(MatmulGrouped, EqualsSeparateMatmuls) {
   EXPECT_FALSE(matmul_grouped(std::span<const GroupedMatmulJob>(&job, 1), pool, scratch).ok());
 }
 
+// A decode pass (1-2 tokens) hands each thread ranges of panels that span jobs, claims the next
+// range before a range's last panel and prefetches across job and range ends: every panel of
+// every job is computed once, as the scalar reference computes it, whatever the number of
+// threads, with many small and uneven jobs (a decode step's experts), GGUF rows and interleaved
+// panels mixed in one pass.
+TEST(MatmulGrouped, DecodeRangesCoverEveryPanelOnce) {
+  struct Spec {
+    DType type;
+    int64_t cols, rows;
+    bool interleave;
+  };
+  std::vector<Spec> specs;
+  for (int j = 0; j < 24; ++j) {
+    const DType type = j % 3 == 2 ? DType::kQ6_K : DType::kQ4_K;
+    const int64_t rows = j % 5 == 4 ? 16 * (1 + j % 4) + 5 : 16 * (1 + (j * 7) % 9);  // some end in a short panel
+    specs.push_back({type, j % 4 == 3 ? 768 : 512, rows, rows % 16 == 0 && j % 2 == 0});
+  }
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<WeightView> gguf;
+  for (size_t j = 0; j < specs.size(); ++j) {
+    const Spec& s = specs[j];
+    const std::vector<float> wf = random_floats(static_cast<size_t>(s.rows * s.cols), 900 + static_cast<uint32_t>(j));
+    const size_t row_bytes = *dtype_row_bytes(s.type, s.cols);
+    data.emplace_back(row_bytes * static_cast<size_t>(s.rows));
+    for (int64_t r = 0; r < s.rows; ++r) {
+      ASSERT_TRUE(quantize_row(s.type, wf.data() + r * s.cols, data.back().data() + r * row_bytes, s.cols).ok());
+    }
+    gguf.push_back({s.type, data.back().data(), s.cols, s.rows, row_bytes});
+  }
+  for (int64_t n_tokens : {1, 2}) {
+    std::vector<std::vector<float>> inputs, want;
+    for (size_t j = 0; j < specs.size(); ++j) {
+      inputs.push_back(random_floats(static_cast<size_t>(specs[j].cols * n_tokens), 50 + static_cast<uint32_t>(j), -2.0f, 2.0f));
+      ThreadPool one(1);
+      want.push_back(run_matmul(CpuVariant::kScalar, gguf[j], inputs[j], n_tokens, one));
+    }
+    for (CpuVariant v : test::variants_under_test()) {
+      test::VariantScope scope(v);
+      // The interleaved copies this variant multiplies (where it has an interleaved kernel).
+      std::vector<std::vector<uint8_t>> interleaved(specs.size());
+      std::vector<WeightView> views = gguf;
+      for (size_t j = 0; j < specs.size(); ++j) {
+        if (!specs[j].interleave || !wants_interleaved(gguf[j])) continue;
+        interleaved[j].assign(data[j].size(), 0);
+        interleave_weight(gguf[j], 0, gguf[j].rows / kGemmPanelRows, interleaved[j].data());
+        views[j].data = interleaved[j].data();
+        views[j].interleaved = true;
+      }
+      for (int threads : {1, 2, 3}) {
+        ThreadPool pool(threads);
+        MatmulScratch scratch;
+        std::vector<std::vector<float>> got(specs.size());
+        std::vector<GroupedMatmulJob> jobs;
+        for (size_t j = 0; j < specs.size(); ++j) {
+          got[j].assign(want[j].size(), -1.0f);
+          jobs.push_back({&views[j], inputs[j].data(), n_tokens, got[j].data()});
+        }
+        ASSERT_TRUE(matmul_grouped(jobs, pool, scratch).ok());
+        for (size_t j = 0; j < specs.size(); ++j) {
+          SCOPED_TRACE(test::variant_label(v) + " threads " + std::to_string(threads) + " tokens " +
+                       std::to_string(n_tokens) + " job " + std::to_string(j));
+          EXPECT_EQ(got[j], want[j]);
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth::kernels

@@ -204,13 +204,17 @@ void gemm_drive(const GemmArgs& a) {
       const size_t panel_bytes = static_cast<size_t>(kGemmPanelRows) * a.w_row_bytes;
       const uint8_t* next = rows.base + panel_bytes;
       const uint8_t* next_end = p + 1 < a.panel_end ? next + panel_bytes : next;
+      if (p + 1 == a.panel_end && a.follow != nullptr && t0 + chunk >= a.n_tokens) {
+        next = a.follow;
+        next_end = a.follow + a.follow_bytes;
+      }
       if constexpr (requires { Kernel::kDirectTokens; }) {
         // Few tokens: a kernel may multiply the rows as stored rather than pack them first.
         // Memory is then the limit, so the kernel prefetches as it reads (StreamAhead).
         if (nt <= Kernel::kDirectTokens) {
           // The first panel of a call has had no one to prefetch it: ask for all of it at once
           // (memory may wait on a burst here, but otherwise the first steps wait on every load).
-          if (p == a.panel_begin) prefetch_l2(rows.base, static_cast<size_t>(rows.valid) * a.w_row_bytes);
+          if (p == a.panel_begin && !a.first_prefetched) prefetch_l2(rows.base, static_cast<size_t>(rows.valid) * a.w_row_bytes);
           StreamAhead ahead{next, next_end};
           Kernel::direct(rows, static_cast<int>(n_blocks), act, a.act_stride, a.cols, static_cast<int>(nt), sums, ahead);
           store_panel(a, rows.valid, p, t0, nt, sums);
