@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/test_device.h"
@@ -163,6 +165,32 @@ TEST(VulkanOps, MatmulWithMoreRowsThanOneDispatchDimension) {
     EXPECT_LT(worst, 1e-4);
     EXPECT_EQ(gpu[static_cast<size_t>(rows)], -7.0f) << "a workgroup past the last row wrote";
   }
+}
+
+// Subgroup kernels are the default where the device has subgroup arithmetic;
+// HEARTH_VULKAN_SUBGROUPS=0 picks the shared-memory fallback, and asking for subgroups on a
+// device without them keeps the fallback.
+TEST(VulkanOps, SubgroupKernelsWhereTheDeviceHasThemUnlessTheEnvironmentSaysNo) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const char* before = std::getenv("HEARTH_VULKAN_SUBGROUPS");
+  const std::string saved = before != nullptr ? before : "";
+  ::unsetenv("HEARTH_VULKAN_SUBGROUPS");
+  const bool has = ctx->info().subgroup_arithmetic;
+  EXPECT_EQ(VulkanOps(*ctx).use_subgroups(), has);
+  ::setenv("HEARTH_VULKAN_SUBGROUPS", "0", 1);
+  VulkanOps fallback(*ctx);
+  EXPECT_FALSE(fallback.use_subgroups());
+  EXPECT_EQ(fallback.matmul_rows_per_group(), 1u);
+  fallback.set_use_subgroups(true);
+  EXPECT_EQ(fallback.use_subgroups(), has);
+  if (has) EXPECT_EQ(fallback.matmul_rows_per_group(), 64u / ctx->info().subgroup_size);
+  if (before != nullptr) {
+    ::setenv("HEARTH_VULKAN_SUBGROUPS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("HEARTH_VULKAN_SUBGROUPS");
+  }
+  std::cout << "[ device   ] subgroup arithmetic " << (has ? "yes" : "no") << ", subgroup size "
+            << ctx->info().subgroup_size << "\n";
 }
 
 TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
