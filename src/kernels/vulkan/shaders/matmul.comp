@@ -118,13 +118,17 @@ void main() {
   const uint group = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
   const uint t0 = gl_WorkGroupID.y * TILE;
   const uint tile_tokens = min(TILE, pc.n_tokens - t0);
-  // The loop bounds are the same for a whole subgroup, so every lane reaches subgroupAdd.
+  // The loop bounds are the same for a whole subgroup, so every lane reaches subgroupAdd. Lanes
+  // are counted rather than taken from gl_SubgroupSize, so a subgroup the driver left partly
+  // empty still covers the whole row.
+  const uint lanes = subgroupAdd(1u);
+  const uint lane = subgroupExclusiveAdd(1u);
   for (uint r = gl_SubgroupID; r < pc.rows_per_group; r += gl_NumSubgroups) {
     const uint row = group * pc.rows_per_group + r;
     if (row >= pc.rows) break;
     float acc[TILE];
     for (uint t = 0; t < TILE; ++t) acc[t] = 0.0;
-    row_products(row, t0, gl_SubgroupInvocationID, gl_SubgroupSize, acc);
+    row_products(row, t0, lane, lanes, acc);
     for (uint t = 0; t < tile_tokens; ++t) {
       const float total = subgroupAdd(acc[t]);
       if (subgroupElect()) y[pc.y_off + (t0 + t) * pc.y_stride + row] = total;
