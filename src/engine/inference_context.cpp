@@ -90,12 +90,29 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
                       path + ": a " + std::string(dtype_name(o.kv_type)) + " KV cache needs head sizes that are multiples of 32 (this model's are " +
                           std::to_string(h.head_dim_k) + " and " + std::to_string(h.head_dim_v) + "); use --kv-type f16");
   }
-  HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(c->model_->kv_layout(o.kv_type, o.block_tokens), n_blocks, kv_options));
-  c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
-  c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
+  // The offload is decided before the cache is made, so the one cache leaves the offloaded
+  // layers' rows out of its CPU blocks (they live on the device).
+  kv::KvLayout layout = c->model_->kv_layout(o.kv_type, o.block_tokens);
   if (o.gpu_layers != 0 && !c->model_->is_encoder()) {
-    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, kv_options));
+    HEARTH_TRY(c->offload_to_gpu(o.gpu_layers, layout, n_blocks));
   }
+  if (c->offload_) layout.offloaded_layers = c->offload_->n_layers();
+  HEARTH_ASSIGN(kv::KvCache kv, kv::KvCache::create(layout, n_blocks, kv_options));
+  c->kv_ = std::make_unique<kv::KvCache>(std::move(kv));
+  if (c->offload_) {
+    if (Status attached = c->offload_->attach_kv(c->kv_->pool()); !attached.ok()) {
+      log_warn("offloading failed: every layer runs on the CPU", {{"reason", attached.error().message}});
+      c->offload_.reset();
+      c->device_.reset();
+      // The cache again with every layer's rows, now that the CPU runs them all.
+      layout.offloaded_layers = 0;
+      c->kv_.reset();
+      HEARTH_ASSIGN(kv::KvCache full, kv::KvCache::create(layout, n_blocks, kv_options));
+      c->kv_ = std::make_unique<kv::KvCache>(std::move(full));
+    }
+  }
+  c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
+  if (c->offload_) c->forward_->set_offload(c->offload_.get());
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (o.on_progress) o.on_progress(1.0);
   return c;
@@ -179,7 +196,7 @@ Result<std::vector<float>> InferenceContext::embed(const std::vector<int32_t>& t
   return out;
 }
 
-Status InferenceContext::offload_to_gpu(int32_t gpu_layers, const kv::KvCacheOptions& kv_options) {
+Status InferenceContext::offload_to_gpu(int32_t gpu_layers, const kv::KvLayout& layout, int32_t n_blocks) {
   const char* env = std::getenv("HEARTH_GPU");
   if (env != nullptr && device::gpu_disabled(env)) {
     log_info("HEARTH_GPU asks for the CPU: every layer runs on the CPU", {{"HEARTH_GPU", env}});
@@ -208,34 +225,14 @@ Status InferenceContext::offload_to_gpu(int32_t gpu_layers, const kv::KvCacheOpt
   }
   log_info("GPU chosen", {{"device", device::describe_device(**pick, (*ctx)->info())}});
   device_ = std::move(*ctx);
-  auto off = model::DeviceOffload::create(*model_, *device_, gpu_layers, kv_->pool(), model_->rope_params(n_ctx_));
+  auto off = model::DeviceOffload::create_unattached(*model_, *device_, gpu_layers, layout, n_blocks,
+                                                   model_->rope_params(n_ctx_));
   if (!off.ok()) {
     log_warn("offloading failed: every layer runs on the CPU", {{"reason", off.error().message}});
     device_.reset();
     return ok_status();
   }
   offload_ = std::move(*off);
-  if (offload_->n_layers() > 0) {
-    // The cache again, its CPU rows without the offloaded layers (whose rows are on the device),
-    // so that the CPU KV memory shrinks with every layer offloaded.
-    kv::KvLayout layout = kv_->pool().layout();
-    layout.offloaded_layers = offload_->n_layers();
-    auto kv = kv::KvCache::create(layout, kv_->pool().n_blocks(), kv_options);
-    Status attached = kv.ok() ? ok_status() : Status(kv.error());
-    std::unique_ptr<kv::KvCache> cache;
-    if (attached.ok()) {
-      cache = std::make_unique<kv::KvCache>(std::move(*kv));
-      attached = offload_->attach_kv(cache->pool());
-    }
-    if (!attached.ok()) {
-      log_warn("offloading failed: every layer runs on the CPU", {{"reason", attached.error().message}});
-      offload_.reset();
-      device_.reset();
-      return ok_status();
-    }
-    kv_ = std::move(cache);
-  }
-  forward_->set_offload(offload_.get());
   return ok_status();
 }
 

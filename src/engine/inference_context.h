@@ -84,10 +84,11 @@ class InferenceContext {
 
  private:
   InferenceContext() = default;
-  // Opens the chosen GPU and moves up to gpu_layers layers there. No GPU, a missing or broken
-  // driver: a warning and the CPU path. A HEARTH_GPU that names no device is an error.
-  // kv_options: those kv_ was made with (the cache is made again without the offloaded layers).
-  Status offload_to_gpu(int32_t gpu_layers, const kv::KvCacheOptions& kv_options);
+  // Opens the chosen GPU and moves up to gpu_layers layers there (offload_, device_), before
+  // the cache exists: the caller makes the one cache for `layout` and n_blocks without the
+  // offloaded layers' CPU rows and attaches it. No GPU, a missing or broken driver: a warning
+  // and the CPU path (offload_ unset). A HEARTH_GPU that names no device is an error.
+  Status offload_to_gpu(int32_t gpu_layers, const kv::KvLayout& layout, int32_t n_blocks);
   std::unique_ptr<model::Model> model_;
   Tokenizer tokenizer_;
   std::unique_ptr<ThreadPool> pool_;

@@ -88,9 +88,15 @@ std::string device_unsupported_reason(const Model& model, const kernels::RopePar
 
 Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model, device::Context& ctx, int32_t n_layers,
                                                              kv::KvBlockPool& kv_pool, const kernels::RopeParams& rope) {
+  HEARTH_ASSIGN(auto off, create_unattached(model, ctx, n_layers, kv_pool.layout(), kv_pool.n_blocks(), rope));
+  HEARTH_TRY(off->attach_kv(kv_pool));
+  return off;
+}
+
+Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create_unattached(const Model& model, device::Context& ctx,
+                                                                        int32_t n_layers, const kv::KvLayout& layout,
+                                                                        int32_t kv_blocks, const kernels::RopeParams& rope) {
   const ModelHparams& h = model.hparams();
-  const kv::KvLayout& layout = kv_pool.layout();
-  const int32_t kv_blocks = kv_pool.n_blocks();
   std::unique_ptr<DeviceOffload> off(new DeviceOffload(model, ctx, layout, rope));
   std::string why = device_unsupported_reason(model, rope, layout.type);
   if (why.empty() && !ctx.buffer_addresses()) why = "no buffer device addresses (the paged KV needs them)";
@@ -163,7 +169,6 @@ Result<std::unique_ptr<DeviceOffload>> DeviceOffload::create(const Model& model,
                {{"device", ctx.info().name}, {"error", s.error().message}});
     }
   }
-  HEARTH_TRY(off->attach_kv(kv_pool));
   log_info("layers offloaded", {{"device", ctx.info().name},
                                 {"layers", off->n_layers()},
                                 {"of", h.n_layer},

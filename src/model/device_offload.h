@@ -44,6 +44,12 @@ class DeviceOffload {
   // pool hands out blocks.
   static Result<std::unique_ptr<DeviceOffload>> create(const Model& model, device::Context& ctx, int32_t n_layers,
                                                        kv::KvBlockPool& kv_pool, const kernels::RopeParams& rope);
+  // The same before the cache exists: for a pool of kv_blocks blocks of `layout` (its
+  // offloaded_layers ignored), with no device KV until attach_kv. The caller then makes the
+  // cache with layout.offloaded_layers = n_layers() and attaches it: one cache, not two.
+  static Result<std::unique_ptr<DeviceOffload>> create_unattached(const Model& model, device::Context& ctx,
+                                                                  int32_t n_layers, const kv::KvLayout& layout,
+                                                                  int32_t kv_blocks, const kernels::RopeParams& rope);
   // Moves the device KV to another pool of the same blocks, with no block in use: the cache
   // rebuilt with layout().offloaded_layers == n_layers(), whose CPU rows leave the offloaded
   // layers out. The old pool is detached first; it may then go.

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "common/test_device.h"
@@ -61,7 +63,7 @@ class VulkanMatmul : public ::testing::TestWithParam<MatmulCase> {};
 TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
   HEARTH_REQUIRE_DEVICE(ctx);
   const MatmulCase c = GetParam();
-  const int64_t rows = 24;
+  const int64_t rows = 27;  // not a multiple of the subgroup kernel's rows per workgroup
   const size_t row_bytes = *dtype_row_bytes(c.type, c.cols);
   std::vector<uint8_t> wbytes(row_bytes * rows);
   const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * c.cols), 11);
@@ -112,8 +114,9 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
       const auto gpu = download_floats(*ctx, yb, exact.size());
       const double vs_exact = max_abs_diff(gpu, exact);
       const double vs_cpu = max_abs_diff(gpu, cpu);
+      EXPECT_EQ(ops.use_subgroups(), sg);
       std::cout << "[ max err  ] " << dtype_name(c.type) << " cols=" << c.cols << " tokens=" << n_tokens
-                << (sg ? " subgroup" : " shared") << ": vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
+                << (sg ? " subgroup, " : " shared, ") << ops.matmul_rows_per_group() << " rows/workgroup: vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
                 << " (largest |y| " << norm << ")\n";
       EXPECT_LT(vs_exact, 2e-5 * c.cols * std::max(1.0, norm / 4));
       // The CPU kernel rounds activations (Q8_0/Q8_K/F16) for integer dot products.
@@ -135,28 +138,59 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul, ::testing::Values(MatmulCase{D
 // than one dispatch dimension allows (65,535 workgroups): the rows go on in z.
 TEST(VulkanOps, MatmulWithMoreRowsThanOneDispatchDimension) {
   HEARTH_REQUIRE_DEVICE(ctx);
-  const int64_t rows = 65535 + 7, cols = 32;
-  const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * cols), 21);
-  WeightView w{DType::kF32, reinterpret_cast<const uint8_t*>(wf.data()), cols, rows, static_cast<size_t>(cols) * 4, false};
+  const int64_t cols = 8;  // short rows (the F32 unit's tail reads 0): the row count is the point
   VulkanOps ops(*ctx);
-  auto dw = ops.upload_weight(w);
-  ASSERT_TRUE(dw.ok()) << dw.error().to_string();
-  const auto x = kernels::test::random_floats(static_cast<size_t>(cols), 22);
-  Buffer xb = upload_floats(*ctx, x);
-  Buffer yb = upload_floats(*ctx, std::vector<float>(static_cast<size_t>(rows) + 1, -7.0f));
-  Recorder rec(*ctx);
-  ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(cols), 1, {&yb, 0}, static_cast<uint32_t>(rows)).ok());
-  ASSERT_TRUE(rec.run().ok());
-  const auto gpu = download_floats(*ctx, yb, static_cast<size_t>(rows) + 1);
-  double worst = 0;
-  for (int64_t r = 0; r < rows; ++r) {
-    double s = 0;
-    for (int64_t k = 0; k < cols; ++k) s += static_cast<double>(wf[static_cast<size_t>(r * cols + k)]) * x[static_cast<size_t>(k)];
-    worst = std::max(worst, std::fabs(s - gpu[static_cast<size_t>(r)]));
+  for (bool sg : reduction_modes(*ctx)) {
+    ops.set_use_subgroups(sg);
+    // Past 65,535 workgroups whatever the rows per workgroup (one, or one per subgroup).
+    const int64_t rows = 65535 * int64_t{ops.matmul_rows_per_group()} + 7;
+    const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * cols), 21);
+    WeightView w{DType::kF32, reinterpret_cast<const uint8_t*>(wf.data()), cols, rows, static_cast<size_t>(cols) * 4, false};
+    auto dw = ops.upload_weight(w);
+    ASSERT_TRUE(dw.ok()) << dw.error().to_string();
+    const auto x = kernels::test::random_floats(static_cast<size_t>(cols), 22);
+    Buffer xb = upload_floats(*ctx, x);
+    Buffer yb = upload_floats(*ctx, std::vector<float>(static_cast<size_t>(rows) + 1, -7.0f));
+    Recorder rec(*ctx);
+    ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(cols), 1, {&yb, 0}, static_cast<uint32_t>(rows)).ok());
+    ASSERT_TRUE(rec.run().ok());
+    const auto gpu = download_floats(*ctx, yb, static_cast<size_t>(rows) + 1);
+    double worst = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+      double s = 0;
+      for (int64_t k = 0; k < cols; ++k) s += static_cast<double>(wf[static_cast<size_t>(r * cols + k)]) * x[static_cast<size_t>(k)];
+      worst = std::max(worst, std::fabs(s - gpu[static_cast<size_t>(r)]));
+    }
+    std::cout << "[ max err  ] " << rows << " rows" << (sg ? " subgroup" : " shared") << ": " << worst << "\n";
+    EXPECT_LT(worst, 1e-4);
+    EXPECT_EQ(gpu[static_cast<size_t>(rows)], -7.0f) << "a workgroup past the last row wrote";
   }
-  std::cout << "[ max err  ] " << rows << " rows: " << worst << "\n";
-  EXPECT_LT(worst, 1e-4);
-  EXPECT_EQ(gpu[static_cast<size_t>(rows)], -7.0f) << "a workgroup past the last row wrote";
+}
+
+// Subgroup kernels are the default where the device has subgroup arithmetic;
+// HEARTH_VULKAN_SUBGROUPS=0 picks the shared-memory fallback, and asking for subgroups on a
+// device without them keeps the fallback.
+TEST(VulkanOps, SubgroupKernelsWhereTheDeviceHasThemUnlessTheEnvironmentSaysNo) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const char* before = std::getenv("HEARTH_VULKAN_SUBGROUPS");
+  const std::string saved = before != nullptr ? before : "";
+  ::unsetenv("HEARTH_VULKAN_SUBGROUPS");
+  const bool has = ctx->info().subgroup_arithmetic;
+  EXPECT_EQ(VulkanOps(*ctx).use_subgroups(), has);
+  ::setenv("HEARTH_VULKAN_SUBGROUPS", "0", 1);
+  VulkanOps fallback(*ctx);
+  EXPECT_FALSE(fallback.use_subgroups());
+  EXPECT_EQ(fallback.matmul_rows_per_group(), 1u);
+  fallback.set_use_subgroups(true);
+  EXPECT_EQ(fallback.use_subgroups(), has);
+  if (has) EXPECT_EQ(fallback.matmul_rows_per_group(), 64u / ctx->info().subgroup_size);
+  if (before != nullptr) {
+    ::setenv("HEARTH_VULKAN_SUBGROUPS", saved.c_str(), 1);
+  } else {
+    ::unsetenv("HEARTH_VULKAN_SUBGROUPS");
+  }
+  std::cout << "[ device   ] subgroup arithmetic " << (has ? "yes" : "no") << ", subgroup size "
+            << ctx->info().subgroup_size << "\n";
 }
 
 TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {

@@ -25,6 +25,7 @@ namespace {
 struct OffloadCase {
   std::string stem;
   int32_t layers;  // -2: all but one (a split); else as DeviceOffload::create takes it
+  bool shared_memory = false;  // the shared-memory reductions even where the device has subgroups
 };
 
 std::unique_ptr<model::DeviceOffload> offload_for(GoldenRunner& r, device::Context& ctx, int32_t layers) {
@@ -56,9 +57,11 @@ TEST_P(DeviceOffloadGolden, MatchesLlamaCpp) {
     const int32_t n_layer = runner->model->hparams().n_layer;
     EXPECT_EQ(off->n_layers(), c.layers == -2 ? n_layer - 1 : n_layer);
     EXPECT_GT(off->device_bytes(), before);
+    if (c.shared_memory) off->ops().set_use_subgroups(false);
     runner->forward->set_offload(off.get());
     const std::string label = c.stem + " on " + ctx->info().name + " (" + std::to_string(off->n_layers()) + "/" +
-                              std::to_string(n_layer) + " layers)";
+                              std::to_string(n_layer) + " layers, " +
+                              (off->ops().use_subgroups() ? "subgroup" : "shared-memory") + " reductions)";
     check_logits_golden(*runner, load_json(golden), summary[c.stem]["logit_std"].get<double>(),
                         logit_tolerance(tolerances, c.stem), label);
     runner->forward->set_offload(nullptr);
@@ -70,12 +73,16 @@ INSTANTIATE_TEST_SUITE_P(Models, DeviceOffloadGolden,
                          // Q8_0 with a split runs in RunningOutOfDeviceMemoryFallsBackToASplit; Q4_K_M
                          // holds Q4_K and Q6_K matrices; qwen3 has QK norms (qwen2's biases: against
                          // the CPU in DeviceOffloadArch, qwen2-F32 here too when tried by hand). Q4_0, Q6_K and Q5_K_M pass too (tried by
-                         // hand) but cost CI seconds on lavapipe.
+                         // hand) but cost CI seconds on lavapipe. On a device with subgroup arithmetic
+                         // (lavapipe has it) the *_shared cases run the shared-memory fallback.
                          ::testing::Values(OffloadCase{"stories260K-llama-f32", 99}, OffloadCase{"stories260K-llama-f32", -2},
                                            OffloadCase{"llama-F32", 99}, OffloadCase{"llama-F16", -2},
-                                           OffloadCase{"llama-Q4_K_M", 99}, OffloadCase{"qwen3-F32", 99}),
+                                           OffloadCase{"llama-Q4_K_M", 99}, OffloadCase{"qwen3-F32", 99},
+                                           OffloadCase{"stories260K-llama-f32", 99, true}, OffloadCase{"llama-F16", -2, true},
+                                           OffloadCase{"llama-Q4_K_M", 99, true}),
                          [](const auto& info) {
-                           std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
+                           std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all") +
+                                           (info.param.shared_memory ? "_shared" : "");
                            for (char& ch : n) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }

@@ -3,6 +3,7 @@
 #include "kernels/vulkan/vulkan_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ namespace {
 constexpr uint32_t kMatmulTile = 4;       // tokens per workgroup, TILE in matmul.comp
 constexpr uint32_t kPointwiseGroup = 256;  // local_size_x of pointwise.comp
 constexpr uint32_t kMaxGroupsX = 65535;
+constexpr uint32_t kReduceGroup = 64;      // local_size_x of the reducing shaders, WG in reduce.glsl
 
 const char* matmul_shader(DType t) {
   switch (t) {
@@ -32,6 +34,7 @@ const char* matmul_shader(DType t) {
 
 struct MatmulPush {
   uint32_t cols, rows, n_tokens, row_bytes, x_off, x_stride, y_off, y_stride;
+  uint32_t rows_per_group;
 };
 struct NormPush {
   uint32_t n, has_weight;
@@ -72,8 +75,16 @@ bool kv_ok(const DeviceKv& kv) {
 bool native_weight_type(DType type) { return matmul_shader(type) != nullptr; }
 
 VulkanOps::VulkanOps(device::Context& ctx) : ctx_(ctx) {
-  const device::DeviceInfo& d = ctx.info();
-  subgroups_ = d.subgroup_arithmetic && d.subgroup_size >= 4 && d.subgroup_size <= 64;
+  const char* env = std::getenv("HEARTH_VULKAN_SUBGROUPS");
+  set_use_subgroups(env == nullptr || std::string_view(env) != "0");
+}
+
+void VulkanOps::set_use_subgroups(bool on) {
+  // A power-of-two size up to the 64 invocations of a reducing workgroup: its subgroups tile it.
+  const device::DeviceInfo& d = ctx_.info();
+  const bool usable = d.subgroup_arithmetic && d.subgroup_size >= 4 && d.subgroup_size <= kReduceGroup &&
+                      (d.subgroup_size & (d.subgroup_size - 1)) == 0;
+  subgroups_ = on && usable;
 }
 
 Result<const device::Pipeline*> VulkanOps::pipeline(std::string_view name, bool reduces, uint32_t buffers,
@@ -157,14 +168,21 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
   auto p = pipeline(name, true, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
-  MatmulPush push{static_cast<uint32_t>(w.cols), static_cast<uint32_t>(w.rows), n_tokens,
-                  static_cast<uint32_t>(w.row_bytes), x.offset, x_stride, y.offset, y_stride};
-  // One workgroup per row: more than 65535 rows go on in z (the shader skips the excess).
   const auto rows = static_cast<uint32_t>(w.rows);
-  const uint32_t gx = std::max(std::min(rows, kMaxGroupsX), 1u);
-  const uint32_t gz = (rows + gx - 1) / gx;
+  const uint32_t per_group = matmul_rows_per_group();
+  MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
+                  x.offset, x_stride, y.offset, y_stride, per_group};
+  // Groups of rows beyond 65535 workgroups go on in z (the shader skips the excess).
+  const uint32_t groups = (rows + per_group - 1) / per_group;
+  const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
+  const uint32_t gz = (groups + gx - 1) / gx;
   return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx,
                       (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
+}
+
+uint32_t VulkanOps::matmul_rows_per_group() const {
+  // One subgroup per row: as many rows as a workgroup of kReduceGroup invocations has subgroups.
+  return subgroups_ ? kReduceGroup / ctx_.info().subgroup_size : 1;
 }
 
 Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight,

@@ -4,7 +4,8 @@
 // records into a device::Recorder; nothing runs until the recorder is submitted. Offsets and
 // counts are in floats (elements), not bytes, so bindings never need driver-specific offset
 // alignment. Subgroup reductions are used where the device has subgroup arithmetic, a
-// shared-memory reduction elsewhere (set_use_subgroups forces the fallback for tests).
+// shared-memory reduction elsewhere (set_use_subgroups or HEARTH_VULKAN_SUBGROUPS=0 force the
+// fallback); matrix x vector then gives each output row one subgroup, several rows a workgroup.
 #pragma once
 
 #include <cstdint>
@@ -58,7 +59,10 @@ class VulkanOps {
  public:
   explicit VulkanOps(device::Context& ctx);
   device::Context& context() { return ctx_; }
-  void set_use_subgroups(bool on) { subgroups_ = on; }
+  // Subgroup kernels where the device has subgroup arithmetic (the default unless
+  // HEARTH_VULKAN_SUBGROUPS=0); off: the shared-memory fallback. On is ignored on a device
+  // without them.
+  void set_use_subgroups(bool on);
   bool use_subgroups() const { return subgroups_; }
 
   Result<DeviceWeight> upload_weight(const WeightView& w);
@@ -67,6 +71,9 @@ class VulkanOps {
   // stride y_stride.
   Status matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, uint32_t x_stride, uint32_t n_tokens,
                 DeviceSpan y, uint32_t y_stride);
+  // Output rows one matmul workgroup computes: one per subgroup with subgroups (the subgroup
+  // sums its row by subgroupAdd), else 1 (the workgroup sums it in shared memory).
+  uint32_t matmul_rows_per_group() const;
   // Each of n_rows rows of n floats: y = x / rms * weight (weight.buffer null: no weight).
   // x and y must be different buffers or the same buffer with the same offset... both start at 0.
   Status rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight, const device::Buffer& y,
