@@ -73,7 +73,9 @@ TEST(DeviceDiscovery, ListsDevicesInOrderWithMemory) {
     EXPECT_FALSE(d.driver.empty());
     EXPECT_GT(d.total_bytes, 0u);
     EXPECT_LE(d.free_bytes, d.total_bytes);
-    if (i > 0 && (*devices)[i - 1].kind == d.kind) EXPECT_GE((*devices)[i - 1].free_bytes, d.free_bytes);
+    if (i > 0 && (*devices)[i - 1].kind == d.kind) {
+      EXPECT_GE((*devices)[i - 1].free_bytes, d.free_bytes);
+    }
   }
 }
 

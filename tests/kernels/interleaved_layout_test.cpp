@@ -89,7 +89,9 @@ TEST(InterleavedLayout, SimdInterleaversWriteTheReferenceBytes) {
       ++checked;
     }
   }
-  if (cpu_variant_supported(CpuVariant::kAvx512) && !test::variants_under_test().empty()) EXPECT_GT(checked, 0);
+  if (cpu_variant_supported(CpuVariant::kAvx512) && !test::variants_under_test().empty()) {
+    EXPECT_GT(checked, 0);
+  }
 }
 
 // Quantized rows of random weights (the kernels need real blocks: finite scales).
@@ -141,7 +143,9 @@ TEST(InterleavedLayout, MatmulAndGetRowEqualTheGgufRows) {
       ++checked;
     }
   }
-  if (cpu_variant_supported(CpuVariant::kAvx512) && !test::variants_under_test().empty()) EXPECT_GT(checked, 0);
+  if (cpu_variant_supported(CpuVariant::kAvx512) && !test::variants_under_test().empty()) {
+    EXPECT_GT(checked, 0);
+  }
 }
 
 TEST(InterleavedLayout, VariantsWithoutTheKernelRefuseInterleavedWeights) {
