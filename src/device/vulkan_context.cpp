@@ -174,13 +174,6 @@ Result<Buffer> Context::alloc(size_t bytes) {
 
 namespace {
 constexpr size_t kStagingChunk = size_t{16} << 20;
-
-Status check_range(const Buffer& b, size_t offset, size_t bytes) {
-  if (!b.valid() || offset > b.bytes() || bytes > b.bytes() - offset) {
-    return make_error(ErrorKind::kOutOfRange, "device buffer access outside the buffer");
-  }
-  return ok_status();
-}
 }  // namespace
 
 Status Context::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {

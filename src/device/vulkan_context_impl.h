@@ -15,6 +15,14 @@
 
 namespace hearth::device {
 
+// Whether [offset, offset + bytes) lies inside b (transfers and copies, queued or immediate).
+inline Status check_range(const Buffer& b, size_t offset, size_t bytes) {
+  if (!b.valid() || offset > b.bytes() || bytes > b.bytes() - offset) {
+    return make_error(ErrorKind::kOutOfRange, "device buffer access outside the buffer");
+  }
+  return ok_status();
+}
+
 class Pipeline {
  public:
   VkPipeline pipeline = VK_NULL_HANDLE;

@@ -217,15 +217,6 @@ Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> 
   return ok_status();
 }
 
-namespace {
-Status check_range(const Buffer& b, size_t offset, size_t bytes) {
-  if (!b.valid() || offset > b.bytes() || bytes > b.bytes() - offset) {
-    return make_error(ErrorKind::kOutOfRange, "device buffer access outside the buffer");
-  }
-  return ok_status();
-}
-}  // namespace
-
 Status Recorder::upload(const Buffer& dst, size_t offset, const void* src, size_t bytes) {
   if (!state_->failed.ok()) return state_->failed;
   if (!state_->pending) return make_error(ErrorKind::kInternal, "upload after submit");
