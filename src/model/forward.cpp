@@ -161,12 +161,13 @@ void ForwardPass::gated_activation(float* gate, const float* up, int64_t n) cons
     kernels::mul(gate, up, n);
     return;
   }
+  // g * sigmoid(alpha * g) = silu(alpha * g) / alpha: the kernels' vector silu rather than one
+  // libm exp per element (~92k per gpt-oss-20b decode token over 8 layers).
   const float limit = h.swiglu_limit, alpha = h.swiglu_alpha;
-  for (int64_t i = 0; i < n; ++i) {
-    const float g = std::min(gate[i], limit);
-    const float u = std::clamp(up[i], -limit, limit);
-    gate[i] = g / (1.0f + std::exp(-alpha * g)) * (u + 1.0f);
-  }
+  for (int64_t i = 0; i < n; ++i) gate[i] = alpha * std::min(gate[i], limit);
+  kernels::silu(gate, n);
+  const float inv_alpha = 1.0f / alpha;
+  for (int64_t i = 0; i < n; ++i) gate[i] = gate[i] * inv_alpha * (std::clamp(up[i], -limit, limit) + 1.0f);
 }
 
 void ForwardPass::ffn_block(int32_t il, int64_t n) {
