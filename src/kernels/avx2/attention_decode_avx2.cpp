@@ -2,8 +2,8 @@
 // which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
 // AVX2 machines; F32 caches keep that path.
 // - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
-//   heads of the GQA group, products then sums in F32, probabilities rounded to F16, values
-//   multiplied then added, as the scalar path (only the order of the Q.K sums differs);
+//   heads of the GQA group, Q.K and the values multiply-added in F32 (FMA: one rounding where
+//   the scalar path multiplies, then adds), probabilities rounded to F16, as the scalar path;
 // - Q is quantized to Q8_0 once per head per step; each key's Q.K is an integer dot product per
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
 //   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
@@ -14,8 +14,10 @@
 // - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
 //   lanes wide; the softmax sum is in double, as the scalar kernel; attention sinks (gpt-oss)
 //   join each head's maximum and sum (a key part leaves them to attention_merge);
-// - each value block is converted to F32 once and added to every head of the group times
-//   (probability x block scale).
+// - each value row is converted to F32 once and multiply-added into the accumulators of up to 4
+//   heads of the group (times probability, or probability x block scale), which stay in
+//   registers over the 8 keys of a block (before: loaded and stored per key and head, F16 decode
+//   1.45-2x slower).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -140,50 +142,67 @@ void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const 
   store_scores(part, gn, m, p, n_pad, dst);
 }
 
-// Block b of a value head as four F32 vectors of its integers (unscaled); returns its scale.
-template <DType T>
-inline float load_value_block(const uint8_t* head, int b, __m256* v) {
-  __m256i x;
-  float d;
-  if constexpr (T == DType::kQ8_0) {
-    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(head)[b];
-    x = load256(blk.qs);
-    d = half_to_float(blk.d);
-  } else {
-    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(head)[b];
-    x = _mm256_sub_epi8(nibbles_32(blk.qs), _mm256_set1_epi8(8));
-    d = half_to_float(blk.d);
-  }
-  const __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
-  v[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-  v[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-  v[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-  v[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-  return d;
-}
-
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 8) keys at rows and gn heads (output rows
-// dv apart, probabilities n_pad apart).
+// dv apart, probabilities n_pad apart) of a Q8_0 / Q4_0 cache. The weights probability x block
+// scale are formed 8 keys at a time; then, half a block (16 values) at a time, each key's half
+// is converted once and multiply-added into the accumulators of up to 4 heads, which stay in
+// registers over the 8 keys (8 independent chains: the FMA units stay busy).
 template <DType T>
 void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const float* probs, int32_t n_pad, int gn,
                  float* out, int dv) {
-  for (int i = 0; i < m; ++i) {
-    const uint8_t* head = rows[i] + v_off;
+  alignas(32) float w[kHeadsPerPass][kKeyBlock];
+  for (int h0 = 0; h0 < gn; h0 += kHeadsPerPass) {
+    const int hn = std::min(kHeadsPerPass, gn - h0);
     for (int b = 0; b < nb; ++b) {
-      __m256 v[4];
-      const float d = load_value_block<T>(head, b, v);
-      for (int h = 0; h < gn; ++h) {
-        const __m256 w = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
-        float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
-        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + 8 * c, _mm256_fmadd_ps(v[c], w, _mm256_loadu_ps(o + 8 * c)));
+      alignas(16) uint16_t d16[kKeyBlock] = {};
+      for (int i = 0; i < m; ++i) {
+        const uint8_t* head = rows[i] + v_off;
+        d16[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
+      for (int h = 0; h < hn; ++h) {
+        _mm256_store_ps(w[h], _mm256_mul_ps(_mm256_loadu_ps(probs + static_cast<size_t>(h0 + h) * n_pad), d));
+      }
+      for (int half = 0; half < 2; ++half) {
+        __m256 acc[kHeadsPerPass][2] = {};
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          const float* o = out + static_cast<int64_t>(h0 + h) * dv + 32 * b + 16 * half;
+          acc[h][0] = _mm256_loadu_ps(o);
+          acc[h][1] = _mm256_loadu_ps(o + 8);
+        }
+        for (int i = 0; i < m; ++i) {
+          const uint8_t* head = rows[i] + v_off;
+          __m128i x;
+          if constexpr (T == DType::kQ8_0) {
+            x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const BlockQ8_0*>(head)[b].qs + 16 * half));
+          } else {
+            const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const BlockQ4_0*>(head)[b].qs));
+            x = _mm_sub_epi8(_mm_and_si128(half == 0 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+          }
+          const __m256 v0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
+          const __m256 v1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x, 8)));
+          for (int h = 0; h < kHeadsPerPass; ++h) {
+            if (h >= hn) break;
+            const __m256 wt = _mm256_broadcast_ss(&w[h][i]);
+            acc[h][0] = _mm256_fmadd_ps(v0, wt, acc[h][0]);
+            acc[h][1] = _mm256_fmadd_ps(v1, wt, acc[h][1]);
+          }
+        }
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          float* o = out + static_cast<int64_t>(h0 + h) * dv + 32 * b + 16 * half;
+          _mm256_storeu_ps(o, acc[h][0]);
+          _mm256_storeu_ps(o + 8, acc[h][1]);
+        }
       }
     }
   }
 }
 
 // F16 cache: scores of the m (<= 8) keys at rows for gn (<= 4) query heads (Q rounded to F16,
-// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads; products
-// and sums in F32, as the scalar dot_f16 (only the order of the sums differs).
+// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads and
+// multiply-added in F32 (the scalar dot_f16 multiplies, then adds, in another order).
 void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, const float* qf, int gn,
                      const AttentionParams& p, int32_t n_pad, float* dst) {
   __m256 part[kHeadsPerPass][kKeyBlock];
@@ -197,8 +216,8 @@ void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, co
     for (int c = 0; c < dk; c += 8) {
       const __m256 k = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k16 + c)));
       for (int h = 0; h < gn; ++h) {
-        const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c), k);
-        acc[h] = c == 0 ? prod : _mm256_add_ps(acc[h], prod);
+        const __m256 qc = _mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c);
+        acc[h] = c == 0 ? _mm256_mul_ps(qc, k) : _mm256_fmadd_ps(qc, k, acc[h]);
       }
     }
     for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
@@ -206,18 +225,39 @@ void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, co
   store_scores(part, gn, m, p, n_pad, dst);
 }
 
-// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), each value
-// chunk converted once for the group's heads, multiplied then added (as the scalar axpy_f16).
+// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), 16 values
+// at a time: each key's two 8-value chunks converted once and multiply-added (one rounding, as
+// the AVX-512 kernel) into the accumulators of up to 4 heads, which stay in registers over the
+// 8 keys (8 independent chains).
 void value_block_f16(const uint8_t* const* rows, int m, size_t v_off, const float* probs, int32_t n_pad, int gn,
                      float* out, int dv) {
-  for (int i = 0; i < m; ++i) {
-    const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off);
-    for (int c = 0; c < dv; c += 8) {
-      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + c)));
-      for (int h = 0; h < gn; ++h) {
-        float* o = out + static_cast<int64_t>(h) * dv + c;
-        const __m256 pr = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
-        _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(v, pr)));
+  for (int h0 = 0; h0 < gn; h0 += kHeadsPerPass) {
+    const int hn = std::min(kHeadsPerPass, gn - h0);
+    for (int c = 0; c < dv; c += 16) {
+      const bool two = c + 8 < dv;  // dv is a multiple of 8: the last chunk may be single
+      __m256 acc[kHeadsPerPass][2] = {};
+      for (int h = 0; h < kHeadsPerPass; ++h) {
+        if (h >= hn) break;
+        const float* o = out + static_cast<int64_t>(h0 + h) * dv + c;
+        acc[h][0] = _mm256_loadu_ps(o);
+        acc[h][1] = two ? _mm256_loadu_ps(o + 8) : _mm256_setzero_ps();
+      }
+      for (int i = 0; i < m; ++i) {
+        const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off) + c;
+        const __m256 v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16)));
+        const __m256 v1 = two ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + 8))) : _mm256_setzero_ps();
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          const __m256 pr = _mm256_broadcast_ss(probs + static_cast<size_t>(h0 + h) * n_pad + i);
+          acc[h][0] = _mm256_fmadd_ps(v0, pr, acc[h][0]);
+          acc[h][1] = _mm256_fmadd_ps(v1, pr, acc[h][1]);
+        }
+      }
+      for (int h = 0; h < kHeadsPerPass; ++h) {
+        if (h >= hn) break;
+        float* o = out + static_cast<int64_t>(h0 + h) * dv + c;
+        _mm256_storeu_ps(o, acc[h][0]);
+        if (two) _mm256_storeu_ps(o + 8, acc[h][1]);
       }
     }
   }
