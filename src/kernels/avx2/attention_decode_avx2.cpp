@@ -6,8 +6,8 @@
 //   the scalar path multiplies, then adds), probabilities rounded to F16, as the scalar path;
 // - Q is quantized to Q8_0 once per head per step; each key's Q.K is an integer dot product per
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
-//   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
-//   arithmetic, the same integers;
+//   x q minus 8 x sum(q) for Q4_0), reduced over lanes in integers for 8 keys at once and then
+//   scaled by the two block scales: the scalar reference's arithmetic, the same integers;
 // - keys are walked in blocks of 8, every KV head of the call per block, the rows
 //   32 keys ahead prefetched into L2 a share of the rows per KV head (kernels/decode_prefetch.h); the
 //   query heads of a GQA group (up to 4 per pass) share each loaded key;
@@ -81,65 +81,82 @@ inline __m256 reduce_rows_8(const __m256 part[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// Lane r of the result = the (exact) sum of the 8 int32 lanes of part[r].
+inline __m256i reduce_rows_8_epi32(const __m256i part[8]) {
+  const __m256i t0 = _mm256_hadd_epi32(part[0], part[1]), t1 = _mm256_hadd_epi32(part[2], part[3]);
+  const __m256i t2 = _mm256_hadd_epi32(part[4], part[5]), t3 = _mm256_hadd_epi32(part[6], part[7]);
+  const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// One head's 8 scores: scaled, soft-capped where the model does (the first m), stored.
+inline void store_score_row(__m256 s, int m, const AttentionParams& p, float* dst) {
+  s = _mm256_mul_ps(s, _mm256_set1_ps(p.scale));
+  if (p.softcap != 0.0f) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, s);
+    for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+    s = _mm256_load_ps(lanes);
+  }
+  _mm256_storeu_ps(dst, s);
+}
+
 // The scores of gn heads from their per-key partial sums (part[h][i]: key i's 8 lanes): summed,
 // scaled, soft-capped where the model does, stored n_pad apart.
 void store_scores(const __m256 (*part)[kKeyBlock], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
-  const __m256 scale = _mm256_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
-    if (p.softcap != 0.0f) {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm256_load_ps(lanes);
-    }
-    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  for (int h = 0; h < gn; ++h) store_score_row(reduce_rows_8(part[h]), m, p, dst + static_cast<size_t>(h) * n_pad);
 }
 
 // Scores of the m (<= 8) keys at rows for gn (<= 4) query heads (their QBlocks nb apart) into
-// dst (the heads' rows n_pad apart).
+// dst (the heads' rows n_pad apart). Block by block: each key's integer products per head
+// (maddubs/madd), reduced over lanes in integers for the 8 keys at once, so only the 8 exact
+// block sums are converted and scaled (key scales x the head's query scale) per head and block
+// (before: convert, scale and multiply-add per key, head and block).
 template <DType T>
 void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const QBlock* qb, int gn,
                  const AttentionParams& p, int32_t n_pad, float* dst) {
-  __m256 part[kHeadsPerPass][kKeyBlock];
-  for (int i = 0; i < kKeyBlock; ++i) {
-    if (i >= m) {
-      for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
-      continue;
-    }
-    const uint8_t* head = rows[i] + k_off;
-    __m256 acc[kHeadsPerPass];
-    for (int b = 0; b < nb; ++b) {
-      float dk;
+  __m256 acc[kHeadsPerPass];
+  for (int h = 0; h < kHeadsPerPass; ++h) acc[h] = _mm256_setzero_ps();
+  for (int b = 0; b < nb; ++b) {
+    __m256i part[kHeadsPerPass][kKeyBlock];
+    uint16_t ds[kKeyBlock] = {};  // the 8 keys' scales of block b (0 past m)
+    for (int i = 0; i < kKeyBlock; ++i) {
+      if (i >= m) {
+        for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_si256();
+        continue;
+      }
+      const uint8_t* head = rows[i] + k_off;
       __m256i k, k_abs;
       if constexpr (T == DType::kQ8_0) {
         const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
         k = load256(x.qs);
         k_abs = _mm256_sign_epi8(k, k);
-        dk = half_to_float(x.d);
+        ds[i] = x.d;
       } else {
         const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
         k = k_abs = nibbles_32(x.qs);
-        dk = half_to_float(x.d);
+        ds[i] = x.d;
       }
       for (int h = 0; h < gn; ++h) {
         const QBlock& x = qb[static_cast<size_t>(h) * nb + b];
         const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q));
-        __m256i dot;
         if constexpr (T == DType::kQ8_0) {
-          dot = dot_u8_s8(k_abs, _mm256_sign_epi8(q, k));
+          part[h][i] = dot_u8_s8(k_abs, _mm256_sign_epi8(q, k));
         } else {
-          dot = _mm256_add_epi32(dot_u8_s8(k_abs, q), _mm256_load_si256(reinterpret_cast<const __m256i*>(x.corr)));
+          part[h][i] = _mm256_add_epi32(dot_u8_s8(k_abs, q), _mm256_load_si256(reinterpret_cast<const __m256i*>(x.corr)));
         }
-        const __m256 scale = _mm256_set1_ps(dk * x.d);
-        acc[h] = b == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(dot), scale)
-                        : _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
       }
     }
-    for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
+    const __m256 dk = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(ds[0]), static_cast<int16_t>(ds[1]),
+                                                     static_cast<int16_t>(ds[2]), static_cast<int16_t>(ds[3]),
+                                                     static_cast<int16_t>(ds[4]), static_cast<int16_t>(ds[5]),
+                                                     static_cast<int16_t>(ds[6]), static_cast<int16_t>(ds[7])));
+    for (int h = 0; h < gn; ++h) {
+      const __m256 sums = _mm256_cvtepi32_ps(reduce_rows_8_epi32(part[h]));
+      acc[h] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dk, _mm256_set1_ps(qb[static_cast<size_t>(h) * nb + b].d)), acc[h]);
+    }
   }
-  store_scores(part, gn, m, p, n_pad, dst);
+  for (int h = 0; h < gn; ++h) store_score_row(acc[h], m, p, dst + static_cast<size_t>(h) * n_pad);
 }
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 8) keys at rows and gn heads (output rows
