@@ -11,10 +11,9 @@
 // - attention sinks (gpt-oss) join each head's maximum and softmax sum (a key part leaves them
 //   to attention_merge);
 // - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
-//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; with
-//   one 64-element chunk per head (head size 32 or 64) the lanes are reduced in integers per
-//   block, and only the 16 keys' block sums are scaled (score_block_q1); value rows are
-//   converted to F32 once and weighted by probability x block scale.
+//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction); the lanes are reduced
+//   in integers per block for 16 keys at once, and only the block sums are scaled; value rows
+//   are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
 // to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
 // quantized caches Q.K is the exact integer block dot of the same Q8_0 query. Values are
@@ -148,18 +147,6 @@ inline __m512i load_key_bytes(const uint8_t* head, int c, int nb) {
   }
 }
 
-// The same chunk and the key's block scale per lane.
-template <DType T>
-inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
-  const bool two = 2 * c + 1 < nb;
-  const uint16_t d0 = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c].d
-                                        : reinterpret_cast<const BlockQ4_0*>(head)[2 * c].d;
-  const uint16_t d1 = !two ? 0 : T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c + 1].d
-                                                   : reinterpret_cast<const BlockQ4_0*>(head)[2 * c + 1].d;
-  *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(d0)), _mm512_set1_ps(_cvtsh_ss(d1)));
-  return load_key_bytes<T>(head, c, nb);
-}
-
 // One level of a reduction tree over lanes, pairing the lanes that differ in bit BIT: lanes with
 // the bit clear get a's pair sums, lanes with it set b's (one permute, one blend, one add).
 template <int BIT>
@@ -206,109 +193,87 @@ void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const Atte
 }
 
 // Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
-// heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
-// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+// heads' QChunks nch apart) into dst (rows n_pad apart), with the block sums kept in integers:
+// per 64-element chunk, each key's products (one vpdpbusd per head) are reduced over lanes by an
+// integer tree that pairs lanes of the same block first, leaving per 8 keys one register of
+// their two block sums; those are scaled by key x query block scale and summed over the chunks,
+// and the last level adds each chunk pair's two blocks. Per key, head and chunk that leaves the
+// vpdpbusd and a share of the tree (before: also a conversion and two multiplies). The block
+// sums are exact, as the scalar vec_dot's. NCH: chunks per key head (0: nch). FULL: gn is 4.
 template <DType T, int NCH, bool FULL>
 void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn_rt,
                    const AttentionParams& p, int32_t n_pad, float* dst) {
   const int nch = NCH > 0 ? NCH : nch_rt;
   const int gn = FULL ? 4 : gn_rt;
-  alignas(64) float part4[4][kKeyBlock][16];
-  for (int i = 0; i < kKeyBlock; ++i) {
-    if (i >= m) {
-      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
-      continue;
-    }
-    const uint8_t* head = rows[i] + k_off;
-    __m512 acc[4];
-    for (int c = 0; c < nch; ++c) {
-      __m512 dk;
-      const __m512i k = load_key_chunk<T>(head, c, nb, &dk);
-      for (int h = 0; h < gn; ++h) {
-        const QChunk& x = qc[static_cast<size_t>(h) * nch + c];
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(x.corr), k, _mm512_load_si512(x.q));
-        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(x.d));
-        acc[h] = c == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale)
-                        : _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[h]);
-      }
-    }
-    for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], acc[h]);
-  }
-  store_scores(part4, gn, m, p, n_pad, dst);
-}
-
-// score_block_q for keys of one chunk (head size 32 or 64: the 1B-class models), with the
-// block sums kept in integers: each key's products (one vpdpbusd per head) are reduced over
-// lanes by an integer tree that pairs lanes of the same block first, leaving per 8 keys one
-// register of their two block sums; those are scaled by key x query block scale and the last
-// level adds the two blocks. Per key and head that leaves the vpdpbusd and a share of the tree
-// (the float path also converts, scales and multiplies per key and head). The block sums are
-// exact, as the scalar vec_dot's, so Q.K is the reference's integer dot with one float
-// rounding per block and one for their sum.
-template <DType T, bool FULL>
-void score_block_q1(const uint8_t* const* rows, int m, size_t k_off, int /*nch*/, int nb, const QChunk* qc, int gn_rt,
-                    const AttentionParams& p, int32_t n_pad, float* dst) {
-  const int gn = FULL ? 4 : gn_rt;
   // lane bits: the block is bit kB (the QChunk layout); keys 2m / 2m + 1 are paired on bit 0,
   // then bit 1, then bit kT3; lane l of half h ends with key bit0(l) | bit1(l) << 1 |
   // bitT3(l) << 2 | h << 3 (block bitB(l)) until the last level pairs the blocks
   constexpr int kB = T == DType::kQ8_0 ? 3 : 2, kT3 = T == DType::kQ8_0 ? 2 : 3;
-  const bool two = nb > 1;
-  alignas(64) uint16_t d16[2][16] = {};  // key block scales in those lanes (0 past m)
-  for (int i = 0; i < m; ++i) {
-    const uint8_t* head = rows[i] + k_off;
-    const int j = i & 7, lane = (j & 1) | (j & 2) | ((j >> 2) << kT3);
-    d16[i >> 3][lane] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[0].d : reinterpret_cast<const BlockQ4_0*>(head)[0].d;
-    if (two) {
-      d16[i >> 3][lane | (1 << kB)] =
-          T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[1].d : reinterpret_cast<const BlockQ4_0*>(head)[1].d;
+  __m512 sum[4][2];  // [head][keys 8h..8h + 7]: per key and block parity, the scaled block sums
+  for (int c = 0; c < nch; ++c) {
+    const bool two = 2 * c + 1 < nb;
+    alignas(64) uint16_t d16[2][16] = {};  // the key block scales of chunk c in those lanes (0 past m)
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = rows[i] + k_off;
+      const int j = i & 7, lane = (j & 1) | (j & 2) | ((j >> 2) << kT3);
+      d16[i >> 3][lane] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c].d
+                                            : reinterpret_cast<const BlockQ4_0*>(head)[2 * c].d;
+      if (two) {
+        d16[i >> 3][lane | (1 << kB)] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c + 1].d
+                                                          : reinterpret_cast<const BlockQ4_0*>(head)[2 * c + 1].d;
+      }
     }
-  }
-  __m512i y[4][2];  // [head][keys 8h..8h + 7]: per key and block, the exact integer sum
-  for (int half = 0; half < 2; ++half) {
-    __m512i x[4][2];
-    for (int quarter = 0; quarter < 2; ++quarter) {
-      __m512i w[4][2];
-      for (int pair = 0; pair < 2; ++pair) {
-        __m512i dot[4][2];
-        for (int e = 0; e < 2; ++e) {
-          const int i = 8 * half + 4 * quarter + 2 * pair + e;
-          if (i >= m) {
-            for (int h = 0; h < 4; ++h) dot[h][e] = _mm512_setzero_si512();
-            continue;
+    __m512i y[4][2];  // [head][keys 8h..8h + 7]: per key and block, the exact integer sum
+    for (int half = 0; half < 2; ++half) {
+      __m512i x[4][2];
+      for (int quarter = 0; quarter < 2; ++quarter) {
+        __m512i w[4][2];
+        for (int pair = 0; pair < 2; ++pair) {
+          __m512i dot[4][2];
+          for (int e = 0; e < 2; ++e) {
+            const int i = 8 * half + 4 * quarter + 2 * pair + e;
+            if (i >= m) {
+              for (int h = 0; h < 4; ++h) dot[h][e] = _mm512_setzero_si512();
+              continue;
+            }
+            const __m512i k = load_key_bytes<T>(rows[i] + k_off, c, nb);
+            for (int h = 0; h < 4; ++h) {
+              if (h >= gn) break;
+              const QChunk& q = qc[static_cast<size_t>(h) * nch + c];
+              dot[h][e] = _mm512_dpbusd_epi32(_mm512_load_si512(q.corr), k, _mm512_load_si512(q.q));
+            }
           }
-          const __m512i k = load_key_bytes<T>(rows[i] + k_off, 0, nb);
           for (int h = 0; h < 4; ++h) {
             if (h >= gn) break;
-            dot[h][e] = _mm512_dpbusd_epi32(_mm512_load_si512(qc[h].corr), k, _mm512_load_si512(qc[h].q));
+            w[h][pair] = pair_level<0>(dot[h][0], dot[h][1]);
           }
         }
         for (int h = 0; h < 4; ++h) {
           if (h >= gn) break;
-          w[h][pair] = pair_level<0>(dot[h][0], dot[h][1]);
+          x[h][quarter] = pair_level<1>(w[h][0], w[h][1]);
         }
       }
       for (int h = 0; h < 4; ++h) {
         if (h >= gn) break;
-        x[h][quarter] = pair_level<1>(w[h][0], w[h][1]);
+        y[h][half] = pair_level<kT3>(x[h][0], x[h][1]);
       }
     }
-    for (int h = 0; h < 4; ++h) {
-      if (h >= gn) break;
-      y[h][half] = pair_level<kT3>(x[h][0], x[h][1]);
+    for (int half = 0; half < 2; ++half) {
+      const __m512 dk = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16[half])));
+      for (int h = 0; h < 4; ++h) {
+        if (h >= gn) break;
+        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(qc[static_cast<size_t>(h) * nch + c].d));
+        const __m512 v = _mm512_cvtepi32_ps(y[h][half]);
+        sum[h][half] = c == 0 ? _mm512_mul_ps(v, scale) : _mm512_fmadd_ps(v, scale, sum[h][half]);
+      }
     }
   }
-  const __m512 dk0 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16[0])));
-  const __m512 dk1 = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16[1])));
   // lane l holds key bit0 | bit1 << 1 | bitT3 << 2 | bitB << 3: for Q4_0 bits 2 and 3 swap back
   const __m512i key_order = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
   const __m512 scale = _mm512_set1_ps(p.scale);
   for (int h = 0; h < 4; ++h) {
     if (h >= gn) break;
-    const __m512 dq = _mm512_load_ps(qc[h].d);
-    const __m512 s0 = _mm512_mul_ps(_mm512_cvtepi32_ps(y[h][0]), _mm512_mul_ps(dk0, dq));
-    const __m512 s1 = _mm512_mul_ps(_mm512_cvtepi32_ps(y[h][1]), _mm512_mul_ps(dk1, dq));
-    __m512 s = pair_level<kB>(s0, s1);
+    __m512 s = pair_level<kB>(sum[h][0], sum[h][1]);
     if constexpr (T == DType::kQ4_0) s = _mm512_permutexvar_ps(key_order, s);
     s = _mm512_mul_ps(s, scale);
     if (p.softcap != 0.0f) {
@@ -539,8 +504,8 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
       kc == 4 ? score_block_of<T, 4, false> : kc == 8 ? score_block_of<T, 8, false> : score_block_of<T, 0, false>,
       kc == 4 ? score_block_of<T, 4, true> : kc == 8 ? score_block_of<T, 8, true> : score_block_of<T, 0, false>};
   const decltype(&score_block_q<T, 0, false>) score_q_fns[2] = {
-      nch == 1 ? score_block_q1<T, false> : nch == 2 ? score_block_q<T, 2, false> : score_block_q<T, 0, false>,
-      nch == 1 ? score_block_q1<T, true> : nch == 2 ? score_block_q<T, 2, true> : score_block_q<T, 0, false>};
+      nch == 1 ? score_block_q<T, 1, false> : nch == 2 ? score_block_q<T, 2, false> : score_block_q<T, 0, false>,
+      nch == 1 ? score_block_q<T, 1, true> : nch == 2 ? score_block_q<T, 2, true> : score_block_q<T, 0, false>};
   const decltype(&value_block_of<T, 0, false>) value_fns[2] = {
       is_quantized(T) ? (vc == 4 ? value_block_q<T, 4, false> : vc == 8 ? value_block_q<T, 8, false> : value_block_q<T, 0, false>)
                       : (vc == 4 ? value_block_of<T, 4, false> : vc == 8 ? value_block_of<T, 8, false> : value_block_of<T, 0, false>),
