@@ -178,8 +178,9 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
   }
 }
 
-// Random shapes for the decode kernels of every variant: head sizes 64, 80, 96 (an odd number
-// of 32-blocks), 128 and 256 (80 only for F16 / F32: quantized caches need multiples of 32),
+// Random shapes for the decode kernels of every variant: head sizes 32 (one quantized block), 64,
+// 80, 96 (an odd number of 32-blocks), 128 and 256 (80 only for F16 / F32: quantized caches need
+// multiples of 32),
 // GQA ratios 1, 4 and 8, lengths that are not a multiple of the 16-token cache block or of the
 // kernels' key blocks, softcap on some, attention sinks (gpt-oss) on others; the whole step and a
 // split into two key parts merged (the merge adding the sinks), against the double-precision
@@ -188,7 +189,7 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
   std::mt19937 rng(2311);
   for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
     const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
-    for (int head_dim : {64, 80, 96, 128, 256}) {
+    for (int head_dim : {32, 64, 80, 96, 128, 256}) {
       if (quantized && head_dim % 32 != 0) continue;
       for (int group : {1, 4, 8}) {
         AttentionParams p;

@@ -2,20 +2,22 @@
 // which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
 // AVX2 machines; F32 caches keep that path.
 // - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
-//   heads of the GQA group, products then sums in F32, probabilities rounded to F16, values
-//   multiplied then added, as the scalar path (only the order of the Q.K sums differs);
+//   heads of the GQA group, Q.K and the values multiply-added in F32 (FMA: one rounding where
+//   the scalar path multiplies, then adds), probabilities rounded to F16, as the scalar path;
 // - Q is quantized to Q8_0 once per head per step; each key's Q.K is an integer dot product per
 //   32-element block (maddubs/madd: |k| x q with k's sign for Q8_0 keys, the unsigned nibbles
-//   x q minus 8 x sum(q) for Q4_0), scaled by the two block scales: the scalar reference's
-//   arithmetic, the same integers;
+//   x q minus 8 x sum(q) for Q4_0), reduced over lanes in integers for 8 keys at once and then
+//   scaled by the two block scales: the scalar reference's arithmetic, the same integers;
 // - keys are walked in blocks of 8, every KV head of the call per block, the rows
 //   32 keys ahead prefetched into L2 a share of the rows per KV head (kernels/decode_prefetch.h); the
 //   query heads of a GQA group (up to 4 per pass) share each loaded key;
 // - the 8 keys' lane sums end in one register, where scale, softcap, maximum and exp run 8
 //   lanes wide; the softmax sum is in double, as the scalar kernel; attention sinks (gpt-oss)
 //   join each head's maximum and sum (a key part leaves them to attention_merge);
-// - each value block is converted to F32 once and added to every head of the group times
-//   (probability x block scale).
+// - each value row is converted to F32 once and multiply-added into the accumulators of up to 4
+//   heads of the group (times probability, or probability x block scale), which stay in
+//   registers over the 8 keys of a block (before: loaded and stored per key and head, F16 decode
+//   1.45-2x slower).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -79,111 +81,145 @@ inline __m256 reduce_rows_8(const __m256 part[8]) {
   return _mm256_add_ps(_mm256_permute2f128_ps(u0, u1, 0x20), _mm256_permute2f128_ps(u0, u1, 0x31));
 }
 
+// Lane r of the result = the (exact) sum of the 8 int32 lanes of part[r].
+inline __m256i reduce_rows_8_epi32(const __m256i part[8]) {
+  const __m256i t0 = _mm256_hadd_epi32(part[0], part[1]), t1 = _mm256_hadd_epi32(part[2], part[3]);
+  const __m256i t2 = _mm256_hadd_epi32(part[4], part[5]), t3 = _mm256_hadd_epi32(part[6], part[7]);
+  const __m256i u0 = _mm256_hadd_epi32(t0, t1), u1 = _mm256_hadd_epi32(t2, t3);
+  return _mm256_add_epi32(_mm256_permute2x128_si256(u0, u1, 0x20), _mm256_permute2x128_si256(u0, u1, 0x31));
+}
+
+// One head's 8 scores: scaled, soft-capped where the model does (the first m), stored.
+inline void store_score_row(__m256 s, int m, const AttentionParams& p, float* dst) {
+  s = _mm256_mul_ps(s, _mm256_set1_ps(p.scale));
+  if (p.softcap != 0.0f) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, s);
+    for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+    s = _mm256_load_ps(lanes);
+  }
+  _mm256_storeu_ps(dst, s);
+}
+
 // The scores of gn heads from their per-key partial sums (part[h][i]: key i's 8 lanes): summed,
 // scaled, soft-capped where the model does, stored n_pad apart.
 void store_scores(const __m256 (*part)[kKeyBlock], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
-  const __m256 scale = _mm256_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m256 s = _mm256_mul_ps(reduce_rows_8(part[h]), scale);
-    if (p.softcap != 0.0f) {
-      alignas(32) float lanes[8];
-      _mm256_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm256_load_ps(lanes);
-    }
-    _mm256_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
-  }
+  for (int h = 0; h < gn; ++h) store_score_row(reduce_rows_8(part[h]), m, p, dst + static_cast<size_t>(h) * n_pad);
 }
 
 // Scores of the m (<= 8) keys at rows for gn (<= 4) query heads (their QBlocks nb apart) into
-// dst (the heads' rows n_pad apart).
+// dst (the heads' rows n_pad apart). Block by block: each key's integer products per head
+// (maddubs/madd), reduced over lanes in integers for the 8 keys at once, so only the 8 exact
+// block sums are converted and scaled (key scales x the head's query scale) per head and block
+// (before: convert, scale and multiply-add per key, head and block).
 template <DType T>
 void score_block(const uint8_t* const* rows, int m, size_t k_off, int nb, const QBlock* qb, int gn,
                  const AttentionParams& p, int32_t n_pad, float* dst) {
-  __m256 part[kHeadsPerPass][kKeyBlock];
-  for (int i = 0; i < kKeyBlock; ++i) {
-    if (i >= m) {
-      for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_ps();
-      continue;
-    }
-    const uint8_t* head = rows[i] + k_off;
-    __m256 acc[kHeadsPerPass];
-    for (int b = 0; b < nb; ++b) {
-      float dk;
+  __m256 acc[kHeadsPerPass];
+  for (int h = 0; h < kHeadsPerPass; ++h) acc[h] = _mm256_setzero_ps();
+  for (int b = 0; b < nb; ++b) {
+    __m256i part[kHeadsPerPass][kKeyBlock];
+    uint16_t ds[kKeyBlock] = {};  // the 8 keys' scales of block b (0 past m)
+    for (int i = 0; i < kKeyBlock; ++i) {
+      if (i >= m) {
+        for (int h = 0; h < gn; ++h) part[h][i] = _mm256_setzero_si256();
+        continue;
+      }
+      const uint8_t* head = rows[i] + k_off;
       __m256i k, k_abs;
       if constexpr (T == DType::kQ8_0) {
         const BlockQ8_0& x = reinterpret_cast<const BlockQ8_0*>(head)[b];
         k = load256(x.qs);
         k_abs = _mm256_sign_epi8(k, k);
-        dk = half_to_float(x.d);
+        ds[i] = x.d;
       } else {
         const BlockQ4_0& x = reinterpret_cast<const BlockQ4_0*>(head)[b];
         k = k_abs = nibbles_32(x.qs);
-        dk = half_to_float(x.d);
+        ds[i] = x.d;
       }
       for (int h = 0; h < gn; ++h) {
         const QBlock& x = qb[static_cast<size_t>(h) * nb + b];
         const __m256i q = _mm256_load_si256(reinterpret_cast<const __m256i*>(x.q));
-        __m256i dot;
         if constexpr (T == DType::kQ8_0) {
-          dot = dot_u8_s8(k_abs, _mm256_sign_epi8(q, k));
+          part[h][i] = dot_u8_s8(k_abs, _mm256_sign_epi8(q, k));
         } else {
-          dot = _mm256_add_epi32(dot_u8_s8(k_abs, q), _mm256_load_si256(reinterpret_cast<const __m256i*>(x.corr)));
+          part[h][i] = _mm256_add_epi32(dot_u8_s8(k_abs, q), _mm256_load_si256(reinterpret_cast<const __m256i*>(x.corr)));
         }
-        const __m256 scale = _mm256_set1_ps(dk * x.d);
-        acc[h] = b == 0 ? _mm256_mul_ps(_mm256_cvtepi32_ps(dot), scale)
-                        : _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot), scale, acc[h]);
       }
     }
-    for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
+    const __m256 dk = _mm256_cvtph_ps(_mm_setr_epi16(static_cast<int16_t>(ds[0]), static_cast<int16_t>(ds[1]),
+                                                     static_cast<int16_t>(ds[2]), static_cast<int16_t>(ds[3]),
+                                                     static_cast<int16_t>(ds[4]), static_cast<int16_t>(ds[5]),
+                                                     static_cast<int16_t>(ds[6]), static_cast<int16_t>(ds[7])));
+    for (int h = 0; h < gn; ++h) {
+      const __m256 sums = _mm256_cvtepi32_ps(reduce_rows_8_epi32(part[h]));
+      acc[h] = _mm256_fmadd_ps(sums, _mm256_mul_ps(dk, _mm256_set1_ps(qb[static_cast<size_t>(h) * nb + b].d)), acc[h]);
+    }
   }
-  store_scores(part, gn, m, p, n_pad, dst);
-}
-
-// Block b of a value head as four F32 vectors of its integers (unscaled); returns its scale.
-template <DType T>
-inline float load_value_block(const uint8_t* head, int b, __m256* v) {
-  __m256i x;
-  float d;
-  if constexpr (T == DType::kQ8_0) {
-    const BlockQ8_0& blk = reinterpret_cast<const BlockQ8_0*>(head)[b];
-    x = load256(blk.qs);
-    d = half_to_float(blk.d);
-  } else {
-    const BlockQ4_0& blk = reinterpret_cast<const BlockQ4_0*>(head)[b];
-    x = _mm256_sub_epi8(nibbles_32(blk.qs), _mm256_set1_epi8(8));
-    d = half_to_float(blk.d);
-  }
-  const __m128i lo = _mm256_castsi256_si128(x), hi = _mm256_extracti128_si256(x, 1);
-  v[0] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(lo));
-  v[1] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(lo, 8)));
-  v[2] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(hi));
-  v[3] = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(hi, 8)));
-  return d;
+  for (int h = 0; h < gn; ++h) store_score_row(acc[h], m, p, dst + static_cast<size_t>(h) * n_pad);
 }
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 8) keys at rows and gn heads (output rows
-// dv apart, probabilities n_pad apart).
+// dv apart, probabilities n_pad apart) of a Q8_0 / Q4_0 cache. The weights probability x block
+// scale are formed 8 keys at a time; then, half a block (16 values) at a time, each key's half
+// is converted once and multiply-added into the accumulators of up to 4 heads, which stay in
+// registers over the 8 keys (8 independent chains: the FMA units stay busy).
 template <DType T>
 void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const float* probs, int32_t n_pad, int gn,
                  float* out, int dv) {
-  for (int i = 0; i < m; ++i) {
-    const uint8_t* head = rows[i] + v_off;
+  alignas(32) float w[kHeadsPerPass][kKeyBlock];
+  for (int h0 = 0; h0 < gn; h0 += kHeadsPerPass) {
+    const int hn = std::min(kHeadsPerPass, gn - h0);
     for (int b = 0; b < nb; ++b) {
-      __m256 v[4];
-      const float d = load_value_block<T>(head, b, v);
-      for (int h = 0; h < gn; ++h) {
-        const __m256 w = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i] * d);
-        float* o = out + static_cast<int64_t>(h) * dv + 32 * b;
-        for (int c = 0; c < 4; ++c) _mm256_storeu_ps(o + 8 * c, _mm256_fmadd_ps(v[c], w, _mm256_loadu_ps(o + 8 * c)));
+      alignas(16) uint16_t d16[kKeyBlock] = {};
+      for (int i = 0; i < m; ++i) {
+        const uint8_t* head = rows[i] + v_off;
+        d16[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
+      for (int h = 0; h < hn; ++h) {
+        _mm256_store_ps(w[h], _mm256_mul_ps(_mm256_loadu_ps(probs + static_cast<size_t>(h0 + h) * n_pad), d));
+      }
+      for (int half = 0; half < 2; ++half) {
+        __m256 acc[kHeadsPerPass][2] = {};
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          const float* o = out + static_cast<int64_t>(h0 + h) * dv + 32 * b + 16 * half;
+          acc[h][0] = _mm256_loadu_ps(o);
+          acc[h][1] = _mm256_loadu_ps(o + 8);
+        }
+        for (int i = 0; i < m; ++i) {
+          const uint8_t* head = rows[i] + v_off;
+          __m128i x;
+          if constexpr (T == DType::kQ8_0) {
+            x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const BlockQ8_0*>(head)[b].qs + 16 * half));
+          } else {
+            const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const BlockQ4_0*>(head)[b].qs));
+            x = _mm_sub_epi8(_mm_and_si128(half == 0 ? q : _mm_srli_epi16(q, 4), _mm_set1_epi8(0x0F)), _mm_set1_epi8(8));
+          }
+          const __m256 v0 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(x));
+          const __m256 v1 = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(x, 8)));
+          for (int h = 0; h < kHeadsPerPass; ++h) {
+            if (h >= hn) break;
+            const __m256 wt = _mm256_broadcast_ss(&w[h][i]);
+            acc[h][0] = _mm256_fmadd_ps(v0, wt, acc[h][0]);
+            acc[h][1] = _mm256_fmadd_ps(v1, wt, acc[h][1]);
+          }
+        }
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          float* o = out + static_cast<int64_t>(h0 + h) * dv + 32 * b + 16 * half;
+          _mm256_storeu_ps(o, acc[h][0]);
+          _mm256_storeu_ps(o + 8, acc[h][1]);
+        }
       }
     }
   }
 }
 
 // F16 cache: scores of the m (<= 8) keys at rows for gn (<= 4) query heads (Q rounded to F16,
-// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads; products
-// and sums in F32, as the scalar dot_f16 (only the order of the sums differs).
+// as F32, dk floats apart): each 8-element key chunk is converted once for all gn heads and
+// multiply-added in F32 (the scalar dot_f16 multiplies, then adds, in another order).
 void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, const float* qf, int gn,
                      const AttentionParams& p, int32_t n_pad, float* dst) {
   __m256 part[kHeadsPerPass][kKeyBlock];
@@ -197,8 +233,8 @@ void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, co
     for (int c = 0; c < dk; c += 8) {
       const __m256 k = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(k16 + c)));
       for (int h = 0; h < gn; ++h) {
-        const __m256 prod = _mm256_mul_ps(_mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c), k);
-        acc[h] = c == 0 ? prod : _mm256_add_ps(acc[h], prod);
+        const __m256 qc = _mm256_loadu_ps(qf + static_cast<size_t>(h) * dk + c);
+        acc[h] = c == 0 ? _mm256_mul_ps(qc, k) : _mm256_fmadd_ps(qc, k, acc[h]);
       }
     }
     for (int h = 0; h < gn; ++h) part[h][i] = acc[h];
@@ -206,18 +242,39 @@ void score_block_f16(const uint8_t* const* rows, int m, size_t k_off, int dk, co
   store_scores(part, gn, m, p, n_pad, dst);
 }
 
-// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), each value
-// chunk converted once for the group's heads, multiplied then added (as the scalar axpy_f16).
+// F16 cache: out[h] += probs[h][i] * V(rows[i]) (probabilities already F16-rounded), 16 values
+// at a time: each key's two 8-value chunks converted once and multiply-added (one rounding, as
+// the AVX-512 kernel) into the accumulators of up to 4 heads, which stay in registers over the
+// 8 keys (8 independent chains).
 void value_block_f16(const uint8_t* const* rows, int m, size_t v_off, const float* probs, int32_t n_pad, int gn,
                      float* out, int dv) {
-  for (int i = 0; i < m; ++i) {
-    const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off);
-    for (int c = 0; c < dv; c += 8) {
-      const __m256 v = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + c)));
-      for (int h = 0; h < gn; ++h) {
-        float* o = out + static_cast<int64_t>(h) * dv + c;
-        const __m256 pr = _mm256_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
-        _mm256_storeu_ps(o, _mm256_add_ps(_mm256_loadu_ps(o), _mm256_mul_ps(v, pr)));
+  for (int h0 = 0; h0 < gn; h0 += kHeadsPerPass) {
+    const int hn = std::min(kHeadsPerPass, gn - h0);
+    for (int c = 0; c < dv; c += 16) {
+      const bool two = c + 8 < dv;  // dv is a multiple of 8: the last chunk may be single
+      __m256 acc[kHeadsPerPass][2] = {};
+      for (int h = 0; h < kHeadsPerPass; ++h) {
+        if (h >= hn) break;
+        const float* o = out + static_cast<int64_t>(h0 + h) * dv + c;
+        acc[h][0] = _mm256_loadu_ps(o);
+        acc[h][1] = two ? _mm256_loadu_ps(o + 8) : _mm256_setzero_ps();
+      }
+      for (int i = 0; i < m; ++i) {
+        const auto* v16 = reinterpret_cast<const uint16_t*>(rows[i] + v_off) + c;
+        const __m256 v0 = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16)));
+        const __m256 v1 = two ? _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(v16 + 8))) : _mm256_setzero_ps();
+        for (int h = 0; h < kHeadsPerPass; ++h) {
+          if (h >= hn) break;
+          const __m256 pr = _mm256_broadcast_ss(probs + static_cast<size_t>(h0 + h) * n_pad + i);
+          acc[h][0] = _mm256_fmadd_ps(v0, pr, acc[h][0]);
+          acc[h][1] = _mm256_fmadd_ps(v1, pr, acc[h][1]);
+        }
+      }
+      for (int h = 0; h < kHeadsPerPass; ++h) {
+        if (h >= hn) break;
+        float* o = out + static_cast<int64_t>(h0 + h) * dv + c;
+        _mm256_storeu_ps(o, acc[h][0]);
+        if (two) _mm256_storeu_ps(o + 8, acc[h][1]);
       }
     }
   }

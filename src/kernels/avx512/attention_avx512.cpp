@@ -11,8 +11,9 @@
 // - attention sinks (gpt-oss) join each head's maximum and softmax sum (a key part leaves them
 //   to attention_merge);
 // - for Q8_0 and Q4_0 caches Q is quantized to Q8_0 once per step and each key's Q.K is a
-//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction) scaled per block; value
-//   rows are converted to F32 once and weighted by probability x block scale.
+//   VNNI integer dot product (vpdpbusd, 64 byte pairs per instruction); the lanes are reduced
+//   in integers per block for 16 keys at once, and only the block sums are scaled; value rows
+//   are converted to F32 once and weighted by probability x block scale.
 // The arithmetic follows the scalar path: for an F16 cache Q and the probabilities are rounded
 // to F16 (products and sums in F32, softmax sum in double); for F32 they stay F32; for the
 // quantized caches Q.K is the exact integer block dot of the same Q8_0 query. Values are
@@ -126,28 +127,51 @@ void prepare_q_chunks(const float* qh, int dk, QChunk* chunks) {
   }
 }
 
-// Chunk c of a key head (blocks 2c and 2c + 1 of nb) as unsigned bytes in the QChunk order,
-// and the key's block scale per lane.
+// Chunk c of a key head (blocks 2c and 2c + 1 of nb) as unsigned bytes in the QChunk order
+// (zero bytes for a missing second block).
 template <DType T>
-inline __m512i load_key_chunk(const uint8_t* head, int c, int nb, __m512* d) {
+inline __m512i load_key_bytes(const uint8_t* head, int c, int nb) {
   const bool two = 2 * c + 1 < nb;
   if constexpr (T == DType::kQ8_0) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(head) + 2 * c;
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[0].qs));
     const __m256i hi = two ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b[1].qs)) : _mm256_setzero_si256();
-    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
-                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
     return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1), _mm512_set1_epi8(-128));
   } else {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(head) + 2 * c;
     const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[0].qs));
     const __m128i y = two ? _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[1].qs)) : _mm_setzero_si128();
     const __m256i xy = _mm256_set_m128i(y, x);
-    *d = _mm512_mask_blend_ps(second_block_lanes<T>(), _mm512_set1_ps(_cvtsh_ss(b[0].d)),
-                              _mm512_set1_ps(two ? _cvtsh_ss(b[1].d) : 0.0f));
     const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(xy), _mm256_srli_epi16(xy, 4), 1);
     return _mm512_and_si512(both, _mm512_set1_epi8(0x0F));
   }
+}
+
+// One level of a reduction tree over lanes, pairing the lanes that differ in bit BIT: lanes with
+// the bit clear get a's pair sums, lanes with it set b's (one permute, one blend, one add).
+template <int BIT>
+constexpr int pair_index(int l) { return (l & (1 << BIT)) != 0 ? 16 + (l ^ (1 << BIT)) : (l ^ (1 << BIT)); }
+template <int BIT>
+constexpr __mmask16 pair_high_lanes() {
+  unsigned m = 0;
+  for (int l = 0; l < 16; ++l) m |= ((l >> BIT) & 1u) << l;
+  return static_cast<__mmask16>(m);
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512i pair_permutation() {
+  return _mm512_setr_epi32(pair_index<BIT>(0), pair_index<BIT>(1), pair_index<BIT>(2), pair_index<BIT>(3), pair_index<BIT>(4),
+                           pair_index<BIT>(5), pair_index<BIT>(6), pair_index<BIT>(7), pair_index<BIT>(8), pair_index<BIT>(9),
+                           pair_index<BIT>(10), pair_index<BIT>(11), pair_index<BIT>(12), pair_index<BIT>(13),
+                           pair_index<BIT>(14), pair_index<BIT>(15));
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512i pair_level(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_mask_blend_epi32(pair_high_lanes<BIT>(), a, b),
+                          _mm512_permutex2var_epi32(a, pair_permutation<BIT>(), b));
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512 pair_level(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_mask_blend_ps(pair_high_lanes<BIT>(), a, b), _mm512_permutex2var_ps(a, pair_permutation<BIT>(), b));
 }
 
 // The scores of gn heads from their per-key partial sums (part4[h][i]: key i's 16 lanes): summed,
@@ -169,35 +193,97 @@ void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const Atte
 }
 
 // Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
-// heads' QChunks nch apart) into dst (rows n_pad apart). NCH: chunks per key head (0: nch).
-// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+// heads' QChunks nch apart) into dst (rows n_pad apart), with the block sums kept in integers:
+// per 64-element chunk, each key's products (one vpdpbusd per head) are reduced over lanes by an
+// integer tree that pairs lanes of the same block first, leaving per 8 keys one register of
+// their two block sums; those are scaled by key x query block scale and summed over the chunks,
+// and the last level adds each chunk pair's two blocks. Per key, head and chunk that leaves the
+// vpdpbusd and a share of the tree (before: also a conversion and two multiplies). The block
+// sums are exact, as the scalar vec_dot's. NCH: chunks per key head (0: nch). FULL: gn is 4.
 template <DType T, int NCH, bool FULL>
 void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, int nb, const QChunk* qc, int gn_rt,
                    const AttentionParams& p, int32_t n_pad, float* dst) {
   const int nch = NCH > 0 ? NCH : nch_rt;
   const int gn = FULL ? 4 : gn_rt;
-  alignas(64) float part4[4][kKeyBlock][16];
-  for (int i = 0; i < kKeyBlock; ++i) {
-    if (i >= m) {
-      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
-      continue;
-    }
-    const uint8_t* head = rows[i] + k_off;
-    __m512 acc[4];
-    for (int c = 0; c < nch; ++c) {
-      __m512 dk;
-      const __m512i k = load_key_chunk<T>(head, c, nb, &dk);
-      for (int h = 0; h < gn; ++h) {
-        const QChunk& x = qc[static_cast<size_t>(h) * nch + c];
-        const __m512i dot = _mm512_dpbusd_epi32(_mm512_load_si512(x.corr), k, _mm512_load_si512(x.q));
-        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(x.d));
-        acc[h] = c == 0 ? _mm512_mul_ps(_mm512_cvtepi32_ps(dot), scale)
-                        : _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[h]);
+  // lane bits: the block is bit kB (the QChunk layout); keys 2m / 2m + 1 are paired on bit 0,
+  // then bit 1, then bit kT3; lane l of half h ends with key bit0(l) | bit1(l) << 1 |
+  // bitT3(l) << 2 | h << 3 (block bitB(l)) until the last level pairs the blocks
+  constexpr int kB = T == DType::kQ8_0 ? 3 : 2, kT3 = T == DType::kQ8_0 ? 2 : 3;
+  __m512 sum[4][2];  // [head][keys 8h..8h + 7]: per key and block parity, the scaled block sums
+  for (int c = 0; c < nch; ++c) {
+    const bool two = 2 * c + 1 < nb;
+    alignas(64) uint16_t d16[2][16] = {};  // the key block scales of chunk c in those lanes (0 past m)
+    for (int i = 0; i < m; ++i) {
+      const uint8_t* head = rows[i] + k_off;
+      const int j = i & 7, lane = (j & 1) | (j & 2) | ((j >> 2) << kT3);
+      d16[i >> 3][lane] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c].d
+                                            : reinterpret_cast<const BlockQ4_0*>(head)[2 * c].d;
+      if (two) {
+        d16[i >> 3][lane | (1 << kB)] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c + 1].d
+                                                          : reinterpret_cast<const BlockQ4_0*>(head)[2 * c + 1].d;
       }
     }
-    for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], acc[h]);
+    __m512i y[4][2];  // [head][keys 8h..8h + 7]: per key and block, the exact integer sum
+    for (int half = 0; half < 2; ++half) {
+      __m512i x[4][2];
+      for (int quarter = 0; quarter < 2; ++quarter) {
+        __m512i w[4][2];
+        for (int pair = 0; pair < 2; ++pair) {
+          __m512i dot[4][2];
+          for (int e = 0; e < 2; ++e) {
+            const int i = 8 * half + 4 * quarter + 2 * pair + e;
+            if (i >= m) {
+              for (int h = 0; h < 4; ++h) dot[h][e] = _mm512_setzero_si512();
+              continue;
+            }
+            const __m512i k = load_key_bytes<T>(rows[i] + k_off, c, nb);
+            for (int h = 0; h < 4; ++h) {
+              if (h >= gn) break;
+              const QChunk& q = qc[static_cast<size_t>(h) * nch + c];
+              dot[h][e] = _mm512_dpbusd_epi32(_mm512_load_si512(q.corr), k, _mm512_load_si512(q.q));
+            }
+          }
+          for (int h = 0; h < 4; ++h) {
+            if (h >= gn) break;
+            w[h][pair] = pair_level<0>(dot[h][0], dot[h][1]);
+          }
+        }
+        for (int h = 0; h < 4; ++h) {
+          if (h >= gn) break;
+          x[h][quarter] = pair_level<1>(w[h][0], w[h][1]);
+        }
+      }
+      for (int h = 0; h < 4; ++h) {
+        if (h >= gn) break;
+        y[h][half] = pair_level<kT3>(x[h][0], x[h][1]);
+      }
+    }
+    for (int half = 0; half < 2; ++half) {
+      const __m512 dk = _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d16[half])));
+      for (int h = 0; h < 4; ++h) {
+        if (h >= gn) break;
+        const __m512 scale = _mm512_mul_ps(dk, _mm512_load_ps(qc[static_cast<size_t>(h) * nch + c].d));
+        const __m512 v = _mm512_cvtepi32_ps(y[h][half]);
+        sum[h][half] = c == 0 ? _mm512_mul_ps(v, scale) : _mm512_fmadd_ps(v, scale, sum[h][half]);
+      }
+    }
   }
-  store_scores(part4, gn, m, p, n_pad, dst);
+  // lane l holds key bit0 | bit1 << 1 | bitT3 << 2 | bitB << 3: for Q4_0 bits 2 and 3 swap back
+  const __m512i key_order = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15);
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < 4; ++h) {
+    if (h >= gn) break;
+    __m512 s = pair_level<kB>(sum[h][0], sum[h][1]);
+    if constexpr (T == DType::kQ4_0) s = _mm512_permutexvar_ps(key_order, s);
+    s = _mm512_mul_ps(s, scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[16];
+      _mm512_store_ps(lanes, s);
+      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+  }
 }
 
 // Block b of a Q8_0 / Q4_0 value head as two F32 vectors of its integers (unscaled).
