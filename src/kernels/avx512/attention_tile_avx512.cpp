@@ -10,6 +10,7 @@ namespace {
 
 struct Avx512Traits {
   static constexpr int kLanes = 16;
+  static constexpr int kRegs = 32;  // vector registers
   using V = __m512;
   static V zero() { return _mm512_setzero_ps(); }
   static V load(const float* p) { return _mm512_loadu_ps(p); }
