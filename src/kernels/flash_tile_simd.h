@@ -214,6 +214,7 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   const int32_t key_lo = p.window > 0 ? std::max(0, pos_first - p.window + 1) / kFlashKeys * kFlashKeys : 0;
   const V scale = S::set1(p.scale);
   const V neg_inf = S::set1(-INFINITY);
+  const float softcap = p.softcap;  // a local: stores to the score rows could alias p's fields
 
   const size_t k_head = flash_head_bytes(kv.type, dk), v_head = flash_head_bytes(kv.type, dv);
   const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
@@ -256,9 +257,9 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
       for (int v = 0; v < NV; ++v) {
         float* sp = st + static_cast<size_t>(j) * RP + v * L;
         V s = S::mul(S::load(sp), scale);
-        if (p.softcap != 0.0f) {
+        if (softcap != 0.0f) {
           S::store(sp, s);
-          for (int i = 0; i < L; ++i) sp[i] = p.softcap * std::tanh(sp[i] * (1.0f / p.softcap));
+          for (int i = 0; i < L; ++i) sp[i] = softcap * std::tanh(sp[i] * (1.0f / softcap));
           s = S::load(sp);
         }
         if (!full) s = S::mask_range(s, jf, lo[v], hi[v]);
@@ -278,7 +279,8 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     for (j = 0; j < nk; ++j) {
       for (int v = 0; v < NV; ++v) {
         float* sp = st + static_cast<size_t>(j) * RP + v * L;
-        const V e = S::exp_below(S::load(sp), m_use[v]);
+        // In a full tile every score is finite, and so is the maximum: no -inf to map to 0.
+        const V e = full ? S::exp(S::sub(S::load(sp), m_use[v])) : S::exp_below(S::load(sp), m_use[v]);
         S::store(sp, e);
         sum[v] = S::add(sum[v], e);
       }
