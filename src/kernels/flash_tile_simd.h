@@ -1,5 +1,5 @@
 // The flash-style attention tile (ops.h attention_tile) written once over an ISA's vector
-// traits (S: kLanes, V, load/store/set1/fmadd/mul/add/max/exp, mask_range, exp_below, f16 row
+// traits (S: kLanes, kRegs, V, load/store/set1/fmadd/mul/add/max/exp, mask_range, exp_below, prefetch, row
 // conversion), and compiled by avx2/ and avx512/ with their own flags. Include only from such a
 // file: everything is in an anonymous namespace, so each ISA gets its own copy (isa_local.h).
 //
