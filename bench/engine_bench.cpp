@@ -132,6 +132,7 @@ struct Options {
   int depth = 0;
   bool llama_flash_attn = false;
   int load_reps = 5;
+  bool warmup = true;
   bool interleave = true;
   std::string json_path;
   std::string doc_path;
@@ -154,6 +155,8 @@ Result<Options> parse_options(int argc, char** argv) {
        SettingRange::between(0, 131072)},
       {"llama_fa", 0, SettingType::kBool, "false", "run llama.cpp with flash attention (llama-bench -fa 1)", ""},
       {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", "", SettingRange::between(1, 1000)},
+      {"warmup", 0, SettingType::kBool, "true",
+       "run one untimed pp and tg first, as llama-bench does (off for long prompts, where one run takes minutes)", ""},
       {"weights", 0, SettingType::kString, "interleaved",
        "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
       {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
@@ -192,6 +195,7 @@ Result<Options> parse_options(int argc, char** argv) {
   o.depth = static_cast<int>(s.get_int("depth"));
   o.llama_flash_attn = s.get_bool("llama_fa");
   o.load_reps = static_cast<int>(s.get_int("load_reps"));
+  o.warmup = s.get_bool("warmup");
   const std::string layout = s.get_string("weights");
   if (layout != "interleaved" && layout != "gguf") {
     return make_error(ErrorKind::kInvalidArgument, "--weights must be interleaved or gguf, not '" + layout + "'");
@@ -245,11 +249,13 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   // the run, depth + tg/2 of them.
   m.decode_kv_bytes = o.depth > 0 ? kv_token_bytes * static_cast<uint64_t>(o.depth + o.tg / 2) : 0;
   // Warm-up, as llama-bench does one before its runs.
-  if (auto w = (*runner)->prompt_tps(o.pp); !w.ok()) {
-    m.error = w.error().to_string();
-    return m;
+  if (o.warmup) {
+    if (auto w = (*runner)->prompt_tps(o.pp); !w.ok()) {
+      m.error = w.error().to_string();
+      return m;
+    }
+    (void)(*runner)->generation_tps(std::min(o.tg, 4));
   }
-  (void)(*runner)->generation_tps(std::min(o.tg, 4));
 
   // One measurement of one kind (prompt processing or generation) by each engine.
   auto hearth_run = [&](bool prompt) -> bool {

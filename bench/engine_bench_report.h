@@ -56,13 +56,13 @@ inline std::string ratio_text(double a, double b) { return b > 0 && a > 0 ? fmt(
 // The Markdown table shared by the console and the doc.
 inline std::string markdown_table(const RunInfo& info, const std::vector<ModelResult>& results) {
   const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg) + (info.depth > 0 ? "@d" + std::to_string(info.depth) : "");
-  // At depth, each row also shows the bandwidth bound: the tokens/s a step reading its weights and
-  // its KV at the measured streaming-read bandwidth would reach.
+  // Each row shows the bandwidth bound: the tokens/s a step reading its weights (and, at depth, its
+  // KV) at the measured streaming-read bandwidth would reach.
   const bool at_depth = info.depth > 0;
   std::string out = "| model | MiB | " + pp + " Hearth | " + pp + " llama.cpp | ratio | " + tg + " Hearth | " + tg +
                     " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | " +
-                    (at_depth ? "KV MiB read per step | bw bound tok/s | " : "") + "load ms | RSS MiB (budget) |\n";
-  out += std::string("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|") + (at_depth ? "---:|---:|" : "") + "---:|---:|\n";
+                    (at_depth ? "KV MiB read per step | " : "") + "bw bound tok/s | load ms | RSS MiB (budget) |\n";
+  out += std::string("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|") + (at_depth ? "---:|" : "") + "---:|---:|---:|\n";
   for (const auto& m : results) {
     if (!m.error.empty()) {
       out += "| " + m.name + " | error: " + m.error + " |||||||||||\n";
@@ -77,7 +77,8 @@ inline std::string markdown_table(const RunInfo& info, const std::vector<ModelRe
            (lpp > 0 ? fmt("%.2f", lpp) : "-") + " | " + ratio_text(hpp, lpp) + " | " + fmt("%.2f", htg) + " | " +
            (ltg > 0 ? fmt("%.2f", ltg) : "-") + " | " + ratio_text(htg, ltg) + " | " + fmt("%.1f", gbs) + " | " +
            (lgbs > 0 ? fmt("%.1f", lgbs) : "-") + " | " + fmt("%.0f%%", 100.0 * gbs / info.read_gbs) + " | " +
-           (at_depth ? fmt("%.0f", mib(m.decode_kv_bytes)) + " | " + fmt("%.1f", info.read_gbs * 1e9 / step_bytes) + " | " : std::string()) +
+           (at_depth ? fmt("%.0f", mib(m.decode_kv_bytes)) + " | " : std::string()) +
+           fmt("%.1f", info.read_gbs * 1e9 / step_bytes) + " | " +
            fmt("%.0f", median(m.load_ms)) + " | " +
            (m.peak_rss_measured ? fmt("%.0f", mib(hearth_rss(m))) : std::string("?")) + " (" +
            fmt("%.0f", mib(rss_budget(m))) + ") |\n";
@@ -199,7 +200,8 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
       "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding), plus at depth the "
       "F16 KV it reads, times tg tokens/s; "
-      "% of read bw compares Hearth's with the streaming-read bandwidth above.\n"
+      "% of read bw compares Hearth's with the streaming-read bandwidth above; bw bound tok/s is that bandwidth "
+      "divided by those bytes per step (the speed of a step that did nothing but read them).\n"
       "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
       "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
       markdown_table(info, results) + "\n";
@@ -221,9 +223,9 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
                     : std::string("\n\n")) +
          "decode GB/s counts the bytes one token reads: for mixture-of-experts files, the share of the expert "
          "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor" +
-         (info.depth > 0 ? std::string(", plus the F16 KV of the depth's tokens; bw bound tok/s is the streaming-read "
-                                       "bandwidth divided by those bytes per step (the speed a step that only read them would reach)")
-                         : std::string()) +
+         (info.depth > 0 ? std::string(", plus the F16 KV of the depth's tokens") : std::string()) +
+         "; bw bound tok/s is the streaming-read bandwidth divided by those bytes per step (the speed a step that "
+         "only read them would reach)" +
          ".\n\n" +
          markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";

@@ -5,16 +5,26 @@
 // time, as decode does) and by the flash tile path (attention_tile, 16-token tiles per KV head),
 // and one decode step at depth n (per-token kernel, for F16, Q8_0 and Q4_0 caches, and tile kernel). Reports GFLOP/s (4 * head_dim * n_head per visible key); rates
 // use CPU time, which stays meaningful on a shared machine. Run with --benchmark_filter to pick.
+//
+// Beside them, the two figures prefill attention is judged against, same thread, same run: the
+// matrix kernels of one llama-1b layer (Q4_0 weights of its shapes, interleaved as the engine
+// runs them, micro-batches of 128 or 512 tokens; GFLOP/s counts 2 * rows * cols per token) and
+// the machine's F32 FMA ceiling (independent FMAs on the widest vectors the CPU has), which bounds
+// any F32 attention kernel.
 #include <benchmark/benchmark.h>
+
+#include <immintrin.h>
 
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "tensor/dtype.h"
+#include "tensor/quantize.h"
 #include "util/anonymous_memory.h"
 
 namespace {
@@ -156,11 +166,111 @@ void BM_DecodeTile(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The matrices of one llama-1b layer (n_embd 2048, 8 KV heads of 64, n_ff 8192) as Q4_0 with
+// random weights, interleaved when the active kernels want it (as the engine loads them), run
+// as the engine's prefill runs them on a micro-batch of range(0) tokens: Q, K and V in one
+// matmul_multi, the output projection, gate and up in one matmul_multi, down. One thread.
+void BM_PrefillMatmul(benchmark::State& state) {
+  const int64_t n = state.range(0);
+  constexpr int64_t kEmbd = 2048, kKv = 512, kFf = 8192;
+  struct Shape {
+    int64_t rows, cols;
+  };
+  const Shape shapes[] = {{kEmbd, kEmbd}, {kKv, kEmbd}, {kKv, kEmbd}, {kEmbd, kEmbd}, {kFf, kEmbd}, {kFf, kEmbd}, {kEmbd, kFf}};
+  std::mt19937 rng(3);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<WeightView> w;
+  double flops_per_token = 0;
+  for (const Shape& s : shapes) {
+    const size_t row_bytes = *hearth::dtype_row_bytes(hearth::DType::kQ4_0, s.cols);
+    std::vector<uint8_t> gguf(row_bytes * static_cast<size_t>(s.rows));
+    std::vector<float> row(static_cast<size_t>(s.cols));
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (auto& x : row) x = dist(rng);
+      (void)hearth::quantize_row(hearth::DType::kQ4_0, row.data(), gguf.data() + r * row_bytes, s.cols);
+    }
+    WeightView v{hearth::DType::kQ4_0, gguf.data(), s.cols, s.rows, row_bytes};
+    if (wants_interleaved(v)) {
+      std::vector<uint8_t> inter(gguf.size());
+      interleave_weight(v, 0, s.rows / 16, inter.data());
+      gguf = std::move(inter);
+      v.interleaved = true;
+    }
+    bytes.push_back(std::move(gguf));
+    v.data = bytes.back().data();
+    w.push_back(v);
+    flops_per_token += 2.0 * static_cast<double>(s.rows) * static_cast<double>(s.cols);
+  }
+  std::uniform_real_distribution<float> act(-1.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n * kFf)), q(static_cast<size_t>(n * kEmbd)), k(static_cast<size_t>(n * kKv)),
+      v(static_cast<size_t>(n * kKv)), o(static_cast<size_t>(n * kEmbd)), gate(static_cast<size_t>(n * kFf)),
+      up(static_cast<size_t>(n * kFf));
+  for (auto& e : x) e = act(rng);
+  hearth::ThreadPool pool(1);
+  MatmulScratch scratch;
+  const MatmulJob qkv[] = {{&w[0], q.data()}, {&w[1], k.data()}, {&w[2], v.data()}};
+  const MatmulJob gate_up[] = {{&w[4], gate.data()}, {&w[5], up.data()}};
+  for (auto _ : state) {
+    (void)matmul_multi(qkv, x.data(), n, pool, scratch);
+    (void)matmul(w[3], x.data(), n, o.data(), pool, scratch);
+    (void)matmul_multi(gate_up, x.data(), n, pool, scratch);
+    (void)matmul(w[6], x.data(), n, o.data(), pool, scratch);
+    benchmark::DoNotOptimize(o.data());
+  }
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_per_token * static_cast<double>(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// The F32 FMA ceiling of one core: 16 (AVX2: 12) independent FMA chains on the widest vectors
+// (enough to cover the FMA latency on x86 cores with two FMA pipes); returns the FLOPs done (2
+// per lane per FMA).
+__attribute__((target("avx512f"))) double fma_peak_avx512(int64_t iters) {
+  __m512 acc[16];
+  for (int i = 0; i < 16; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
+  }
+  for (int i = 1; i < 16; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  float out = _mm512_reduce_add_ps(acc[0]);
+  benchmark::DoNotOptimize(out);
+  return 2.0 * 16 * 16 * static_cast<double>(iters);
+}
+__attribute__((target("avx2,fma"))) double fma_peak_avx2(int64_t iters) {
+  __m256 acc[12];  // 12 chains: 16 ymm registers hold them and the two operands
+  for (int i = 0; i < 12; ++i) acc[i] = _mm256_set1_ps(static_cast<float>(i));
+  const __m256 a = _mm256_set1_ps(0.999999f), b = _mm256_set1_ps(1e-7f);
+  for (int64_t it = 0; it < iters; ++it) {
+    for (int i = 0; i < 12; ++i) acc[i] = _mm256_fmadd_ps(acc[i], a, b);
+  }
+  for (int i = 1; i < 12; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  float out[8];
+  _mm256_storeu_ps(out, acc[0]);
+  benchmark::DoNotOptimize(out[0]);
+  return 2.0 * 8 * 12 * static_cast<double>(iters);
+}
+
+void BM_F32FmaPeak(benchmark::State& state) {
+  const bool wide = hearth::kernels::cpu_variant_supported(hearth::kernels::CpuVariant::kAvx512);
+  if (!wide && !hearth::kernels::cpu_variant_supported(hearth::kernels::CpuVariant::kAvx2)) {
+    state.SkipWithError("no FMA on this CPU");
+    return;
+  }
+  state.SetLabel(wide ? "avx512" : "avx2");
+  constexpr int64_t kIters = 1 << 20;
+  double flops = 0;
+  for (auto _ : state) flops = wide ? fma_peak_avx512(kIters) : fma_peak_avx2(kIters);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_PrefillTile)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeStep)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrefillMatmul)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_F32FmaPeak)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -1,5 +1,5 @@
 // The flash-style attention tile (ops.h attention_tile) written once over an ISA's vector
-// traits (S: kLanes, V, load/store/set1/fmadd/mul/add/max/exp, mask_range, exp_below, f16 row
+// traits (S: kLanes, kRegs, V, load/store/set1/fmadd/mul/add/max/exp, mask_range, exp_below, prefetch, row
 // conversion), and compiled by avx2/ and avx512/ with their own flags. Include only from such a
 // file: everything is in an anonymous namespace, so each ISA gets its own copy (isa_local.h).
 //
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -39,29 +40,85 @@ inline const uint8_t* flash_kv_row(const uint8_t* const* blocks, int32_t block_t
   return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
 }
 
-// n keys' head rows (starting at position j0) as F32 rows of d floats.
-template <class S>
-void flash_load_rows(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes, int32_t j0, int n, int kvh,
-                     int d, float* dst) {
+// Bytes of d elements of a cache row (one head's slice; d a multiple of 32 for Q8_0 and Q4_0).
+inline size_t flash_head_bytes(DType type, int d) {
+  switch (type) {
+    case DType::kF16: return sizeof(uint16_t) * static_cast<size_t>(d);
+    case DType::kF32: return sizeof(float) * static_cast<size_t>(d);
+    case DType::kQ4_0: return sizeof(BlockQ4_0) * static_cast<size_t>(d / kQK);
+    default: return sizeof(BlockQ8_0) * static_cast<size_t>(d / kQK);
+  }
+}
+
+// Where each key of a tile keeps its head's K and V slices: n keys from position j0, walked
+// block by block (one division per tile instead of one per key).
+struct FlashTileRows {
+  const uint8_t* k[kFlashKeys];
+  const uint8_t* v[kFlashKeys];
+  int n = 0;
+};
+inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, size_t v_head, FlashTileRows& r) {
+  int32_t b = j0 / kv.block_tokens, o = j0 % kv.block_tokens;
   for (int j = 0; j < n; ++j) {
-    const uint8_t* row = flash_kv_row(blocks, kv.block_tokens, row_bytes, j0 + j);
-    float* o = dst + static_cast<size_t>(j) * d;
-    if (j + 2 < n) S::prefetch(flash_kv_row(blocks, kv.block_tokens, row_bytes, j0 + j + 2));
-    switch (kv.type) {
-      case DType::kF16: S::f16_to_f32(reinterpret_cast<const uint16_t*>(row) + static_cast<size_t>(kvh) * d, o, d); break;
-      case DType::kF32: std::memcpy(o, reinterpret_cast<const float*>(row) + static_cast<size_t>(kvh) * d, sizeof(float) * d); break;
-      case DType::kQ4_0: {  // d and the head offset are multiples of 32
-        const auto* b = reinterpret_cast<const BlockQ4_0*>(row) + static_cast<size_t>(kvh) * d / kQK;
-        S::q4_0_to_f32(b, o, d);
-        break;
-      }
-      default: {  // Q8_0 (d and the head offset are multiples of 32)
-        const auto* b = reinterpret_cast<const BlockQ8_0*>(row) + static_cast<size_t>(kvh) * d / kQK;
-        S::q8_0_to_f32(b, o, d);
-        break;
-      }
+    r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
+    r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+    if (++o == kv.block_tokens) {
+      o = 0;
+      ++b;
     }
   }
+  r.n = n;
+}
+
+// Prefetches of the next key tile's head slices (every cache line they touch), handed out a few
+// at a time between the current tile's FMA blocks: one key's slices are a row apart (a row holds
+// every KV head), so the hardware prefetchers miss them, and a tile's worth issued at once is
+// more than the miss queue holds.
+template <class S>
+struct FlashPrefetch {
+  const uint8_t* const* rows = nullptr;
+  int n = 0;
+  size_t bytes = 0;
+  int row = 0;
+  uintptr_t line = 0, end = 0;  // the current row's next line and its end
+  FlashPrefetch(const uint8_t* const* r, int count, size_t head_bytes) : rows(r), n(count), bytes(head_bytes) {}
+  void issue(int count) {
+    for (; count > 0; --count) {
+      if (line >= end) {
+        if (row >= n) return;
+        const auto start = reinterpret_cast<uintptr_t>(rows[row++]);
+        line = start & ~uintptr_t{63};
+        end = start + bytes;
+      }
+      S::prefetch(reinterpret_cast<const void*>(line));
+      line += 64;
+    }
+  }
+};
+
+// A tile's head slices (rows[j] for j < n) as F32 rows of d floats.
+template <class S>
+void flash_load_rows(DType type, const uint8_t* const* rows, int n, int d, float* dst) {
+  for (int j = 0; j < n; ++j) {
+    float* o = dst + static_cast<size_t>(j) * d;
+    switch (type) {
+      case DType::kF16: S::f16_to_f32(reinterpret_cast<const uint16_t*>(rows[j]), o, d); break;
+      case DType::kF32: std::memcpy(o, rows[j], sizeof(float) * d); break;
+      case DType::kQ4_0: S::q4_0_to_f32(reinterpret_cast<const BlockQ4_0*>(rows[j]), o, d); break;
+      default: S::q8_0_to_f32(reinterpret_cast<const BlockQ8_0*>(rows[j]), o, d); break;  // Q8_0
+    }
+  }
+}
+
+// Register blocking: JB keys (DB value dimensions) by NV row vectors of accumulators, plus the
+// JB (DB) broadcast K (V) elements and one Q (P) vector in flight, must fit the ISA's kRegs vector
+// registers, or the compiler spills accumulators to the stack in the hottest loop (AVX2's 16
+// registers hold 4 x 4 accumulators but not the operands beside them).
+template <class S, int NV>
+constexpr int flash_block(int widest) {
+  int b = widest;
+  while (b > 1 && b * NV + b + 1 > S::kRegs) --b;
+  return b;
 }
 
 // St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV row vectors.
@@ -74,11 +131,11 @@ inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j
   }
   const float* k0 = kf + static_cast<size_t>(j0) * dk;
   for (int c = 0; c < dk; ++c) {
-    V q[NV];
-    for (int v = 0; v < NV; ++v) q[v] = S::load(qt + static_cast<size_t>(c) * rp + v * S::kLanes);
-    for (int i = 0; i < JB; ++i) {
-      const V k = S::set1(k0[static_cast<size_t>(i) * dk + c]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(k, q[v], acc[i][v]);
+    V k[JB];
+    for (int i = 0; i < JB; ++i) k[i] = S::set1(k0[static_cast<size_t>(i) * dk + c]);
+    for (int v = 0; v < NV; ++v) {
+      const V q = S::load(qt + static_cast<size_t>(c) * rp + v * S::kLanes);
+      for (int i = 0; i < JB; ++i) acc[i][v] = S::fmadd(k[i], q, acc[i][v]);
     }
   }
   for (int i = 0; i < JB; ++i) {
@@ -96,12 +153,12 @@ inline void flash_values(const float* pt, int rp, const float* vf, int dv, int n
     for (int v = 0; v < NV; ++v) acc[i][v] = S::mul(S::load(ot + static_cast<size_t>(d0 + i) * rp + v * S::kLanes), alpha[v]);
   }
   for (int j = 0; j < nk; ++j) {
-    V pr[NV];
-    for (int v = 0; v < NV; ++v) pr[v] = S::load(pt + static_cast<size_t>(j) * rp + v * S::kLanes);
     const float* vr = vf + static_cast<size_t>(j) * dv + d0;
-    for (int i = 0; i < DB; ++i) {
-      const V x = S::set1(vr[i]);
-      for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(x, pr[v], acc[i][v]);
+    V x[DB];
+    for (int i = 0; i < DB; ++i) x[i] = S::set1(vr[i]);
+    for (int v = 0; v < NV; ++v) {
+      const V pr = S::load(pt + static_cast<size_t>(j) * rp + v * S::kLanes);
+      for (int i = 0; i < DB; ++i) acc[i][v] = S::fmadd(x[i], pr, acc[i][v]);
     }
   }
   for (int i = 0; i < DB; ++i) {
@@ -157,13 +214,38 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   const int32_t key_lo = p.window > 0 ? std::max(0, pos_first - p.window + 1) / kFlashKeys * kFlashKeys : 0;
   const V scale = S::set1(p.scale);
   const V neg_inf = S::set1(-INFINITY);
+  const float softcap = p.softcap;  // a local: stores to the score rows could alias p's fields
+
+  const size_t k_head = flash_head_bytes(kv.type, dk), v_head = flash_head_bytes(kv.type, dv);
+  const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
+  FlashTileRows tiles[2];
+  int cur = 0;
+  if (key_lo <= key_hi) {
+    flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, tiles[0]);
+    FlashPrefetch<S>(tiles[0].k, tiles[0].n, k_head).issue(1 << 30);
+    FlashPrefetch<S>(tiles[0].v, tiles[0].n, v_head).issue(1 << 30);
+  }
+  constexpr int JB = flash_block<S, NV>(4);
+  constexpr int DB = std::bit_floor(static_cast<unsigned>(flash_block<S, NV>(4)));  // divides dv (a multiple of 16)
 
   for (int32_t j0 = key_lo; j0 <= key_hi; j0 += kFlashKeys) {
-    const int nk = std::min<int32_t>(kFlashKeys, key_hi - j0 + 1);
-    flash_load_rows<S>(kv, kv.k_blocks, kv.k_row_bytes, j0, nk, t.kv_head, dk, kf);
-    flash_load_rows<S>(kv, kv.v_blocks, kv.v_row_bytes, j0, nk, t.kv_head, dv, vf);
+    const FlashTileRows& rows = tiles[cur];
+    FlashTileRows& next = tiles[cur ^ 1];
+    const int nk = rows.n;
+    const int32_t j1 = j0 + kFlashKeys;
+    flash_tile_rows(kv, j1, j1 <= key_hi ? std::min<int32_t>(kFlashKeys, key_hi - j1 + 1) : 0, k_off, v_off, next);
+    FlashPrefetch<S> next_k(next.k, next.n, k_head), next_v(next.v, next.n, v_head);
+    // The next tile's K lines spread over this tile's score blocks, its V lines over the value blocks.
+    const int k_lines = next.n * static_cast<int>((k_head + 127) / 64), v_lines = next.n * static_cast<int>((v_head + 127) / 64);
+    const int k_step = (k_lines + nk / JB) / (nk / JB + 1) + 1, v_step = (v_lines + dv / DB - 1) / (dv / DB) + 1;
+    flash_load_rows<S>(kv.type, rows.k, nk, dk, kf);
+    flash_load_rows<S>(kv.type, rows.v, nk, dv, vf);
     int j = 0;
-    for (; j + 4 <= nk; j += 4) flash_scores<S, 4, NV>(qt, RP, kf, dk, j, st);
+    for (; j + JB <= nk; j += JB) {
+      next_k.issue(k_step);
+      flash_scores<S, JB, NV>(qt, RP, kf, dk, j, st);
+    }
+    next_k.issue(1 << 30);
     for (; j < nk; ++j) flash_scores<S, 1, NV>(qt, RP, kf, dk, j, st);
     // Masks are needed only where some row's range cuts the tile.
     const bool full = j0 + nk - 1 <= (p.causal ? std::min(pos_first, t.n_kv - 1) : t.n_kv - 1) &&
@@ -175,9 +257,9 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
       for (int v = 0; v < NV; ++v) {
         float* sp = st + static_cast<size_t>(j) * RP + v * L;
         V s = S::mul(S::load(sp), scale);
-        if (p.softcap != 0.0f) {
+        if (softcap != 0.0f) {
           S::store(sp, s);
-          for (int i = 0; i < L; ++i) sp[i] = p.softcap * std::tanh(sp[i] * (1.0f / p.softcap));
+          for (int i = 0; i < L; ++i) sp[i] = softcap * std::tanh(sp[i] * (1.0f / softcap));
           s = S::load(sp);
         }
         if (!full) s = S::mask_range(s, jf, lo[v], hi[v]);
@@ -197,13 +279,19 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     for (j = 0; j < nk; ++j) {
       for (int v = 0; v < NV; ++v) {
         float* sp = st + static_cast<size_t>(j) * RP + v * L;
-        const V e = S::exp_below(S::load(sp), m_use[v]);
+        // In a full tile every score is finite, and so is the maximum: no -inf to map to 0.
+        const V e = full ? S::exp(S::sub(S::load(sp), m_use[v])) : S::exp_below(S::load(sp), m_use[v]);
         S::store(sp, e);
         sum[v] = S::add(sum[v], e);
       }
     }
     for (int v = 0; v < NV; ++v) l[v] = S::add(S::mul(l[v], alpha[v]), sum[v]);
-    for (int d = 0; d < dv; d += 4) flash_values<S, 4, NV>(st, RP, vf, dv, nk, d, alpha, ot);
+    for (int d = 0; d < dv; d += DB) {
+      next_v.issue(v_step);
+      flash_values<S, DB, NV>(st, RP, vf, dv, nk, d, alpha, ot);
+    }
+    next_v.issue(1 << 30);
+    cur ^= 1;
   }
 
   float l_out[RP];

@@ -263,6 +263,22 @@ void ForwardPass::reserve_scratch(int64_t n) {
   // tokens).
 }
 
+size_t ForwardPass::scratch_bytes() const {
+  size_t total = mm_scratch_.activations.capacity() + mm_scratch_.plan.capacity() * sizeof(int64_t) +
+                 embd_row_.capacity() + moe_route_.capacity() * sizeof(int32_t) +
+                 moe_rows_.capacity() * sizeof(int32_t) + moe_jobs_.capacity() * sizeof(kernels::GroupedMatmulJob) +
+                 attend_items_.capacity() * sizeof(AttendItem) + split_tokens_.capacity() * sizeof(SplitToken) +
+                 (merge_parts_.capacity() + merge_stats_.capacity()) * sizeof(const float*);
+  for (const auto* v : {&x_, &xn_, &q_, &k_, &v_, &qkv_, &attn_, &tmp_, &gate_, &up_, &out_rows_, &moe_scores_,
+                        &moe_weight_, &moe_x_, &moe_gate_, &moe_up_, &moe_y_, &moe_slots_, &part_out_, &part_stats_}) {
+    total += v->capacity() * sizeof(float);
+  }
+  for (const AttentionScratch& a : attn_scratch_) {
+    total += a.scores.capacity() * sizeof(float) + (a.k_blocks.capacity() + a.v_blocks.capacity()) * sizeof(const uint8_t*);
+  }
+  return total;
+}
+
 Status ForwardPass::run_layers(std::span<const BatchToken> batch, kv::KvCache& kv, float* device_logits) {
   const auto& h = model_.hparams();
   reserve_scratch(static_cast<int64_t>(batch.size()));

@@ -58,6 +58,11 @@ class ForwardPass {
   // The offload must have been made for this model and for kv's pool; it outlives the pass.
   void set_offload(DeviceOffload* offload) { offload_ = offload; }
 
+  // Bytes the pass's reusable scratch buffers hold now (their capacities, every thread's
+  // attention scratch included). Prefill runs in micro-batches with flash tiles, so this stays
+  // flat as prompts grow, but for a few block pointers per 16 tokens: nothing grows with n^2.
+  size_t scratch_bytes() const;
+
  private:
   // Largest run of tokens of a causal model sent through the layers together (see run()).
   static constexpr int64_t kMicroBatchTokens = 128;

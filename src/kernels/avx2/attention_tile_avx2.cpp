@@ -10,6 +10,7 @@ namespace {
 
 struct Avx2Traits {
   static constexpr int kLanes = 8;
+  static constexpr int kRegs = 16;  // vector registers
   using V = __m256;
   static V zero() { return _mm256_setzero_ps(); }
   static V load(const float* p) { return _mm256_loadu_ps(p); }

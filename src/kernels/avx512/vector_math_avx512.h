@@ -38,6 +38,26 @@ inline __m512 exp_ps(__m512 x) {
   return _mm512_mask_blend_ps(is_nan, result, x);
 }
 
+// exp_ps with the scaling by 2^n done by one vscalefps (a single rounding, as the two-step
+// scaling) instead of nine integer and float operations: bit-identical results, NaN kept (max and
+// min return their second operand when either is NaN, and NaN then runs through the polynomial).
+inline __m512 exp_scalef_ps(__m512 x) {
+  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
 // Lane r of the result = sum of the 16 lanes of part[r]: a tree of pairwise lane shuffles and
 // adds (45 operations), for kernels that accumulate one row per register. Each level pairs
 // registers (a, b) and adds the two halves of their lanes, keeping row order, so the float
