@@ -37,21 +37,27 @@ inline std::string replace_doc_section(const std::string& doc, std::string_view 
   return doc.substr(0, b) + fenced + doc.substr(after);
 }
 
-// Section `name` of the file at `path` set to `body`, written through a temporary file and a
-// rename (a crash leaves the old page). False when it cannot be written.
+// `text` into `path` through a temporary file and a rename (a crash leaves the old file).
+// False when it cannot be written.
+inline bool write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << text;
+    if (!out) return false;
+  }
+  return std::rename(tmp.c_str(), path.c_str()) == 0;
+}
+
+// Section `name` of the file at `path` set to `body`, written atomically. False when it cannot
+// be written.
 inline bool update_doc_section_file(const std::string& path, std::string_view name, const std::string& body) {
   std::string old_doc;
   {
     std::ifstream in(path);
     old_doc.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp);
-    out << replace_doc_section(old_doc, name, body);
-    if (!out) return false;
-  }
-  return std::rename(tmp.c_str(), path.c_str()) == 0;
+  return write_file_atomically(path, replace_doc_section(old_doc, name, body));
 }
 
 // Every fenced section of `old_doc`, in order, appended to `fresh` (a regenerated page).

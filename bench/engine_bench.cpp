@@ -5,11 +5,16 @@
 // processes hits both alike; medians are reported. Also measured in the same run:
 // the machine's memcpy and streaming-read bandwidth (decode's ceiling), Hearth's warm load time
 // and its peak RSS while decoding. Prints a table (Hearth, llama.cpp, ratio, GB/s), writes JSON
-// (--json) and can regenerate docs/performance.md (--write-doc). llama.cpp comes from the build
-// named by HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured.
+// (--json) and can regenerate docs/performance.md (--write-doc); both are rewritten after each
+// model, so a run cut short keeps what it measured. llama.cpp comes from the build named by
+// HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured. --gpu-layers puts
+// layers on a GPU in both engines (Hearth's device from HEARTH_GPU as for `hearth run -ngl`;
+// llama-bench -ngl, so the llama.cpp build must have a GPU backend such as Vulkan).
 //
 //   bench_engine_bench --models-dir /work/models-bench --threads 2 --rounds 3
 //       --json engine_bench.json --write-doc docs/performance.md
+//   bench_engine_bench --models-dir /work/models-bench --gpu-layers all --rounds 2
+//       --write-doc docs/performance.md --doc-section vulkan_engine_bench
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -60,11 +65,13 @@ uint64_t decode_weight_bytes(const gguf::File& f) {
 // the last prompt token / of every generated token).
 class HearthRunner {
  public:
-  static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx, bool interleave) {
+  static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx, bool interleave,
+                                                    int32_t gpu_layers) {
     engine::ContextOptions o;
     o.n_threads = threads;
     o.n_ctx = n_ctx;
     o.interleave_weights = interleave;
+    o.gpu_layers = gpu_layers;
     HEARTH_ASSIGN(auto ctx, engine::InferenceContext::load(path, o));
     auto r = std::unique_ptr<HearthRunner>(new HearthRunner());
     r->ctx_ = std::move(ctx);
@@ -134,6 +141,7 @@ struct Options {
   int load_reps = 5;
   bool warmup = true;
   bool interleave = true;
+  int32_t gpu_layers = 0;  // engine::ContextOptions::gpu_layers (kAllGpuLayers: all); 0: the CPU
   std::string json_path;
   std::string doc_path;
   std::string doc_section;
@@ -159,6 +167,12 @@ Result<Options> parse_options(int argc, char** argv) {
        "run one untimed pp and tg first, as llama-bench does (off for long prompts, where one run takes minutes)", ""},
       {"weights", 0, SettingType::kString, "interleaved",
        "Hearth's weight layout: interleaved (as hearth runs) or gguf (rows as stored, for comparison)", ""},
+      SettingSpec{"gpu_layers", 0, SettingType::kInt, "0",
+                  "layers both engines put on the GPU: a count or all (the output layer too); Hearth's device is the "
+                  "one HEARTH_GPU names, else the best GPU; llama.cpp gets -ngl; 0: the CPU alone",
+                  "", SettingRange::at_least(0)}
+          .with_aliases({"-ngl"})
+          .with_choices({"all"}),
       {"json", 0, SettingType::kString, "bench_engine.json", "write results as JSON here", ""},
       {"write_doc", 0, SettingType::kString, "", "regenerate this Markdown file (docs/performance.md)", ""},
       {"doc_section", 0, SettingType::kString, "",
@@ -201,6 +215,8 @@ Result<Options> parse_options(int argc, char** argv) {
     return make_error(ErrorKind::kInvalidArgument, "--weights must be interleaved or gguf, not '" + layout + "'");
   }
   o.interleave = layout == "interleaved";
+  o.gpu_layers = s.get_string("gpu_layers") == "all" ? engine::ContextOptions::kAllGpuLayers
+                                                      : static_cast<int32_t>(s.get_int("gpu_layers"));
   o.json_path = s.get_string("json");
   o.doc_path = s.get_string("write_doc");
   o.doc_section = s.get_string("doc_section");
@@ -226,7 +242,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   // Warm loads: the first one brings the file into the page cache and is not counted.
   for (int i = 0; i <= o.load_reps; ++i) {
     auto start = std::chrono::steady_clock::now();
-    auto r = HearthRunner::open(path, o.threads, n_ctx, o.interleave);
+    auto r = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers);
     const double ms = seconds_since(start) * 1000.0;
     if (!r.ok()) {
       m.error = r.error().to_string();
@@ -236,12 +252,28 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   }
   m.baseline_rss = current_rss_bytes();
   m.peak_rss_measured = reset_peak_rss();
-  auto runner = HearthRunner::open(path, o.threads, n_ctx, o.interleave);
+  auto runner = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers);
   if (!runner.ok()) {
     m.error = runner.error().to_string();
     return m;
   }
   const auto& h = (*runner)->ctx().model().hparams();
+  const engine::InferenceContext& ctx = (*runner)->ctx();
+  m.n_layer = h.n_layer;
+  m.gpu_layers = ctx.gpu_layers();
+  m.gpu_output = ctx.gpu_output();
+  m.device_bytes = ctx.device_bytes();
+  if (ctx.gpu() != nullptr) m.gpu = device::describe_device(*ctx.gpu());
+  if (o.gpu_layers > 0) {
+    std::fprintf(stderr, "   hearth: %s layers on %s, %.0f MiB of device memory\n", offload_text(m).c_str(),
+                 m.gpu.empty() ? "no GPU" : m.gpu.c_str(), mib(m.device_bytes));
+    // A CPU figure in a GPU table would mislead: the log above says why no layer went up.
+    if (m.gpu_layers == 0) {
+      m.error = "no layer went to a GPU (no device chosen, or the model's layers cannot run there; see the log; "
+                "a CPU driver such as lavapipe is used only when HEARTH_GPU names it)";
+      return m;
+    }
+  }
   const uint64_t kv_token_bytes =
       static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(h.head_dim_k + h.head_dim_v) * 2;
   m.kv_bytes = kv_token_bytes * static_cast<uint64_t>(n_ctx);
@@ -271,7 +303,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   auto llama_run = [&](bool prompt) {
     if (!llama || !m.llama_error.empty()) return;
     LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, prompt ? o.pp : 0, prompt ? 0 : o.tg,
-                                         prompt ? 0 : o.depth, o.llama_flash_attn);
+                                         prompt ? 0 : o.depth, o.llama_flash_attn, o.gpu_layers);
     if (!r.error.empty()) {
       m.llama_error = r.error;
       return;
@@ -279,6 +311,8 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
     (prompt ? m.llama_pp : m.llama_tg).push_back(prompt ? r.pp_tps : r.tg_tps);
     m.llama_peak_rss = std::max(m.llama_peak_rss, r.peak_rss_bytes);
     m.llama_commit = r.build_commit;
+    m.llama_gpu = r.gpu_info;
+    m.llama_backends = r.backends;
     std::fprintf(stderr, "   llama.cpp  %s %8.2f\n", prompt ? "pp" : "tg", prompt ? r.pp_tps : r.tg_tps);
   };
   // The machine's memory bandwidth drifts over minutes (other tenants), so the two engines'
@@ -292,6 +326,29 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   }
   m.peak_rss = peak_rss_bytes();
   return m;
+}
+
+// The JSON and the doc (--json, --write-doc) for the models measured so far, each written
+// atomically (a run killed midway leaves the last complete files).
+bool write_outputs(const Options& o, const RunInfo& info, const std::vector<ModelResult>& results) {
+  bool ok = true;
+  if (!o.json_path.empty() && !write_file_atomically(o.json_path, results_json(info, results).dump(2) + "\n")) {
+    std::fprintf(stderr, "cannot write %s\n", o.json_path.c_str());
+    ok = false;
+  }
+  if (!o.doc_path.empty()) {
+    // Sections other benchmarks own (registry pull, ...) survive the rewrite.
+    std::ifstream in(o.doc_path);
+    const std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string doc = o.doc_section.empty()
+                                ? keep_doc_sections(old, format_performance_doc(info, results))
+                                : replace_doc_section(old, o.doc_section, format_section_doc(info, results));
+    if (!write_file_atomically(o.doc_path, doc)) {
+      std::fprintf(stderr, "cannot write %s\n", o.doc_path.c_str());
+      ok = false;
+    }
+  }
+  return ok;
 }
 
 }  // namespace
@@ -315,6 +372,19 @@ int main(int argc, char** argv) {
   info.rounds = o.rounds;
   info.date = utc_date();
   info.command = o.command_line;
+  info.gpu_layers = o.gpu_layers;
+  if (o.gpu_layers > 0) {
+    // What discovery sees, as `hearth serve` lists it at start (the device the engine picks is
+    // recorded per model once layers went up).
+    auto devices = hearth::device::list_devices();
+    if (!devices.ok()) {
+      std::fprintf(stderr, "no GPU: %s\n", devices.error().message.c_str());
+    } else {
+      for (size_t i = 0; i < devices->size(); ++i) info.gpu_devices.push_back(hearth::device::describe_device(i, (*devices)[i]));
+      for (const auto& line : info.gpu_devices) std::fprintf(stderr, "GPU %s\n", line.c_str());
+      if (devices->empty()) std::fprintf(stderr, "Vulkan lists no device\n");
+    }
+  }
   std::fprintf(stderr, "measuring memory bandwidth (%d threads)...\n", o.threads);
   const Bandwidth bw = measure_bandwidth(o.threads);
   info.memcpy_gbs = bw.memcpy_gbs;
@@ -327,7 +397,12 @@ int main(int argc, char** argv) {
   for (const auto& path : o.models) {
     results.push_back(bench_model(path, o, llama));
     if (!results.back().error.empty()) std::fprintf(stderr, "   error: %s\n", results.back().error.c_str());
-    if (!results.back().llama_commit.empty()) info.llama_commit = results.back().llama_commit;
+    const ModelResult& m = results.back();
+    if (!m.llama_commit.empty()) info.llama_commit = m.llama_commit;
+    if (!m.llama_gpu.empty()) info.llama_gpu = m.llama_gpu;
+    if (!m.llama_backends.empty()) info.llama_backends = m.llama_backends;
+    if (!m.gpu.empty()) info.gpu = m.gpu;
+    write_outputs(o, info, results);
   }
   // The bandwidth again at the end: the machine's load may have changed during the run.
   const Bandwidth after = measure_bandwidth(o.threads);
@@ -335,23 +410,7 @@ int main(int argc, char** argv) {
   info.memcpy_gbs = std::max(info.memcpy_gbs, after.memcpy_gbs);
 
   std::printf("%s", format_console_table(info, results).c_str());
-  if (!o.json_path.empty()) {
-    std::ofstream out(o.json_path);
-    out << results_json(info, results).dump(2) << "\n";
-    if (!out) std::fprintf(stderr, "cannot write %s\n", o.json_path.c_str());
-  }
-  if (!o.doc_path.empty()) {
-    // Sections other benchmarks own (registry pull, ...) survive the rewrite.
-    std::ifstream in(o.doc_path);
-    std::string old((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ofstream out(o.doc_path);
-    out << (o.doc_section.empty() ? keep_doc_sections(old, format_performance_doc(info, results))
-                                  : replace_doc_section(old, o.doc_section, format_section_doc(info, results)));
-    if (!out) {
-      std::fprintf(stderr, "cannot write %s\n", o.doc_path.c_str());
-      return 1;
-    }
-  }
+  if (!write_outputs(o, info, results)) return 1;
   for (const auto& r : results) {
     if (!r.error.empty()) return 1;
   }

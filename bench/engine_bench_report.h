@@ -1,16 +1,21 @@
 // Results of the engine benchmark (engine_bench.cpp) and their three renderings: the console
 // table, JSON with every sample, and docs/performance.md, which is only ever written from a run
-// (never by hand) so the published numbers are the measured ones.
+// (never by hand) so the published numbers are the measured ones. A run with layers on a GPU
+// (--gpu-layers) names the device each engine used and how many layers Hearth put there.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "llama_bench_runner.h"
 
 namespace hearth::bench {
 
@@ -20,14 +25,24 @@ struct RunInfo {
   int depth = 0;                  // context tokens before each tg run
   bool llama_flash_attn = false;  // llama.cpp ran with -fa 1
   double memcpy_gbs = 0, read_gbs = 0;
+  // Layers both engines were asked to put on a GPU (0: none, the CPU run; int32 max: all).
+  int32_t gpu_layers = 0;
+  std::string gpu;                       // the device Hearth's layers ran on (describe_device)
+  std::vector<std::string> gpu_devices;  // every device Hearth's discovery listed, in its order
+  std::string llama_gpu, llama_backends;  // the devices and backends llama-bench reported
 };
 
 struct ModelResult {
   std::string path, name, error, llama_error, llama_commit;
+  std::string gpu;                        // Hearth's device for this model (empty on the CPU)
+  std::string llama_gpu, llama_backends;  // what llama-bench reported for it
   uint64_t file_bytes = 0, decode_weight_bytes = 0, kv_bytes = 0;
   uint64_t decode_kv_bytes = 0;  // F16 KV one generation step reads at the run's depth (0 at depth 0)
   uint64_t baseline_rss = 0, peak_rss = 0, llama_peak_rss = 0;
   bool peak_rss_measured = false;
+  int32_t n_layer = 0, gpu_layers = 0;  // Hearth's layers in all and on the GPU
+  bool gpu_output = false;              // the output layer on the GPU too
+  uint64_t device_bytes = 0;            // GPU memory Hearth held for the model (its size_vram)
   std::vector<double> hearth_pp, hearth_tg, llama_pp, llama_tg, load_ms;
 };
 
@@ -53,42 +68,104 @@ inline std::string fmt(const char* f, double x) {
 
 inline std::string ratio_text(double a, double b) { return b > 0 && a > 0 ? fmt("%.2fx", a / b) : "-"; }
 
-// The Markdown table shared by the console and the doc.
+inline bool gpu_run(const RunInfo& info) { return info.gpu_layers != 0; }
+inline std::string gpu_layers_text(int32_t n) {
+  return n == std::numeric_limits<int32_t>::max() ? std::string("all") : std::to_string(n);
+}
+// Hearth's offload of one model: "24/24 + output", "12/24".
+inline std::string offload_text(const ModelResult& m) {
+  return std::to_string(m.gpu_layers) + "/" + std::to_string(m.n_layer) + (m.gpu_output ? " + output" : "");
+}
+
+// The Markdown table shared by the console and the doc. At depth, each row also shows the
+// bandwidth bound: the tokens/s a step reading its weights and its KV at the measured
+// streaming-read bandwidth would reach. The host's read bandwidth says nothing of a GPU's, so a
+// GPU run leaves out the columns that compare with it and shows the offload instead.
 inline std::string markdown_table(const RunInfo& info, const std::vector<ModelResult>& results) {
   const std::string pp = "pp" + std::to_string(info.pp), tg = "tg" + std::to_string(info.tg) + (info.depth > 0 ? "@d" + std::to_string(info.depth) : "");
-  // Each row shows the bandwidth bound: the tokens/s a step reading its weights (and, at depth, its
+  // CPU rows show the bandwidth bound: the tokens/s a step reading its weights (and, at depth, its
   // KV) at the measured streaming-read bandwidth would reach.
-  const bool at_depth = info.depth > 0;
-  std::string out = "| model | MiB | " + pp + " Hearth | " + pp + " llama.cpp | ratio | " + tg + " Hearth | " + tg +
-                    " llama.cpp | ratio | decode GB/s Hearth | llama.cpp | % of read bw | " +
-                    (at_depth ? "KV MiB read per step | " : "") + "bw bound tok/s | load ms | RSS MiB (budget) |\n";
-  out += std::string("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|") + (at_depth ? "---:|" : "") + "---:|---:|---:|\n";
+  const bool at_depth = info.depth > 0, gpu = gpu_run(info);
+  auto step_bytes = [](const ModelResult& m) { return static_cast<double>(m.decode_weight_bytes + m.decode_kv_bytes); };
+  auto rate = [](double tps) { return tps > 0 ? fmt("%.2f", tps) : std::string("-"); };
+  auto gbs = [&](double tps, const ModelResult& m) { return tps > 0 ? fmt("%.1f", tps * step_bytes(m) / 1e9) : std::string("-"); };
+  struct Column {
+    std::string header;
+    std::function<std::string(const ModelResult&)> cell;
+  };
+  std::vector<Column> cols = {{"MiB", [](const ModelResult& m) { return fmt("%.0f", mib(m.file_bytes)); }}};
+  if (gpu) {
+    cols.push_back({"GPU layers", offload_text});
+    cols.push_back({"GPU MiB", [](const ModelResult& m) { return fmt("%.0f", mib(m.device_bytes)); }});
+  }
+  cols.insert(cols.end(), {
+      {pp + " Hearth", [&](const ModelResult& m) { return rate(median(m.hearth_pp)); }},
+      {pp + " llama.cpp", [&](const ModelResult& m) { return rate(median(m.llama_pp)); }},
+      {"ratio", [](const ModelResult& m) { return ratio_text(median(m.hearth_pp), median(m.llama_pp)); }},
+      {tg + " Hearth", [&](const ModelResult& m) { return rate(median(m.hearth_tg)); }},
+      {tg + " llama.cpp", [&](const ModelResult& m) { return rate(median(m.llama_tg)); }},
+      {"ratio", [](const ModelResult& m) { return ratio_text(median(m.hearth_tg), median(m.llama_tg)); }},
+      {"decode GB/s Hearth", [&](const ModelResult& m) { return gbs(median(m.hearth_tg), m); }},
+      {"llama.cpp", [&](const ModelResult& m) { return gbs(median(m.llama_tg), m); }},
+  });
+  if (!gpu) {
+    cols.push_back({"% of read bw", [&](const ModelResult& m) {
+                      return fmt("%.0f%%", 100.0 * median(m.hearth_tg) * step_bytes(m) / 1e9 / info.read_gbs);
+                    }});
+    if (at_depth) {
+      cols.push_back({"KV MiB read per step", [](const ModelResult& m) { return fmt("%.0f", mib(m.decode_kv_bytes)); }});
+    }
+    cols.push_back({"bw bound tok/s", [&](const ModelResult& m) { return fmt("%.1f", info.read_gbs * 1e9 / step_bytes(m)); }});
+  }
+  cols.push_back({"load ms", [](const ModelResult& m) { return fmt("%.0f", median(m.load_ms)); }});
+  cols.push_back({"RSS MiB (budget)", [](const ModelResult& m) {
+                    return (m.peak_rss_measured ? fmt("%.0f", mib(hearth_rss(m))) : std::string("?")) + " (" +
+                           fmt("%.0f", mib(rss_budget(m))) + ")";
+                  }});
+  std::string out = "| model |", rule = "|---|";
+  for (const auto& c : cols) {
+    out += " " + c.header + " |";
+    rule += "---:|";
+  }
+  out += "\n" + rule + "\n";
   for (const auto& m : results) {
+    out += "| " + m.name + " |";
     if (!m.error.empty()) {
-      out += "| " + m.name + " | error: " + m.error + " |||||||||||\n";
+      out += " error: " + m.error + " |" + std::string(cols.size() - 1, '|') + "\n";
       continue;
     }
-    const double hpp = median(m.hearth_pp), htg = median(m.hearth_tg);
-    const double lpp = median(m.llama_pp), ltg = median(m.llama_tg);
-    const double step_bytes = static_cast<double>(m.decode_weight_bytes + m.decode_kv_bytes);
-    const double gbs = htg * step_bytes / 1e9;
-    const double lgbs = ltg * step_bytes / 1e9;
-    out += "| " + m.name + " | " + fmt("%.0f", mib(m.file_bytes)) + " | " + fmt("%.2f", hpp) + " | " +
-           (lpp > 0 ? fmt("%.2f", lpp) : "-") + " | " + ratio_text(hpp, lpp) + " | " + fmt("%.2f", htg) + " | " +
-           (ltg > 0 ? fmt("%.2f", ltg) : "-") + " | " + ratio_text(htg, ltg) + " | " + fmt("%.1f", gbs) + " | " +
-           (lgbs > 0 ? fmt("%.1f", lgbs) : "-") + " | " + fmt("%.0f%%", 100.0 * gbs / info.read_gbs) + " | " +
-           (at_depth ? fmt("%.0f", mib(m.decode_kv_bytes)) + " | " : std::string()) +
-           fmt("%.1f", info.read_gbs * 1e9 / step_bytes) + " | " +
-           fmt("%.0f", median(m.load_ms)) + " | " +
-           (m.peak_rss_measured ? fmt("%.0f", mib(hearth_rss(m))) : std::string("?")) + " (" +
-           fmt("%.0f", mib(rss_budget(m))) + ") |\n";
+    for (const auto& c : cols) {
+      out += ' ';
+      out += c.cell(m);
+      out += " |";
+    }
+    out += "\n";
   }
   return out;
 }
 
 inline std::string machine_line(const RunInfo& info) {
-  return info.cpu + ", " + std::to_string(info.threads) + " threads; memcpy " + fmt("%.1f", info.memcpy_gbs) +
-         " GB/s, streaming read " + fmt("%.1f", info.read_gbs) + " GB/s (same thread count, same run)";
+  std::string line = info.cpu + ", " + std::to_string(info.threads) + " threads; memcpy " + fmt("%.1f", info.memcpy_gbs) +
+                     " GB/s, streaming read " + fmt("%.1f", info.read_gbs) + " GB/s (same thread count, same run" +
+                     (gpu_run(info) ? ", the host's; the GPU is named below" : "") + ")";
+  return line;
+}
+
+// How a GPU run put layers on the device, in both engines (empty for a CPU run).
+inline std::string gpu_paragraph(const RunInfo& info) {
+  if (!gpu_run(info)) return "";
+  std::string out = "GPU offload: Hearth with `--gpu-layers " + gpu_layers_text(info.gpu_layers) +
+                    "` (the engine's gpu_layers, as `hearth run -ngl`), on " +
+                    (info.gpu.empty() ? std::string("no device (every layer stayed on the CPU)") : info.gpu) +
+                    "; its discovery listed " + std::to_string(info.gpu_devices.size()) + " device(s)";
+  for (size_t i = 0; i < info.gpu_devices.size(); ++i) out += (i == 0 ? ": " : "; ") + info.gpu_devices[i];
+  out += ". llama.cpp with `-ngl " + llama_ngl(info.gpu_layers) + "`";
+  if (!info.llama_commit.empty()) {
+    out += ", reporting devices \"" + info.llama_gpu + "\" and backends \"" + info.llama_backends + "\"";
+  }
+  return out + ". The GPU layers column is Hearth's offload (layers on the device / layers; + output: the output "
+               "layer too) and GPU MiB the device memory it held once loaded (weights and buffers; KV "
+               "chunks come as sequences grow).\n";
 }
 
 // Checks of the targets that this run can decide, one line each.
@@ -107,9 +184,13 @@ inline std::vector<std::string> target_lines(const RunInfo& info, const std::vec
     }
   }
   if (!worst_name.empty()) {
-    lines.push_back("Worst Hearth/llama.cpp ratio: " + fmt("%.2fx", worst) + " (" + worst_name + "); the 1.0x floor " +
-                    (worst >= 1.0 ? "holds" : "does not hold") + " in this run.");
+    lines.push_back("Worst Hearth/llama.cpp ratio: " + fmt("%.2fx", worst) + " (" + worst_name + ")" +
+                    (gpu_run(info) ? std::string(".")
+                                   : std::string("; the 1.0x floor ") + (worst >= 1.0 ? "holds" : "does not hold") +
+                                         " in this run."));
   }
+  // The bandwidth, load and memory targets are the CPU engine's.
+  if (gpu_run(info)) return lines;
   for (const auto& m : results) {
     if (!m.error.empty()) continue;
     if (m.name.find("-1b-q8_0") != std::string::npos) {
@@ -135,7 +216,8 @@ inline std::vector<std::string> target_lines(const RunInfo& info, const std::vec
 }
 
 inline std::string format_console_table(const RunInfo& info, const std::vector<ModelResult>& results) {
-  std::string out = "\n" + machine_line(info) + "\n\n" + markdown_table(info, results) + "\n";
+  std::string out = "\n" + machine_line(info) + "\n\n" + gpu_paragraph(info) + (gpu_run(info) ? "\n" : "") +
+                    markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += l + "\n";
   for (const auto& m : results) {
     if (!m.llama_error.empty()) out += m.name + ": llama.cpp failed: " + m.llama_error + "\n";
@@ -150,7 +232,12 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
   j["settings"] = {{"pp", info.pp},         {"tg", info.tg},
                    {"depth", info.depth},   {"llama_flash_attn", info.llama_flash_attn},
                    {"rounds", info.rounds}, {"command", info.command}};
-  j["llama_cpp"] = {{"bin", info.llama_bin}, {"commit", info.llama_commit}};
+  j["llama_cpp"] = {{"bin", info.llama_bin},
+                    {"commit", info.llama_commit},
+                    {"gpu_info", info.llama_gpu},
+                    {"backends", info.llama_backends},
+                    {"ngl", llama_ngl(info.gpu_layers)}};
+  j["gpu"] = {{"layers_asked", gpu_layers_text(info.gpu_layers)}, {"device", info.gpu}, {"devices", info.gpu_devices}};
   for (const auto& m : results) {
     nlohmann::json r = {{"name", m.name},
                         {"path", m.path},
@@ -160,7 +247,9 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
                         {"decode_kv_bytes", m.decode_kv_bytes},
                         {"hearth", {{"pp_tps", m.hearth_pp}, {"tg_tps", m.hearth_tg}, {"load_ms", m.load_ms},
                                     {"pp_median", median(m.hearth_pp)}, {"tg_median", median(m.hearth_tg)},
-                                    {"peak_rss_bytes", hearth_rss(m)}, {"rss_budget_bytes", rss_budget(m)}}},
+                                    {"peak_rss_bytes", hearth_rss(m)}, {"rss_budget_bytes", rss_budget(m)},
+                                    {"n_layer", m.n_layer}, {"gpu_layers", m.gpu_layers}, {"gpu_output", m.gpu_output},
+                                    {"device_bytes", m.device_bytes}}},
                         {"llama_cpp", {{"pp_tps", m.llama_pp}, {"tg_tps", m.llama_tg},
                                        {"pp_median", median(m.llama_pp)}, {"tg_median", median(m.llama_tg)},
                                        {"peak_rss_bytes", m.llama_peak_rss}}}};
@@ -204,7 +293,7 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "divided by those bytes per step (the speed of a step that did nothing but read them).\n"
       "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
       "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
-      markdown_table(info, results) + "\n";
+      (gpu_run(info) ? "- " + gpu_paragraph(info) + "\n" : std::string()) + markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
   return out;
 }
@@ -224,9 +313,10 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
          "decode GB/s counts the bytes one token reads: for mixture-of-experts files, the share of the expert "
          "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor" +
          (info.depth > 0 ? std::string(", plus the F16 KV of the depth's tokens") : std::string()) +
-         "; bw bound tok/s is the streaming-read bandwidth divided by those bytes per step (the speed a step that "
-         "only read them would reach)" +
-         ".\n\n" +
+         (gpu_run(info) ? std::string()
+                        : std::string("; bw bound tok/s is the streaming-read bandwidth divided by those bytes per step "
+                                      "(the speed a step that only read them would reach)")) +
+         ".\n\n" + (gpu_run(info) ? gpu_paragraph(info) + "\n" : std::string()) +
          markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";
   for (const auto& m : results) {

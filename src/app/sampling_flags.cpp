@@ -1,8 +1,6 @@
 // Shared model/sampling flags (see sampling_flags.h).
 #include "app/sampling_flags.h"
 
-#include <limits>
-
 namespace hearth::app {
 namespace {
 constexpr double kInt32Max = SettingRange::kInt32Max;
@@ -85,7 +83,7 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   if (ngl == "auto") {
     o.gpu_layers = -1;
   } else if (ngl == "all") {
-    o.gpu_layers = std::numeric_limits<int32_t>::max();
+    o.gpu_layers = engine::ContextOptions::kAllGpuLayers;
   } else {
     o.gpu_layers = static_cast<int32_t>(s.get_int("n_gpu_layers"));
   }

@@ -59,8 +59,10 @@ Result<std::optional<size_t>> choose_device(const std::vector<DeviceInfo>& devic
 // libLLVM, ~44 MiB of resident code) for nothing.
 bool gpu_disabled(std::string_view hearth_gpu);
 
-// One line per device: "0: NAME (vendor, kind, driver) total 8.0 GiB free 7.5 GiB".
+// One line per device: "0: NAME (vendor, kind, driver) total 8.0 GiB free 7.5 GiB"; the same
+// without the position where a device is named alone.
 std::string describe_device(size_t position, const DeviceInfo& d);
+std::string describe_device(const DeviceInfo& d);
 
 class Context;
 

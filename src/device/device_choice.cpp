@@ -43,11 +43,12 @@ std::string device_list_text(const std::vector<DeviceInfo>& devices) {
 
 }  // namespace
 
-std::string describe_device(size_t position, const DeviceInfo& d) {
-  return std::to_string(position) + ": " + d.name + " (" + d.vendor + ", " + device_kind_name(d.kind) + ", " +
-         d.driver + ") total " + gib(d.total_bytes) + " free " + gib(d.free_bytes) +
-         (d.budget_known ? "" : " (no memory budget: free is total)");
+std::string describe_device(const DeviceInfo& d) {
+  return d.name + " (" + d.vendor + ", " + device_kind_name(d.kind) + ", " + d.driver + ") total " + gib(d.total_bytes) +
+         " free " + gib(d.free_bytes) + (d.budget_known ? "" : " (no memory budget: free is total)");
 }
+
+std::string describe_device(size_t position, const DeviceInfo& d) { return std::to_string(position) + ": " + describe_device(d); }
 
 bool gpu_disabled(std::string_view hearth_gpu) {
   const std::string want = lower(hearth_gpu);

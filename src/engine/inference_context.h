@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -35,9 +36,11 @@ struct ContextOptions {
   kv::KvPoolOptions kv_pool;
   // See model::LoadOptions::interleave; HEARTH_WEIGHT_LAYOUT=gguf turns it off.
   bool interleave_weights = true;
-  // Layers to run on a GPU (model::DeviceOffload): -1 as many as fit, 0 none, N at most N.
+  // Layers to run on a GPU (model::DeviceOffload): -1 as many as fit, 0 none, N at most N
+  // (kAllGpuLayers: every layer and the output layer, llama-server's "-ngl all").
   // The device is the one HEARTH_GPU names, else the best listed (never a CPU driver).
   int32_t gpu_layers = -1;
+  static constexpr int32_t kAllGpuLayers = std::numeric_limits<int32_t>::max();
   // The load's progress, 0..1, on the loading thread: the share of the weights' bytes prepared
   // (moved into the interleaved layout, the load's real pass over them), then 1 once the
   // context is ready. Values never decrease; the last is 1 (not called for a failed load).
@@ -57,6 +60,10 @@ class InferenceContext {
   // Bytes of GPU memory the model holds (weights, KV, scratch of offloaded layers); 0 on the CPU.
   uint64_t device_bytes() const { return offload_ ? offload_->device_bytes() : 0; }
   int32_t gpu_layers() const { return offload_ ? offload_->n_layers() : 0; }
+  // The GPU the offloaded layers run on (nullptr on the CPU path), and whether the output layer
+  // went there too.
+  const device::DeviceInfo* gpu() const { return offload_ ? &device_->info() : nullptr; }
+  bool gpu_output() const { return offload_ && offload_->has_output(); }
   ThreadPool& pool() { return *pool_; }
   kv::KvCache& kv() { return *kv_; }
   const kv::KvCache& kv() const { return *kv_; }

@@ -31,7 +31,7 @@ struct KvBlockPool::Shared {
   std::atomic<uint64_t> chunks_committed_total{0};
   std::atomic<uint64_t> chunks_released_total{0};
   std::atomic<uint64_t> commits_on_demand_total{0};
-  std::atomic<int64_t> mirror_chunks{0};
+  std::atomic<int64_t> mirror_blocks{0};  // blocks of the chunks the mirror holds
   std::atomic<size_t> mirror_chunk_bytes{0};
   std::atomic<uint64_t> mirror_chunks_released_total{0};
 
@@ -164,7 +164,7 @@ int32_t KvBlockPool::pick_chunk() {
   std::unique_lock lock(sh.mu);
   int32_t committing = -1, released = -1;
   for (size_t c = 0; c < n_chunks_; ++c) {
-    const int32_t cap = std::min(blocks_per_chunk_, n_blocks_ - static_cast<int32_t>(c) * blocks_per_chunk_);
+    const int32_t cap = blocks_in_chunk(static_cast<int32_t>(c));
     if (chunk_used_[c] >= cap) continue;
     if (sh.state[c] == ChunkState::kCommitted) return static_cast<int32_t>(c);
     if (sh.state[c] == ChunkState::kCommitting && committing < 0) committing = static_cast<int32_t>(c);
@@ -200,7 +200,7 @@ void KvBlockPool::commit_ahead() {
   int64_t resident = 0;
   for (size_t c = 0; c < n_chunks_; ++c) {
     if (sh.state[c] == ChunkState::kReleased) continue;
-    const int32_t cap = std::min(blocks_per_chunk_, n_blocks_ - static_cast<int32_t>(c) * blocks_per_chunk_);
+    const int32_t cap = blocks_in_chunk(static_cast<int32_t>(c));
     headroom += cap - chunk_used_[c];
     ++resident;
   }
@@ -212,7 +212,7 @@ void KvBlockPool::commit_ahead() {
     if (limit != 0 && static_cast<size_t>(resident + 1) * chunk_stride_ > limit) break;
     sh.state[c] = ChunkState::kCommitting;
     sh.queue.push_back(static_cast<int32_t>(c));
-    headroom += std::min(blocks_per_chunk_, n_blocks_ - static_cast<int32_t>(c) * blocks_per_chunk_);
+    headroom += blocks_in_chunk(static_cast<int32_t>(c));
     ++resident;
     queued = true;
   }
@@ -230,7 +230,7 @@ Result<int32_t> KvBlockPool::kv_block_alloc() {
       return make_error(ErrorKind::kOutOfRange, "KV cache is full on the device: " + st.error().message);
     }
     mirror_committed_[static_cast<size_t>(c)] = 1;
-    shared_->mirror_chunks.fetch_add(1);
+    shared_->mirror_blocks.fetch_add(blocks_in_chunk(c));
   }
   const int32_t first = c * blocks_per_chunk_;
   const int32_t last = std::min(first + blocks_per_chunk_, n_blocks_);
@@ -271,7 +271,7 @@ void KvBlockPool::release_chunk(int32_t chunk) {
   if (mirror_ != nullptr && mirror_committed_[static_cast<size_t>(chunk)] != 0) {
     mirror_->release_chunk(chunk);
     mirror_committed_[static_cast<size_t>(chunk)] = 0;
-    sh.mirror_chunks.fetch_sub(1);
+    sh.mirror_blocks.fetch_sub(blocks_in_chunk(chunk));
     sh.mirror_chunks_released_total.fetch_add(1);
   }
   sh.chunks_released_total.fetch_add(1);
@@ -324,10 +324,11 @@ KvPoolStats KvBlockPool::stats() const {
   s.chunks_committed_total = sh.chunks_committed_total.load();
   s.chunks_released_total = sh.chunks_released_total.load();
   s.commits_on_demand_total = sh.commits_on_demand_total.load();
-  s.mirror_reserved_bytes = n_chunks_ * sh.mirror_chunk_bytes.load();
-  s.mirror_committed_bytes = static_cast<size_t>(std::max<int64_t>(0, sh.mirror_chunks.load())) * sh.mirror_chunk_bytes.load();
-  s.mirror_chunks_released_total = sh.mirror_chunks_released_total.load();
+  // The mirror's memory by blocks: its last chunk holds only the blocks that exist.
   s.mirror_block_bytes = sh.mirror_chunk_bytes.load() / static_cast<size_t>(chunk_slots());
+  s.mirror_reserved_bytes = static_cast<size_t>(n_blocks_) * s.mirror_block_bytes;
+  s.mirror_committed_bytes = static_cast<size_t>(std::max<int64_t>(0, sh.mirror_blocks.load())) * s.mirror_block_bytes;
+  s.mirror_chunks_released_total = sh.mirror_chunks_released_total.load();
   return s;
 }
 
@@ -352,7 +353,7 @@ Status KvBlockPool::attach_mirror(KvChunkMirror* mirror) {
   }
   mirror_ = mirror;
   mirror_committed_.assign(n_chunks_, 0);
-  shared_->mirror_chunks.store(0);
+  shared_->mirror_blocks.store(0);
   shared_->mirror_chunk_bytes.store(mirror != nullptr ? mirror->chunk_bytes() : 0);
   return ok_status();
 }

@@ -55,7 +55,9 @@ struct KvPoolOptions {
 // c's blocks, so it is elastic the same way: the pool commits a mirror chunk when it hands out
 // a block of that chunk (on the allocating thread and only then, never ahead: device memory is
 // scarcer than RAM), releases it when it releases its own chunk, and copies a block in it when
-// it copies one (copy-on-write).
+// it copies one (copy-on-write). chunk_bytes() is a chunk of chunk_slots() blocks; a chunk
+// of fewer blocks (the pool's last, blocks_in_chunk) may be smaller, and the pool counts the
+// mirror's memory per block.
 class KvChunkMirror {
  public:
   virtual ~KvChunkMirror() = default;
@@ -137,6 +139,8 @@ class KvBlockPool {
   // Blocks a chunk holds rows for: blocks_per_chunk(), or fewer when the whole pool is smaller
   // (a mirror need not size its one chunk for blocks that do not exist).
   int32_t chunk_slots() const { return std::min(blocks_per_chunk_, n_blocks_); }
+  // Blocks chunk `chunk` holds: blocks_per_chunk(), fewer for a last chunk past the pool's end.
+  int32_t blocks_in_chunk(int32_t chunk) const { return std::min(blocks_per_chunk_, n_blocks_ - chunk * blocks_per_chunk_); }
   size_t bytes_reserved() const { return n_chunks_ * chunk_stride_; }
 
   // Chunks: blocks [c * blocks_per_chunk, (c + 1) * blocks_per_chunk) live in chunk c.

@@ -2,7 +2,6 @@
 // the kernels read, and the device-side block copy of copy-on-write.
 #include "model/device_kv.h"
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -27,13 +26,13 @@ Result<std::unique_ptr<DeviceKvPool>> DeviceKvPool::create(device::Context& ctx,
   // A pool smaller than one chunk (a CPU pool shaped by few CPU layers has many blocks a
   // chunk) needs room for its own blocks only: they all live in chunk 0.
   p->chunk_slots_ = pool.chunk_slots();
-  const size_t rows = static_cast<size_t>(p->chunk_slots_) * static_cast<size_t>(l.block_tokens);
-  p->layer_bytes_ = rows * (p->k_row_bytes_ + p->v_row_bytes_);
-  p->chunk_bytes_ = p->layer_bytes_ * static_cast<size_t>(n_layers);
-  if (p->chunk_bytes_ / 4 > UINT32_MAX) return make_error(ErrorKind::kUnsupported, "device KV chunks too large");
+  p->layer_bytes_ = static_cast<size_t>(l.block_tokens) * (p->k_row_bytes_ + p->v_row_bytes_);
+  p->slot_bytes_ = p->layer_bytes_ * static_cast<size_t>(n_layers);
+  if (p->chunk_bytes() / 4 > UINT32_MAX) return make_error(ErrorKind::kUnsupported, "device KV chunks too large");
   const size_t n_chunks =
       (static_cast<size_t>(pool.n_blocks()) + static_cast<size_t>(p->blocks_per_chunk_) - 1) / p->blocks_per_chunk_;
   p->chunks_.resize(n_chunks);
+  for (size_t c = 0; c < n_chunks; ++c) p->chunk_blocks_.push_back(pool.blocks_in_chunk(static_cast<int32_t>(c)));
   HEARTH_ASSIGN(p->addresses_, ctx.alloc(n_chunks * 8));
   HEARTH_TRY(ctx.fill_zero(p->addresses_));
   return p;
@@ -42,7 +41,7 @@ Result<std::unique_ptr<DeviceKvPool>> DeviceKvPool::create(device::Context& ctx,
 Status DeviceKvPool::commit_chunk(int32_t chunk) {
   device::Buffer& b = chunks_[static_cast<size_t>(chunk)];
   if (b.valid()) return ok_status();
-  HEARTH_ASSIGN(device::Buffer nb, ctx_.alloc(chunk_bytes_));
+  HEARTH_ASSIGN(device::Buffer nb, ctx_.alloc(chunk_bytes(chunk)));
   HEARTH_ASSIGN(uint64_t addr, ctx_.address(nb));
   HEARTH_TRY(ctx_.upload(addresses_, static_cast<size_t>(chunk) * 8, &addr, 8));
   b = std::move(nb);
@@ -68,35 +67,27 @@ Status DeviceKvPool::copy_block(int32_t src, int32_t dst) {
     return make_error(ErrorKind::kInternal, "device KV copy of block " + std::to_string(src) + " to " +
                                                 std::to_string(dst) + ": a chunk is not committed");
   }
-  // Every layer's K and V rows of the block in one command: one submission, not one per layer.
-  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
-  std::vector<device::Recorder::CopyRegion> regions;
-  for (int32_t l = 0; l < n_layers_; ++l) {
-    const size_t base = static_cast<size_t>(l) * layer_bytes_;
-    regions.push_back({base + slot_offset(src) * k_row_bytes_, base + slot_offset(dst) * k_row_bytes_,
-                       static_cast<size_t>(block_tokens_) * k_row_bytes_});
-    regions.push_back({base + rows_k + slot_offset(src) * v_row_bytes_, base + rows_k + slot_offset(dst) * v_row_bytes_,
-                       static_cast<size_t>(block_tokens_) * v_row_bytes_});
-  }
+  // Every layer's K and V rows of the block are its slot: one region, one submission.
+  const device::Recorder::CopyRegion region{slot_offset(src), slot_offset(dst), slot_bytes_};
   device::Recorder rec(ctx_);
-  HEARTH_TRY(rec.copy(from, to, regions));
+  HEARTH_TRY(rec.copy(from, to, std::span<const device::Recorder::CopyRegion>(&region, 1)));
   return rec.run();
 }
 
 Status DeviceKvPool::read_block(int32_t layer, int32_t block, std::vector<uint16_t>* k, std::vector<uint16_t>* v) const {
   const device::Buffer& c = chunks_[static_cast<size_t>(block / blocks_per_chunk_)];
   if (!c.valid()) return make_error(ErrorKind::kOutOfRange, "block " + std::to_string(block) + " is not on the device");
-  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
-  const size_t base = static_cast<size_t>(layer) * layer_bytes_;
-  k->resize(static_cast<size_t>(block_tokens_) * k_row_bytes_ / 2);
+  const size_t rows_k = static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t base = slot_offset(block) + layer_offset(layer);
+  k->resize(rows_k / 2);
   v->resize(static_cast<size_t>(block_tokens_) * v_row_bytes_ / 2);
-  HEARTH_TRY(ctx_.download(c, base + slot_offset(block) * k_row_bytes_, k->data(), k->size() * 2));
-  return ctx_.download(c, base + rows_k + slot_offset(block) * v_row_bytes_, v->data(), v->size() * 2);
+  HEARTH_TRY(ctx_.download(c, base, k->data(), k->size() * 2));
+  return ctx_.download(c, base + rows_k, v->data(), v->size() * 2);
 }
 
 kernels::vulkan::DeviceKv DeviceKvPool::view(int32_t layer, const device::Buffer& table, uint32_t table_offset) const {
-  const size_t rows_k = static_cast<size_t>(chunk_slots_) * static_cast<size_t>(block_tokens_) * k_row_bytes_;
-  const size_t base = static_cast<size_t>(layer) * layer_bytes_;
+  const size_t rows_k = static_cast<size_t>(block_tokens_) * k_row_bytes_;
+  const size_t base = layer_offset(layer);
   kernels::vulkan::DeviceKv kv;
   kv.chunks = &addresses_;
   kv.table = &table;
@@ -105,6 +96,7 @@ kernels::vulkan::DeviceKv DeviceKvPool::view(int32_t layer, const device::Buffer
   kv.blocks_per_chunk = static_cast<uint32_t>(blocks_per_chunk_);
   kv.k_word = static_cast<uint32_t>(base / 4);
   kv.v_word = static_cast<uint32_t>((base + rows_k) / 4);
+  kv.slot_words = static_cast<uint32_t>(slot_bytes_ / 4);
   return kv;
 }
 

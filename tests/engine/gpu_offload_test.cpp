@@ -1,6 +1,7 @@
 // The engine with layers on the GPU (lavapipe in CI, named through HEARTH_GPU since automatic
 // choice skips CPU drivers): stories260K's 128-token greedy continuation equals llama.cpp's with
-// every layer and with a split; HEARTH_GPU=none and a HEARTH_GPU naming no device; the device
+// every layer and with a split, and the context names the device and whether the output layer
+// went there; HEARTH_GPU=none and a HEARTH_GPU naming no device; the device
 // KV of a serving engine is allocated when a conversation takes blocks, shows in its metrics and
 // slots, and goes back when the idle engine trims (growth chunk by chunk: device_kv_test); the
 // CPU KV holds only the CPU layers' rows, so its memory shrinks as -ngl grows.
@@ -66,6 +67,9 @@ TEST(GpuOffload, Stories260KGreedyMatchesReferenceWithAllLayersAndWithASplit) {
     ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
     EXPECT_EQ((*ctx)->gpu_layers(), std::min(layers, (*ctx)->model().hparams().n_layer));
     EXPECT_GT((*ctx)->device_bytes(), 0u);
+    ASSERT_NE((*ctx)->gpu(), nullptr);
+    EXPECT_EQ((*ctx)->gpu()->name, dev->info().name);
+    EXPECT_EQ((*ctx)->gpu_output(), layers > (*ctx)->model().hparams().n_layer);
     GenerateOptions g;
     g.n_predict = layers == 2 ? 24 : 128;
     g.sampling.temperature = 0;
@@ -125,6 +129,8 @@ TEST(GpuOffload, NoneKeepsTheCpuAndAnUnknownDeviceIsAnError) {
     ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
     EXPECT_EQ((*ctx)->device_bytes(), 0u);
     EXPECT_EQ((*ctx)->gpu_layers(), 0);
+    EXPECT_EQ((*ctx)->gpu(), nullptr);
+    EXPECT_FALSE((*ctx)->gpu_output());
   }
   {
     GpuChoice choice("no-such-gpu-anywhere");

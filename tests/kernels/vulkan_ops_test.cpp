@@ -311,18 +311,20 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
     kh[i] = fp32_to_fp16(kf[i]);
     vh[i] = fp32_to_fp16(vf[i]);
   }
-  // Pool blocks in chunks of two: blocks 0-1 in one allocation, 2-3 in a second, 4 in a third,
-  // each chunk holding its blocks' K rows then their V rows.
-  const uint32_t per_chunk = 2, n_chunks = 3, rows = per_chunk * block_tokens;
+  // Pool blocks in chunks of two: blocks 0-1 in one allocation, 2-3 in a second, 4 alone in a
+  // third half as long; each block's slot holds its K rows, then its V rows.
+  const uint32_t per_chunk = 2, n_chunks = 3;
+  const size_t bytes = block_tokens * row * 2;  // one block's K (or V) rows
   std::vector<Buffer> chunk_bufs;
   std::vector<uint64_t> addrs;
   for (uint32_t c = 0; c < n_chunks; ++c) {
-    auto cb = ctx->alloc(2 * rows * row * 2);
+    const uint32_t slots = std::min(per_chunk, pool_blocks - c * per_chunk);
+    auto cb = ctx->alloc(slots * 2 * bytes);
     ASSERT_TRUE(cb.ok());
-    for (uint32_t slot = 0; slot < per_chunk && c * per_chunk + slot < pool_blocks; ++slot) {
-      const size_t src = (c * per_chunk + slot) * block_tokens * row, bytes = block_tokens * row * 2;
-      ASSERT_TRUE(ctx->upload(*cb, slot * bytes, kh.data() + src, bytes).ok());
-      ASSERT_TRUE(ctx->upload(*cb, rows * row * 2 + slot * bytes, vh.data() + src, bytes).ok());
+    for (uint32_t slot = 0; slot < slots; ++slot) {
+      const size_t src = (c * per_chunk + slot) * block_tokens * row;
+      ASSERT_TRUE(ctx->upload(*cb, slot * 2 * bytes, kh.data() + src, bytes).ok());
+      ASSERT_TRUE(ctx->upload(*cb, slot * 2 * bytes + bytes, vh.data() + src, bytes).ok());
     }
     addrs.push_back(ctx->address(*cb).value());
     chunk_bufs.push_back(std::move(*cb));
@@ -331,7 +333,8 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
   ASSERT_TRUE(ab.ok() && tb.ok());
   ASSERT_TRUE(ctx->upload(*ab, 0, addrs.data(), addrs.size() * 8).ok());
   ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
-  DeviceKv dkv{&*ab, &*tb, block_tokens, 0, per_chunk, 0, static_cast<uint32_t>(rows * row / 2)};
+  DeviceKv dkv{&*ab, &*tb, block_tokens, 0, per_chunk, 0, static_cast<uint32_t>(bytes / 4),
+               static_cast<uint32_t>(2 * bytes / 4)};
   std::vector<const uint8_t*> kblocks, vblocks;
   for (uint32_t b = 0; b < n_blocks; ++b) {
     kblocks.push_back(reinterpret_cast<const uint8_t*>(kh.data() + table[b] * block_tokens * row));
@@ -385,30 +388,27 @@ TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
   const std::vector<int32_t> pos = {3, 4, 5};        // rows 2*4+3, 0*4+0, 0*4+1 of the pool
   const auto x = kernels::test::random_floats(pos.size() * row, 51);
   Buffer xb = upload_floats(*ctx, x);
-  // One chunk of all pool blocks; the rows go into the V region (after 1 word of padding and
-  // the K region), the K region stays zero.
-  const uint32_t region_words = pool_blocks * block_tokens * row / 2;
-  Buffer poolb = upload_floats(*ctx, std::vector<float>(1 + 2 * region_words, 0.0f));
+  // One chunk of all pool blocks: after 1 word of padding, a slot per block of its K rows then
+  // its V rows. The rows go into V rows of block 0's slot; everything else stays zero.
+  const uint32_t rows_words = block_tokens * row / 2, slot_words = 2 * rows_words;
+  Buffer poolb = upload_floats(*ctx, std::vector<float>(1 + pool_blocks * slot_words, 0.0f));
   const uint64_t addr = ctx->address(poolb).value();
   auto ab = ctx->alloc(8), tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
   ASSERT_TRUE(ab.ok() && tb.ok() && pb.ok());
   ASSERT_TRUE(ctx->upload(*ab, 0, &addr, 8).ok());
   ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
   ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
-  DeviceKv kv{&*ab, &*tb, block_tokens, 2, pool_blocks, 1, 1 + region_words};
+  DeviceKv kv{&*ab, &*tb, block_tokens, 2, pool_blocks, 1, 1 + rows_words, slot_words};
   Recorder rec(*ctx);
   ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, true).ok());  // tokens 1 and 2 only
   ASSERT_TRUE(rec.run().ok());
-  std::vector<uint16_t> all(2 + 4 * region_words);
+  std::vector<uint16_t> all(2 + 2 * pool_blocks * slot_words);
   ASSERT_TRUE(ctx->download(poolb, 0, all.data(), all.size() * 2).ok());
-  for (size_t i = 0; i < 2 + 2 * region_words; ++i) ASSERT_EQ(all[i], 0) << "K region or padding written at " << i;
-  const std::vector<uint16_t> got(all.begin() + 2 + 2 * region_words, all.end());
-  for (size_t i = 0; i < got.size(); ++i) {
-    const size_t r = i / row, e = i % row;
+  const size_t v0 = 2 + 2 * rows_words;  // block 0's V rows, in halves
+  for (size_t i = 0; i < all.size(); ++i) {
     float want = 0.0f;
-    if (r == 0) want = x[1 * row + e];
-    if (r == 1) want = x[2 * row + e];
-    EXPECT_EQ(got[i], fp32_to_fp16(want)) << "pool row " << r << " element " << e;
+    if (i >= v0 && i < v0 + 2 * row) want = x[(1 + (i - v0) / row) * row + (i - v0) % row];
+    ASSERT_EQ(all[i], fp32_to_fp16(want)) << "half " << i;
   }
 }
 

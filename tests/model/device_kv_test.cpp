@@ -1,8 +1,8 @@
 // The device KV of offloaded layers on the test device (lavapipe in CI): device chunks are
 // allocated as the CPU pool hands out blocks and freed when the pool releases its chunks
 // (device memory in use measured by the context's own accounting), rows written through the
-// kernels land in the block the table names, and a copy-on-write copy is made on the device.
-// End to end: two conversations sharing a prefix and diverging mid-block give the CPU's logits.
+// kernels land in the block the table names, and a copy-on-write copy is made on the device;
+// the pool's last chunk, when it holds fewer blocks, is allocated for those only. End to end: two conversations sharing a prefix and diverging mid-block give the CPU's logits.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -27,6 +27,41 @@ kv::KvLayout chunky_layout() {
   l.v_row_elems = 256;
   l.block_tokens = 16;
   return l;
+}
+
+// 16 rows of 256 floats, written through the kernels as layer `layer`'s K and V rows of pool
+// block `block` (one sequence of one block whose table names it).
+std::vector<float> store_block_rows(device::Context& ctx, model::DeviceKvPool& dkv, int32_t layer, uint32_t block) {
+  kernels::vulkan::VulkanOps ops(ctx);
+  const uint32_t row = 256, n = 16;
+  std::vector<float> x(n * row);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i + block) % 97) * 0.25f - 12.0f;
+  std::vector<int32_t> pos(n);
+  for (uint32_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(t);
+  auto xb = ctx.alloc(x.size() * 4), pb = ctx.alloc(n * 4), tb = ctx.alloc(4);
+  EXPECT_TRUE(xb.ok() && pb.ok() && tb.ok());
+  if (!xb.ok() || !pb.ok() || !tb.ok()) return {};
+  EXPECT_TRUE(ctx.upload(*xb, 0, x.data(), x.size() * 4).ok());
+  EXPECT_TRUE(ctx.upload(*pb, 0, pos.data(), n * 4).ok());
+  EXPECT_TRUE(ctx.upload(*tb, 0, &block, 4).ok());
+  device::Recorder rec(ctx);
+  const auto view = dkv.view(layer, *tb, 0);
+  EXPECT_TRUE(ops.kv_store(rec, *xb, *pb, 0, n, row, view, false).ok());
+  EXPECT_TRUE(ops.kv_store(rec, *xb, *pb, 0, n, row, view, true).ok());
+  EXPECT_TRUE(rec.run().ok());
+  return x;
+}
+
+// Whether layer `layer`'s K and V rows of `block` on the device are x's, as F16.
+void expect_block_rows(const model::DeviceKvPool& dkv, int32_t layer, int32_t block, const std::vector<float>& x) {
+  std::vector<uint16_t> k, v;
+  ASSERT_TRUE(dkv.read_block(layer, block, &k, &v).ok());
+  ASSERT_EQ(k.size(), x.size());
+  ASSERT_EQ(v.size(), x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    ASSERT_EQ(k[i], fp32_to_fp16(x[i])) << "block " << block << " K " << i;
+    ASSERT_EQ(v[i], fp32_to_fp16(x[i])) << "block " << block << " V " << i;
+  }
 }
 
 TEST(DeviceKv, ChunksAreAllocatedWithBlocksAndFreedWithThePoolsChunks) {
@@ -57,31 +92,11 @@ TEST(DeviceKv, ChunksAreAllocatedWithBlocksAndFreedWithThePoolsChunks) {
 
   // Rows written through the kernels land in the named block of the named layer; the pool's
   // copy (copy-on-write) copies them on the device, into another chunk.
-  kernels::vulkan::VulkanOps ops(*ctx);
-  const uint32_t row = 256, n = 16;
-  std::vector<float> x(n * row);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(i % 97) * 0.25f - 12.0f;
-  std::vector<int32_t> pos(n);
-  for (uint32_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(t);
   const uint32_t src = static_cast<uint32_t>(blocks[3]), dst = static_cast<uint32_t>(blocks[17]);
-  auto xb = ctx->alloc(x.size() * 4), pb = ctx->alloc(n * 4), tb = ctx->alloc(4);
-  ASSERT_TRUE(xb.ok() && pb.ok() && tb.ok());
-  ASSERT_TRUE(ctx->upload(*xb, 0, x.data(), x.size() * 4).ok());
-  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), n * 4).ok());
-  ASSERT_TRUE(ctx->upload(*tb, 0, &src, 4).ok());
-  {
-    device::Recorder rec(*ctx);
-    const auto view = (*dkv)->view(1, *tb, 0);
-    ASSERT_TRUE(ops.kv_store(rec, *xb, *pb, 0, n, row, view, false).ok());
-    ASSERT_TRUE(ops.kv_store(rec, *xb, *pb, 0, n, row, view, true).ok());
-    ASSERT_TRUE(rec.run().ok());
-  }
+  const std::vector<float> x = store_block_rows(*ctx, **dkv, 1, src);
+  expect_block_rows(**dkv, 1, static_cast<int32_t>(src), x);
   std::vector<uint16_t> k, v, k0, v0;
   ASSERT_TRUE((*dkv)->read_block(1, static_cast<int32_t>(src), &k, &v).ok());
-  for (size_t i = 0; i < x.size(); ++i) {
-    ASSERT_EQ(k[i], fp32_to_fp16(x[i])) << i;
-    ASSERT_EQ(v[i], fp32_to_fp16(x[i])) << i;
-  }
   ASSERT_TRUE((*dkv)->read_block(0, static_cast<int32_t>(src), &k0, &v0).ok());  // layer 0 untouched
   EXPECT_NE(k0, k);
   ASSERT_NE(src / 8, dst / 8);
@@ -95,9 +110,6 @@ TEST(DeviceKv, ChunksAreAllocatedWithBlocksAndFreedWithThePoolsChunks) {
   ASSERT_TRUE((*dkv)->read_block(0, static_cast<int32_t>(dst), &kc, &vc).ok());
   EXPECT_EQ(kc, k0);
   EXPECT_EQ(vc, v0);
-  *xb = device::Buffer();
-  *pb = device::Buffer();
-  *tb = device::Buffer();
 
   // Sequences end: the memory goes back down to the pool's low-water mark (one empty chunk),
   // then to nothing when the idle trim releases every empty chunk.
@@ -118,6 +130,55 @@ TEST(DeviceKv, ChunksAreAllocatedWithBlocksAndFreedWithThePoolsChunks) {
   EXPECT_EQ(refused.error().kind, ErrorKind::kOutOfRange);
   std::printf("[ refused  ] %s\n", refused.error().message.c_str());
   for (int32_t b : blocks) pool->kv_block_unref(b);
+  ASSERT_TRUE(pool->attach_mirror(nullptr).ok());
+  dkv->reset();
+  EXPECT_EQ(ctx->allocated_bytes(), before);
+}
+
+// A pool whose last chunk holds fewer blocks than a chunk can (20 blocks, 8 a chunk: chunk 2
+// holds blocks 16-19) gets a device chunk for those 4 blocks only, half a chunk, and the pool
+// counts the device memory by blocks; rows written into the short chunk and copied in and out
+// of it (copy-on-write) are where the kernels and read_block find them.
+TEST(DeviceKv, TheLastChunkIsAllocatedForItsOwnBlocksOnly) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  kv::KvPoolOptions opts;
+  opts.reserve_chunks = 1;
+  auto pool = kv::KvBlockPool::create(chunky_layout(), 20, opts);
+  ASSERT_TRUE(pool.ok()) << pool.error().to_string();
+  ASSERT_EQ(pool->blocks_per_chunk(), 8);
+  ASSERT_EQ(pool->blocks_in_chunk(2), 4);
+  const uint64_t before = ctx->allocated_bytes();
+  auto dkv = model::DeviceKvPool::create(*ctx, *pool, 2);
+  ASSERT_TRUE(dkv.ok()) << dkv.error().to_string();
+  ASSERT_TRUE(pool->attach_mirror(dkv->get()).ok());
+  const size_t block = size_t{16} * (256 + 256) * 2 * 2;  // two layers' K and V rows of one block
+  EXPECT_EQ((*dkv)->chunk_bytes(), 8 * block);
+  EXPECT_EQ((*dkv)->chunk_bytes(2), 4 * block);
+  EXPECT_EQ(pool->stats().mirror_reserved_bytes, 20 * block);
+  EXPECT_EQ(pool->stats().mirror_block_bytes, block);
+  const uint64_t idle = ctx->allocated_bytes();
+  std::vector<int32_t> blocks;
+  for (int i = 0; i < 20; ++i) blocks.push_back(pool->kv_block_alloc().value());
+  EXPECT_EQ(ctx->allocated_bytes(), idle + 20 * block);  // 8 + 8 + 4 blocks, not three whole chunks
+  EXPECT_EQ(pool->stats().mirror_committed_bytes, 20 * block);
+
+  const std::vector<float> last = store_block_rows(*ctx, **dkv, 1, 19);  // the short chunk's last slot
+  const std::vector<float> first = store_block_rows(*ctx, **dkv, 0, 2);
+  expect_block_rows(**dkv, 1, 19, last);
+  expect_block_rows(**dkv, 0, 2, first);
+  ASSERT_TRUE(pool->kv_block_copy(19, 5).ok());   // out of the short chunk
+  ASSERT_TRUE(pool->kv_block_copy(2, 16).ok());   // into it
+  ASSERT_TRUE(pool->kv_block_copy(19, 17).ok());  // within it
+  expect_block_rows(**dkv, 1, 5, last);
+  expect_block_rows(**dkv, 0, 16, first);
+  expect_block_rows(**dkv, 1, 17, last);
+  expect_block_rows(**dkv, 1, 19, last);  // the sources unchanged
+  expect_block_rows(**dkv, 0, 2, first);
+
+  for (int32_t b : blocks) pool->kv_block_unref(b);
+  pool->release_empty_chunks(0);
+  EXPECT_EQ(ctx->allocated_bytes(), idle);
+  EXPECT_EQ(pool->stats().mirror_committed_bytes, 0u);
   ASSERT_TRUE(pool->attach_mirror(nullptr).ok());
   dkv->reset();
   EXPECT_EQ(ctx->allocated_bytes(), before);

@@ -58,16 +58,18 @@ struct AttentionPush {
   uint32_t scores_stride, tok_base, table_off, blocks_per_chunk;
   uint32_t k_word, v_word;
   uint32_t n_splits, split_len;
+  uint32_t slot_words;
 };
 struct AttentionMergePush {
   uint32_t n_head, head_dim_v, n_splits, tok_base;
 };
 struct KvStorePush {
-  uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region;
+  uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region, slot_words;
 };
 
 bool kv_ok(const DeviceKv& kv) {
-  return kv.chunks != nullptr && kv.table != nullptr && kv.block_tokens != 0 && kv.blocks_per_chunk != 0;
+  return kv.chunks != nullptr && kv.table != nullptr && kv.block_tokens != 0 && kv.blocks_per_chunk != 0 &&
+         kv.slot_words != 0;
 }
 
 }  // namespace
@@ -291,7 +293,7 @@ Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, cons
                      static_cast<uint32_t>(ap.head_dim_k), static_cast<uint32_t>(ap.head_dim_v), kv.block_tokens, n_kv,
                      ap.causal ? 1u : 0u, static_cast<uint32_t>(std::max(ap.window, 0)), ap.scale, ap.softcap,
                      std::max(n_kv, 1u), first_token, kv.table_offset, kv.blocks_per_chunk, kv.k_word, kv.v_word,
-                     splits, split_len_};
+                     splits, split_len_, kv.slot_words};
   // Unsplit, the partials binding is never written: `out` stands in.
   const device::BufferRange part = split ? device::BufferRange{partials, 0, 0, true} : device::BufferRange{&out};
   HEARTH_TRY(rec.dispatch(**p, {{&q}, {kv.chunks}, {kv.table}, {&positions}, {&scores, 0, 0, true}, {&out, 0, 0, true}, part},
@@ -312,7 +314,7 @@ Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const
   auto p = pipeline("kv_store", false, 4, sizeof(KvStorePush));
   if (!p.ok()) return p.error();
   KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset, kv.blocks_per_chunk,
-                   values ? kv.v_word : kv.k_word};
+                   values ? kv.v_word : kv.k_word, kv.slot_words};
   // The rows go to chunk memory reached through the addresses in kv.chunks: that binding
   // stands for the write (the Recorder orders by bindings).
   return rec.dispatch(**p, {{&x}, {kv.chunks, 0, 0, true}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,

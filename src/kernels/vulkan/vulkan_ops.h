@@ -38,10 +38,10 @@ struct DeviceSpan {
 // KV of one sequence and layer on the device, F16 rows (n_head_kv * head_dim per token) in
 // blocks of block_tokens rows. The blocks live in chunk allocations (the elastic pool's
 // chunks): `chunks` holds one uint64 device address per chunk, pool block b being slot
-// b % blocks_per_chunk of chunk b / blocks_per_chunk; in each chunk this layer's K rows start
-// at 32-bit word k_word and its V rows at v_word (blocks_per_chunk * block_tokens rows each).
-// `table` holds uint32 pool block indices, one per block of the sequence, from table_offset.
-// Needs Context::buffer_addresses().
+// b % blocks_per_chunk of chunk b / blocks_per_chunk. Slot s of a chunk starts at 32-bit word
+// s * slot_words; in it, this layer's block_tokens K rows start at word k_word and its V rows
+// at v_word. `table` holds uint32 pool block indices, one per block of the sequence, from
+// table_offset. Needs Context::buffer_addresses().
 struct DeviceKv {
   const device::Buffer* chunks = nullptr;
   const device::Buffer* table = nullptr;
@@ -50,6 +50,7 @@ struct DeviceKv {
   uint32_t blocks_per_chunk = 1;
   uint32_t k_word = 0;
   uint32_t v_word = 0;
+  uint32_t slot_words = 0;
 };
 
 // Whether matmul runs weights of this type as stored (others are dequantised to F16).

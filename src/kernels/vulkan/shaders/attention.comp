@@ -29,6 +29,7 @@ layout(push_constant) uniform Push {
   uint scores_stride, tok_base, table_off, blocks_per_chunk;
   uint k_word, v_word;
   uint n_splits, split_len;
+  uint slot_words;
 } pc;
 #include "paged_kv.glsl"
 
@@ -61,11 +62,11 @@ void main() {
 
   float m = -3.402823e38;
   for (uint p = first + tid; p < last; p += WG) {
-    uint row;
-    KvWords c = kv_chunk_row(p, row);
+    uint slot_word, row;
+    KvWords c = kv_chunk_row(p, slot_word, row);
     const uint kb = row * krow + kv_head * pc.head_dim_k;
     float s = 0.0;
-    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at(c, pc.k_word, kb + i);
+    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at(c, slot_word + pc.k_word, kb + i);
     s *= pc.scale;
     if (pc.softcap > 0.0) s = pc.softcap * tanh(s / pc.softcap);
     scores[sbase + p] = s;
@@ -94,9 +95,9 @@ void main() {
   for (uint d = tid; d < pc.head_dim_v; d += WG) {
     float acc = 0.0;
     for (uint p = first; p < last; ++p) {
-      uint row;
-      KvWords c = kv_chunk_row(p, row);
-      acc += scores[sbase + p] * half_at(c, pc.v_word, row * vrow + kv_head * pc.head_dim_v + d);
+      uint slot_word, row;
+      KvWords c = kv_chunk_row(p, slot_word, row);
+      acc += scores[sbase + p] * half_at(c, slot_word + pc.v_word, row * vrow + kv_head * pc.head_dim_v + d);
     }
     if (split) {
       part[pbase + d] = acc;
