@@ -113,8 +113,12 @@ TEST(GpuOffload, CpuKvHoldsOnlyTheCpuLayersRowsAndShrinksWithLayersOffloaded) {
                 (*ctx)->device_bytes() > 0 ? "the device" : "the CPU", st.block_bytes, st.committed_bytes);
     EXPECT_LT(st.block_bytes, previous_block);
     EXPECT_LE(st.committed_bytes, previous_committed);
-    if (on_device == 0) EXPECT_GT(st.committed_bytes, 0u);
-    if (on_device == n_layer) EXPECT_EQ(st.committed_bytes, 0u);  // every row is on the device
+    if (on_device == 0) {
+      EXPECT_GT(st.committed_bytes, 0u);
+    }
+    if (on_device == n_layer) {  // every row is on the device
+      EXPECT_EQ(st.committed_bytes, 0u);
+    }
     previous_block = st.block_bytes;
     previous_committed = st.committed_bytes;
   }

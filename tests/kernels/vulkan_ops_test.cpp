@@ -30,7 +30,9 @@ using device::Recorder;
 Buffer upload_floats(Context& ctx, const std::vector<float>& v) {
   auto b = ctx.alloc(std::max<size_t>(v.size(), 1) * sizeof(float));
   EXPECT_TRUE(b.ok());
-  if (!v.empty()) EXPECT_TRUE(ctx.upload(*b, 0, v.data(), v.size() * sizeof(float)).ok());
+  if (!v.empty()) {
+    EXPECT_TRUE(ctx.upload(*b, 0, v.data(), v.size() * sizeof(float)).ok());
+  }
   return std::move(*b);
 }
 
@@ -78,7 +80,9 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
   VulkanOps ops(*ctx);
   auto dw = ops.upload_weight(w);
   ASSERT_TRUE(dw.ok()) << dw.error().to_string();
-  if (c.cols % 32 == 0) EXPECT_EQ(dw->type, native_weight_type(c.type) ? c.type : DType::kF16);
+  if (c.cols % 32 == 0) {
+    EXPECT_EQ(dw->type, native_weight_type(c.type) ? c.type : DType::kF16);
+  }
 
   for (uint32_t n_tokens : {1u, 5u}) {
     const auto x = kernels::test::random_floats(static_cast<size_t>(n_tokens * c.cols), 12 + n_tokens);
@@ -183,7 +187,9 @@ TEST(VulkanOps, SubgroupKernelsWhereTheDeviceHasThemUnlessTheEnvironmentSaysNo) 
   EXPECT_EQ(fallback.matmul_rows_per_group(), 1u);
   fallback.set_use_subgroups(true);
   EXPECT_EQ(fallback.use_subgroups(), has);
-  if (has) EXPECT_EQ(fallback.matmul_rows_per_group(), 64u / ctx->info().subgroup_size);
+  if (has) {
+    EXPECT_EQ(fallback.matmul_rows_per_group(), 64u / ctx->info().subgroup_size);
+  }
   if (before != nullptr) {
     ::setenv("HEARTH_VULKAN_SUBGROUPS", saved.c_str(), 1);
   } else {

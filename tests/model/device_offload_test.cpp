@@ -106,7 +106,9 @@ double device_vs_cpu_over_sigma(GoldenRunner& cpu, GoldenRunner& gpu, const std:
       worst = std::max(worst, err / sigma);
       std::vector<float> sorted(w, w + vocab);
       std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
-      if (sorted[0] - sorted[1] > 2 * err) EXPECT_EQ(argmax(w, vocab), argmax(g, vocab)) << "row " << row;
+      if (sorted[0] - sorted[1] > 2 * err) {
+        EXPECT_EQ(argmax(w, vocab), argmax(g, vocab)) << "row " << row;
+      }
     }
   };
   std::vector<float> want = cpu.run(prompt, true);

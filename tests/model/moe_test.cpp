@@ -187,9 +187,13 @@ struct RecordingRouter : RouterObserver {
     for (size_t j = 0; j < chosen.size(); ++j) {
       for (size_t e = 0; e < scores.size(); ++e) {
         const bool is_chosen = std::find(chosen.begin(), chosen.end(), static_cast<int32_t>(e)) != chosen.end();
-        if (!is_chosen) EXPECT_GE(scores[static_cast<size_t>(chosen[j])], scores[e]);
+        if (!is_chosen) {
+          EXPECT_GE(scores[static_cast<size_t>(chosen[j])], scores[e]);
+        }
       }
-      if (j > 0) EXPECT_GE(scores[static_cast<size_t>(chosen[j - 1])], scores[static_cast<size_t>(chosen[j])]);
+      if (j > 0) {
+        EXPECT_GE(scores[static_cast<size_t>(chosen[j - 1])], scores[static_cast<size_t>(chosen[j])]);
+      }
     }
     double sum = 0.0;
     for (float s : scores) sum += s;

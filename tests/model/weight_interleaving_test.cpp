@@ -81,7 +81,9 @@ TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
   }
-  if (kernels::active_cpu_variant() == kernels::CpuVariant::kAvx512) EXPECT_GE(compared, 5);
+  if (kernels::active_cpu_variant() == kernels::CpuVariant::kAvx512) {
+    EXPECT_GE(compared, 5);
+  }
 }
 
 TEST(WeightInterleaving, LeavesTheCallersBufferAlone) {
