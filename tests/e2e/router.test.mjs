@@ -146,7 +146,10 @@ describe('router mode: many models behind one port', { skip: !(stories && llama 
     const ok = results.filter((r) => r.status === 200);
     const busy = results.filter((r) => r.status === 503);
     assert.equal(ok.length + busy.length, 10, results.map((r) => r.status).join(','));
-    assert.ok(ok.length >= 4 && busy.length >= 1, `${ok.length} accepted, ${busy.length} refused`);
+    // --max-queue 2 always admits two; how many more start in the two slots before the rest of the
+    // burst arrives depends on how soon the runner's engine thread takes them (3 of 10 on a loaded
+    // CI machine, 4 on a quiet one), so the test asks for the queue's two, not for the slots too.
+    assert.ok(ok.length >= 2 && busy.length >= 1, `${ok.length} accepted, ${busy.length} refused`);
     for (const r of ok) assert.equal(r.json.done, true);
     for (const r of busy) assert.equal(r.headers.get ? r.headers.get('retry-after') : r.headers['retry-after'], '1');
   });
