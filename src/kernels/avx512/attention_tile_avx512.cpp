@@ -21,7 +21,7 @@ struct Avx512Traits {
   static V add(V a, V b) { return _mm512_add_ps(a, b); }
   static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
   static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V exp(V x) { return exp_scalef_ps(x); }
+  static V exp(V x) { return exp_ps(x); }
   // s where lo <= j <= hi, else -inf
   static V mask_range(V s, V j, V lo, V hi) {
     const __mmask16 in = _mm512_cmp_ps_mask(j, lo, _CMP_GE_OQ) & _mm512_cmp_ps_mask(j, hi, _CMP_LE_OQ);
@@ -30,7 +30,7 @@ struct Avx512Traits {
   // e^(s - m), exactly 0 where s is -inf
   static V exp_below(V s, V m) {
     const __mmask16 live = _mm512_cmp_ps_mask(s, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
-    return _mm512_maskz_mov_ps(live, exp_scalef_ps(_mm512_sub_ps(s, m)));
+    return _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(s, m)));
   }
   static V finite_or_zero(V m) {
     const __mmask16 live = _mm512_cmp_ps_mask(m, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);

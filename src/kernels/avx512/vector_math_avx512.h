@@ -11,37 +11,11 @@ namespace hearth::kernels {
 namespace {
 
 // e^x for 16 floats; the algorithm and constants of the AVX2 exp_ps (see there): Cody-Waite
-// reduction by ln2, degree-7 Taylor polynomial, scaling by 2^n in two steps, inputs clamped to
-// [-104, 89], NaN kept.
+// reduction by ln2, degree-7 Taylor polynomial, inputs clamped to [-104, 89]; the scaling by 2^n is
+// one vscalefps (a single rounding, as AVX2's two-step scaling), 14 operations instead of 24 and
+// bit-identical to the two-step version it replaced (checked on all 2^32 inputs), NaN kept as NaN (max and min return their
+// second operand when either is NaN, and NaN then runs through the polynomial).
 inline __m512 exp_ps(__m512 x) {
-  const __mmask16 is_nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  const __m512 xc = _mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(-104.0f)), _mm512_set1_ps(89.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), xc);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  const __m512i ni = _mm512_cvtps_epi32(n);
-  const __m512i n1 = _mm512_srai_epi32(ni, 1);
-  const __m512i n2 = _mm512_sub_epi32(ni, n1);
-  const __m512i bias = _mm512_set1_epi32(127);
-  const __m512 s1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n1, bias), 23));
-  const __m512 s2 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(n2, bias), 23));
-  const __m512 result = _mm512_mul_ps(_mm512_mul_ps(p, s1), s2);
-  return _mm512_mask_blend_ps(is_nan, result, x);
-}
-
-// exp_ps with the scaling by 2^n done by one vscalefps (a single rounding, as the two-step
-// scaling) instead of nine integer and float operations: bit-identical results, NaN kept (max and
-// min return their second operand when either is NaN, and NaN then runs through the polynomial).
-inline __m512 exp_scalef_ps(__m512 x) {
   const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
