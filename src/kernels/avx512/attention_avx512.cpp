@@ -174,6 +174,17 @@ template <int BIT>
   return _mm512_add_ps(_mm512_mask_blend_ps(pair_high_lanes<BIT>(), a, b), _mm512_permutex2var_ps(a, pair_permutation<BIT>(), b));
 }
 
+// One head's scaled scores of m keys: soft-capped where the model does, stored at dst.
+void store_head_scores(__m512 s, int m, const AttentionParams& p, float* dst) {
+  if (p.softcap != 0.0f) {
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, s);
+    for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
+    s = _mm512_load_ps(lanes);
+  }
+  _mm512_storeu_ps(dst, s);
+}
+
 // The scores of gn heads from their per-key partial sums (part4[h][i]: key i's 16 lanes): summed,
 // scaled, soft-capped where the model does, stored n_pad apart.
 void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
@@ -182,13 +193,7 @@ void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const Atte
     __m512 rows[kKeyBlock];
     for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
     __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
-    if (p.softcap != 0.0f) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm512_load_ps(lanes);
-    }
-    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+    store_head_scores(s, m, p, dst + static_cast<size_t>(h) * n_pad);
   }
 }
 
@@ -276,13 +281,7 @@ void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, 
     __m512 s = pair_level<kB>(sum[h][0], sum[h][1]);
     if constexpr (T == DType::kQ4_0) s = _mm512_permutexvar_ps(key_order, s);
     s = _mm512_mul_ps(s, scale);
-    if (p.softcap != 0.0f) {
-      alignas(64) float lanes[16];
-      _mm512_store_ps(lanes, s);
-      for (int i = 0; i < m; ++i) lanes[i] = p.softcap * std::tanh(lanes[i] * (1.0f / p.softcap));
-      s = _mm512_load_ps(lanes);
-    }
-    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, s);
+    store_head_scores(s, m, p, dst + static_cast<size_t>(h) * n_pad);
   }
 }
 
