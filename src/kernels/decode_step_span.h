@@ -1,6 +1,7 @@
 // What every attention decode step (the portable path and each SIMD variant) does before it
 // reads a key: which heads it covers, their outputs and part statistics reset, and which keys the
-// query sees. Kept in one place so the variants cannot disagree on a step's bounds.
+// query sees; and where a quantized KV row keeps a block's scale. Kept in one place so the
+// variants cannot disagree on a step's bounds.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstdint>
 
 #include "kernels/ops.h"
+#include "tensor/dtype.h"
+#include "tensor/quant_blocks.h"
 
 namespace hearth::kernels {
 
@@ -43,6 +46,17 @@ inline DecodeStepSpan begin_decode_step(int32_t q_pos, int32_t n_kv, const Atten
     s.hi = std::min(s.hi, part->end - 1);
   }
   return s;
+}
+
+// The F16 bits of the scale of block b of a Q8_0 or Q4_0 KV head that starts at head (T is
+// either; kernels templated on every cache type only call it for those two).
+template <DType T>
+inline uint16_t kv_block_scale_bits(const uint8_t* head, int b) {
+  if constexpr (T == DType::kQ8_0) {
+    return reinterpret_cast<const BlockQ8_0*>(head)[b].d;
+  } else {
+    return reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+  }
 }
 
 }  // namespace hearth::kernels

@@ -174,7 +174,7 @@ void value_block(const uint8_t* const* rows, int m, size_t v_off, int nb, const 
       alignas(16) uint16_t d16[kKeyBlock] = {};
       for (int i = 0; i < m; ++i) {
         const uint8_t* head = rows[i] + v_off;
-        d16[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+        d16[i] = kv_block_scale_bits<T>(head, b);
       }
       const __m256 d = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(d16)));
       for (int h = 0; h < hn; ++h) {

@@ -221,12 +221,8 @@ void score_block_q(const uint8_t* const* rows, int m, size_t k_off, int nch_rt, 
     for (int i = 0; i < m; ++i) {
       const uint8_t* head = rows[i] + k_off;
       const int j = i & 7, lane = (j & 1) | (j & 2) | ((j >> 2) << kT3);
-      d16[i >> 3][lane] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c].d
-                                            : reinterpret_cast<const BlockQ4_0*>(head)[2 * c].d;
-      if (two) {
-        d16[i >> 3][lane | (1 << kB)] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[2 * c + 1].d
-                                                          : reinterpret_cast<const BlockQ4_0*>(head)[2 * c + 1].d;
-      }
+      d16[i >> 3][lane] = kv_block_scale_bits<T>(head, 2 * c);
+      if (two) d16[i >> 3][lane | (1 << kB)] = kv_block_scale_bits<T>(head, 2 * c + 1);
     }
     __m512i y[4][2];  // [head][keys 8h..8h + 7]: per key and block, the exact integer sum
     for (int half = 0; half < 2; ++half) {
@@ -309,7 +305,7 @@ inline __m512 value_block_scales(const uint8_t* const* rows, int m, size_t v_off
   alignas(32) uint16_t d[kKeyBlock] = {};
   for (int i = 0; i < m; ++i) {
     const uint8_t* head = rows[i] + v_off;
-    d[i] = T == DType::kQ8_0 ? reinterpret_cast<const BlockQ8_0*>(head)[b].d : reinterpret_cast<const BlockQ4_0*>(head)[b].d;
+    d[i] = kv_block_scale_bits<T>(head, b);
   }
   return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(d)));
 }

@@ -11,10 +11,11 @@ namespace hearth::kernels {
 namespace {
 
 // e^x for 16 floats; the algorithm and constants of the AVX2 exp_ps (see there): Cody-Waite
-// reduction by ln2, degree-7 Taylor polynomial, inputs clamped to [-104, 89]; the scaling by 2^n is
-// one vscalefps (a single rounding, as AVX2's two-step scaling), 14 operations instead of 24 and
-// bit-identical to the two-step version it replaced (checked on all 2^32 inputs), NaN kept as NaN (max and min return their
-// second operand when either is NaN, and NaN then runs through the polynomial).
+// reduction by ln2, degree-7 Taylor polynomial, inputs clamped to [-104, 89]; the scaling by 2^n
+// is one vscalefps (a single rounding, as AVX2's two-step scaling), 14 operations instead of 24
+// and bit-identical to the two-step version it replaced (checked on all 2^32 inputs). NaN stays
+// NaN: max and min return their second operand when either is NaN, which then runs through the
+// polynomial.
 inline __m512 exp_ps(__m512 x) {
   const __m512 xc = _mm512_min_ps(_mm512_set1_ps(89.0f), _mm512_max_ps(_mm512_set1_ps(-104.0f), x));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
