@@ -64,7 +64,12 @@ namespace hearth::device {
   X(vkCreateDescriptorPool)                       \
   X(vkDestroyDescriptorPool)                      \
   X(vkAllocateDescriptorSets)                     \
-  X(vkUpdateDescriptorSets)
+  X(vkUpdateDescriptorSets)                       \
+  X(vkCreateQueryPool)                            \
+  X(vkDestroyQueryPool)                           \
+  X(vkCmdResetQueryPool)                          \
+  X(vkCmdWriteTimestamp)                          \
+  X(vkGetQueryPoolResults)
 
 struct VulkanApi {
   PFN_vkGetInstanceProcAddr vkGetInstanceProcAddr = nullptr;

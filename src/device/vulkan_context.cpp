@@ -3,6 +3,8 @@
 // from SPIR-V; command lists and fences are in vulkan_recorder.cpp. Everything is submitted to
 // one compute queue; callers serialise use of a Context (the engine thread owns it).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -66,6 +68,9 @@ Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return impl_->allocated; }
 const DeviceCounters& Context::counters() const { return impl_->counters; }
+std::string Context::profile_report() const {
+  return impl_->profile.on ? impl_->profile.report(impl_->info.name) : std::string();
+}
 void Context::set_allocation_limit(uint64_t bytes) { impl_->limit = bytes; }
 uint64_t Context::available_bytes() const {
   const Impl& im = *impl_;
@@ -109,6 +114,19 @@ Result<std::unique_ptr<Context>> Context::open(size_t position) {
     }
   }
   if (!found) return make_error(ErrorKind::kUnsupported, im->info.name + " has no compute queue");
+  // HEARTH_VK_PROFILE=1: GPU time per kernel (vulkan_profile.h), where the queue has timestamps.
+  if (const char* env = std::getenv("HEARTH_VK_PROFILE"); env != nullptr && *env != '\0' && *env != '0') {
+    const uint32_t bits = qf[im->queue_family].timestampValidBits;
+    if (bits == 0) {
+      std::fprintf(stderr, "HEARTH_VK_PROFILE: %s has no timestamps on its compute queue\n", im->info.name.c_str());
+    } else {
+      VkPhysicalDeviceProperties props{};
+      api.vkGetPhysicalDeviceProperties(im->physical, &props);
+      im->profile.on = true;
+      im->profile.ns_per_tick = props.limits.timestampPeriod;
+      im->profile.tick_mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+    }
+  }
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{};
@@ -353,6 +371,7 @@ const DeviceCounters& Context::counters() const {
   static const DeviceCounters none;
   return none;
 }
+std::string Context::profile_report() const { return {}; }
 void Context::set_allocation_limit(uint64_t) {}
 uint64_t Context::available_bytes() const { return 0; }
 Result<std::unique_ptr<Context>> Context::open(size_t) { return list_devices().error(); }

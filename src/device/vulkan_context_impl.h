@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -12,6 +13,7 @@
 
 #include "device/device.h"
 #include "device/vulkan_api.h"
+#include "device/vulkan_profile.h"
 
 namespace hearth::device {
 
@@ -63,9 +65,11 @@ struct Context::Impl {
 
   // Host buffers of finished command lists, kept for the next (a step reuses the last one's).
   std::vector<HostBuffer> spare_host;
+  KernelProfile profile;  // HEARTH_VK_PROFILE
 
   ~Impl() {
     if (device == VK_NULL_HANDLE) return;
+    if (profile.on && profile.lists > 0) std::fputs(profile.report(info.name).c_str(), stderr);
     for (HostBuffer& h : spare_host) destroy_host(h);
     for (auto& [name, p] : pipelines) {
       api.vkDestroyPipeline(device, p->pipeline, nullptr);

@@ -1,9 +1,12 @@
 // Command recording and fences (device.h's Recorder and Fence): one command buffer per
 // Recorder holding dispatches, host uploads and downloads through mapped host buffers, and
 // device copies, with barriers placed by what each command reads and writes; one submission
-// and one fence per list.
+// and one fence per list. With HEARTH_VK_PROFILE each list also carries timestamps
+// (vulkan_profile.h).
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "device/device.h"
@@ -34,6 +37,13 @@ void full_barrier(Context::Impl& im, VkCommandBuffer cb, VkPipelineStageFlags sr
 
 constexpr VkPipelineStageFlags kListStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 
+// Timestamps one profiled list holds; commands past it go uncounted.
+constexpr uint32_t kProfileQueries = 8192;
+
+double ns_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t).count();
+}
+
 }  // namespace
 
 struct PendingRead {
@@ -50,6 +60,11 @@ struct Fence::State {
   std::vector<HostBuffer> host;
   std::vector<PendingRead> reads;
   bool waited = false;
+  // HEARTH_VK_PROFILE: the list's timestamps (query 0 at its start, query i after names[i - 1]).
+  VkQueryPool queries = VK_NULL_HANDLE;
+  std::vector<std::string> names;
+  std::chrono::steady_clock::time_point started, submitted;
+  double record_ns = 0;
 
   ~State() {
     if (im == nullptr) return;
@@ -57,6 +72,7 @@ struct Fence::State {
       im->api.vkWaitForFences(im->device, 1, &fence, VK_TRUE, UINT64_MAX);
       ++im->counters.fence_waits;
     }
+    if (queries != VK_NULL_HANDLE) im->api.vkDestroyQueryPool(im->device, queries, nullptr);
     if (fence != VK_NULL_HANDLE) im->api.vkDestroyFence(im->device, fence, nullptr);
     if (cb != VK_NULL_HANDLE) im->api.vkFreeCommandBuffers(im->device, im->pool, 1, &cb);
     for (VkDescriptorPool p : descriptors) im->api.vkDestroyDescriptorPool(im->device, p, nullptr);
@@ -76,6 +92,14 @@ Status Fence::wait() {
   if (r != VK_SUCCESS) return vk_error("vkWaitForFences", r);
   for (const PendingRead& pr : state_->reads) std::memcpy(pr.dst, pr.src, pr.bytes);
   state_->reads.clear();
+  if (state_->queries != VK_NULL_HANDLE) {
+    const double wait_ns = ns_since(state_->submitted);
+    std::vector<uint64_t> ticks(state_->names.size() + 1);
+    r = state_->im->api.vkGetQueryPoolResults(state_->im->device, state_->queries, 0,
+                                              static_cast<uint32_t>(ticks.size()), ticks.size() * sizeof(uint64_t),
+                                              ticks.data(), sizeof(uint64_t), VK_QUERY_RESULT_64_BIT);
+    if (r == VK_SUCCESS) state_->im->profile.add_list(ticks, state_->names, state_->record_ns, wait_ns);
+  }
   return ok_status();
 }
 
@@ -86,6 +110,14 @@ struct Recorder::State {
   // Buffers written and read since the last barrier (a few at a time: linear search).
   std::vector<uint64_t> written, read;
   Status failed;
+
+  // HEARTH_VK_PROFILE: a timestamp after the command just recorded, charged to `name`.
+  void mark(Context::Impl& im, const std::string& name) {
+    if (pending->queries == VK_NULL_HANDLE || pending->names.size() + 1 >= kProfileQueries) return;
+    pending->names.push_back(name);
+    im.api.vkCmdWriteTimestamp(pending->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, pending->queries,
+                               static_cast<uint32_t>(pending->names.size()));
+  }
 
   bool in(const std::vector<uint64_t>& v, uint64_t h) const { return std::find(v.begin(), v.end(), h) != v.end(); }
   // Records a barrier first when a command reading `reads` and writing `writes` depends on
@@ -143,6 +175,20 @@ Recorder::Recorder(Context& ctx) : ctx_(ctx), state_(std::make_unique<State>()) 
   im.api.vkBeginCommandBuffer(state_->pending->cb, &bi);
   // Earlier submissions' writes (a fence orders execution, it makes no write visible).
   full_barrier(im, state_->pending->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+  if (im.profile.on) {
+    state_->pending->started = std::chrono::steady_clock::now();
+    VkQueryPoolCreateInfo qi{};
+    qi.sType = VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO;
+    qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+    qi.queryCount = kProfileQueries;
+    if (im.api.vkCreateQueryPool(im.device, &qi, nullptr, &state_->pending->queries) == VK_SUCCESS) {
+      im.api.vkCmdResetQueryPool(state_->pending->cb, state_->pending->queries, 0, kProfileQueries);
+      im.api.vkCmdWriteTimestamp(state_->pending->cb, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, state_->pending->queries,
+                                 0);
+    } else {
+      state_->pending->queries = VK_NULL_HANDLE;
+    }
+  }
 }
 
 Recorder::~Recorder() {
@@ -214,6 +260,7 @@ Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> 
   }
   im.api.vkCmdDispatch(cb, gx, gy, gz);
   ++im.counters.dispatches;
+  state_->mark(im, p.name);
   return ok_status();
 }
 
@@ -230,6 +277,7 @@ Status Recorder::upload(const Buffer& dst, size_t offset, const void* src, size_
   state_->order(im, nullptr, 0, &dst.handle_, 1);
   VkBufferCopy region{at, offset, bytes};
   im.api.vkCmdCopyBuffer(state_->pending->cb, h->buffer, reinterpret_cast<VkBuffer>(dst.handle_), 1, &region);
+  state_->mark(im, "upload");
   return ok_status();
 }
 
@@ -246,6 +294,7 @@ Status Recorder::download(const Buffer& src, size_t offset, void* dst, size_t by
   VkBufferCopy region{offset, at, bytes};
   im.api.vkCmdCopyBuffer(state_->pending->cb, reinterpret_cast<VkBuffer>(src.handle_), h->buffer, 1, &region);
   state_->pending->reads.push_back({dst, h->map + at, bytes});
+  state_->mark(im, "download");
   return ok_status();
 }
 
@@ -265,6 +314,7 @@ Status Recorder::copy(const Buffer& src, const Buffer& dst, std::span<const Copy
   state_->order(im, &src.handle_, 1, &dst.handle_, 1);
   im.api.vkCmdCopyBuffer(state_->pending->cb, reinterpret_cast<VkBuffer>(src.handle_),
                          reinterpret_cast<VkBuffer>(dst.handle_), static_cast<uint32_t>(vr.size()), vr.data());
+  state_->mark(im, "copy");
   return ok_status();
 }
 
@@ -295,6 +345,10 @@ Result<Fence> Recorder::submit() {
   si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
   si.commandBufferCount = 1;
   si.pCommandBuffers = &st->cb;
+  if (st->queries != VK_NULL_HANDLE) {
+    st->record_ns = ns_since(st->started);
+    st->submitted = std::chrono::steady_clock::now();
+  }
   r = im.api.vkQueueSubmit(im.queue, 1, &si, st->fence);
   ++im.counters.submits;
   if (r != VK_SUCCESS) {

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/test_device.h"
@@ -65,7 +66,9 @@ class VulkanMatmul : public ::testing::TestWithParam<MatmulCase> {};
 TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
   HEARTH_REQUIRE_DEVICE(ctx);
   const MatmulCase c = GetParam();
-  const int64_t rows = 27;  // not a multiple of the subgroup kernel's rows per workgroup
+  // Not a multiple of the subgroup kernel's rows per workgroup, and past one 128-row tile of
+  // the batch kernel (matmul_tiled.comp) with a tail.
+  const int64_t rows = 131;
   const size_t row_bytes = *dtype_row_bytes(c.type, c.cols);
   std::vector<uint8_t> wbytes(row_bytes * rows);
   const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * c.cols), 11);
@@ -84,7 +87,9 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
     EXPECT_EQ(dw->type, native_weight_type(c.type) ? c.type : DType::kF16);
   }
 
-  for (uint32_t n_tokens : {1u, 5u}) {
+  // 5 and 37 tokens: the batch kernel's one tile with a tail and two tiles; both also through
+  // the 4-token kernel.
+  for (uint32_t n_tokens : {1u, 5u, 37u}) {
     const auto x = kernels::test::random_floats(static_cast<size_t>(n_tokens * c.cols), 12 + n_tokens);
     // Exact product of the dequantized weights (F16 copies for the dequantising path).
     std::vector<float> exact(static_cast<size_t>(n_tokens * rows));
@@ -108,8 +113,12 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
 
     Buffer xb = upload_floats(*ctx, x);
     Buffer yb = upload_floats(*ctx, std::vector<float>(exact.size(), 0.0f));
-    for (bool sg : reduction_modes(*ctx)) {
+    std::vector<std::pair<bool, bool>> modes;  // (subgroups, tiled)
+    for (bool sg : reduction_modes(*ctx)) modes.emplace_back(sg, false);
+    if (n_tokens > 4) modes.emplace_back(false, true);
+    for (auto [sg, tiled] : modes) {
       ops.set_use_subgroups(sg);
+      ops.set_use_tiled(tiled);
       Recorder rec(*ctx);
       ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(c.cols), n_tokens, {&yb, 0},
                              static_cast<uint32_t>(rows))
@@ -120,7 +129,9 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
       const double vs_cpu = max_abs_diff(gpu, cpu);
       EXPECT_EQ(ops.use_subgroups(), sg);
       std::cout << "[ max err  ] " << dtype_name(c.type) << " cols=" << c.cols << " tokens=" << n_tokens
-                << (sg ? " subgroup, " : " shared, ") << ops.matmul_rows_per_group() << " rows/workgroup: vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
+                << (tiled ? " tiled batch kernel" : sg ? " subgroup, " : " shared, ")
+                << (tiled ? std::string() : std::to_string(ops.matmul_rows_per_group()) + " rows/workgroup")
+                << ": vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
                 << " (largest |y| " << norm << ")\n";
       EXPECT_LT(vs_exact, 2e-5 * c.cols * std::max(1.0, norm / 4));
       // The CPU kernel rounds activations (Q8_0/Q8_K/F16) for integer dot products.

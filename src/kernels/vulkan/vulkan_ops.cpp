@@ -16,6 +16,8 @@ namespace hearth::kernels::vulkan {
 namespace {
 
 constexpr uint32_t kMatmulTile = 4;       // tokens per workgroup, TILE in matmul.comp
+constexpr uint32_t kTiledRows = 128;      // BM in matmul_tiled.comp
+constexpr uint32_t kTiledTokens = 32;     // BN in matmul_tiled.comp
 constexpr uint32_t kPointwiseGroup = 256;  // local_size_x of pointwise.comp
 constexpr uint32_t kMaxGroupsX = 65535;
 constexpr uint32_t kReduceGroup = 64;      // local_size_x of the reducing shaders, WG in reduce.glsl
@@ -79,6 +81,8 @@ bool native_weight_type(DType type) { return matmul_shader(type) != nullptr; }
 VulkanOps::VulkanOps(device::Context& ctx) : ctx_(ctx) {
   const char* env = std::getenv("HEARTH_VULKAN_SUBGROUPS");
   set_use_subgroups(env == nullptr || std::string_view(env) != "0");
+  const char* tiled = std::getenv("HEARTH_VULKAN_TILED");
+  tiled_ = tiled == nullptr || std::string_view(tiled) != "0";
 }
 
 void VulkanOps::set_use_subgroups(bool on) {
@@ -168,9 +172,19 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
                          DeviceSpan y, uint32_t y_stride) {
   const char* name = matmul_shader(w.type);
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
+  const auto rows = static_cast<uint32_t>(w.rows);
+  if (tiled_ && n_tokens > kMatmulTile && (rows + kTiledRows - 1) / kTiledRows <= kMaxGroupsX) {
+    // A batch: shared-memory tiles, each weight decoded once per kTiledTokens tokens.
+    const std::string type = std::string(name).substr(std::string_view("matmul_").size());
+    auto p = pipeline("matmul_tiled_" + type, false, 3, sizeof(MatmulPush));
+    if (!p.ok()) return p.error();
+    MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
+                    x.offset, x_stride, y.offset, y_stride, 0};
+    return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push,
+                        (rows + kTiledRows - 1) / kTiledRows, (n_tokens + kTiledTokens - 1) / kTiledTokens);
+  }
   auto p = pipeline(name, true, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
-  const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t per_group = matmul_rows_per_group();
   MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
                   x.offset, x_stride, y.offset, y_stride, per_group};

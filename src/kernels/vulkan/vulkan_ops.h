@@ -65,6 +65,9 @@ class VulkanOps {
   // without them.
   void set_use_subgroups(bool on);
   bool use_subgroups() const { return subgroups_; }
+  // Batches of more than 4 tokens through matmul_tiled.comp (the default unless
+  // HEARTH_VULKAN_TILED=0); off: matmul.comp's 4-token tiles for every batch.
+  void set_use_tiled(bool on) { tiled_ = on; }
 
   Result<DeviceWeight> upload_weight(const WeightView& w);
 
@@ -123,6 +126,7 @@ class VulkanOps {
 
   device::Context& ctx_;
   bool subgroups_ = false;
+  bool tiled_ = true;
   uint32_t split_len_ = 256;
 };
 

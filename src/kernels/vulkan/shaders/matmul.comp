@@ -24,74 +24,7 @@ layout(push_constant) uniform Push {
 
 #define TILE 4
 
-uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
-uint u16_at(uint off) { return byte_at(off) | (byte_at(off + 1u) << 8); }
-float f16_at(uint off) { return unpackHalf2x16(u16_at(off)).x; }
-float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
-
-// The 32 weights of unit u (elements 32u .. 32u+31) of the row starting at byte `base`.
-void unit(uint base, uint u, out float v[32]) {
-#if defined(TYPE_F32)
-  // F32 and F16 rows may end inside a unit (cols not a multiple of 32): the tail reads 0.
-  const uint i0 = (base >> 2) + u * 32u;
-  for (uint i = 0; i < 32u; ++i) v[i] = u * 32u + i < pc.cols ? uintBitsToFloat(w[i0 + i]) : 0.0;
-#elif defined(TYPE_F16)
-  const uint i0 = (base >> 2) + u * 16u;
-  for (uint i = 0; i < 16u; ++i) {
-    const vec2 h = u * 32u + 2u * i < pc.cols ? unpackHalf2x16(w[i0 + i]) : vec2(0.0);
-    v[2u * i] = h.x;
-    v[2u * i + 1u] = h.y;
-  }
-#elif defined(TYPE_Q8_0)
-  const uint b = base + u * 34u;
-  const float d = f16_at(b);
-  for (uint i = 0; i < 32u; ++i) v[i] = d * i8_at(b + 2u + i);
-#elif defined(TYPE_Q4_0)
-  const uint b = base + u * 18u;
-  const float d = f16_at(b);
-  for (uint j = 0; j < 16u; ++j) {
-    const uint q = byte_at(b + 2u + j);
-    v[j] = d * (float(q & 15u) - 8.0);
-    v[j + 16u] = d * (float(q >> 4) - 8.0);
-  }
-#elif defined(TYPE_Q4_K)
-  const uint b = base + (u >> 3) * 144u;
-  const uint j = u & 7u;
-  const float d = f16_at(b);
-  const float dmin = f16_at(b + 2u);
-  const uint s = b + 4u;
-  uint sc, m;
-  if (j < 4u) {
-    sc = byte_at(s + j) & 63u;
-    m = byte_at(s + j + 4u) & 63u;
-  } else {
-    sc = (byte_at(s + j + 4u) & 15u) | ((byte_at(s + j - 4u) >> 6) << 4);
-    m = (byte_at(s + j + 4u) >> 4) | ((byte_at(s + j) >> 6) << 4);
-  }
-  const float ds = d * float(sc);
-  const float dm = dmin * float(m);
-  const uint qs = b + 16u + 32u * (j >> 1);
-  const uint shift = (j & 1u) * 4u;
-  for (uint i = 0; i < 32u; ++i) v[i] = ds * float((byte_at(qs + i) >> shift) & 15u) - dm;
-#elif defined(TYPE_Q6_K)
-  const uint b = base + (u >> 3) * 210u;
-  const uint j = u & 7u;
-  const uint h = j >> 2;
-  const uint jr = j & 3u;  // which 32 of the 128-element half
-  const float d = f16_at(b + 208u);
-  const uint ql = b + 64u * h + 32u * (jr & 1u);
-  const uint lshift = (jr >> 1) * 4u;
-  const uint qh = b + 128u + 32u * h;
-  const uint hshift = 2u * jr;
-  for (uint i = 0; i < 32u; ++i) {
-    const uint q = ((byte_at(ql + i) >> lshift) & 15u) | (((byte_at(qh + i) >> hshift) & 3u) << 4);
-    const float sc = i8_at(b + 192u + 2u * j + (i >> 4));
-    v[i] = d * sc * (float(q) - 32.0);
-  }
-#else
-#error "matmul.comp: compile with one TYPE_* defined"
-#endif
-}
+#include "weight_unit.glsl"
 
 // Adds row `row`'s products with the tile's tokens [t0, t0 + TILE) to acc, over the units
 // first, first + step, ... (the caller's share of the row).

@@ -1,0 +1,84 @@
+#version 450
+// y[t][r] = sum_c W[r][c] * x[t][c] for a batch of tokens (prompt processing), one weight type
+// per compile (TYPE_*). matmul.comp decodes a weight unit for 4 tokens; a prompt of 512
+// tokens would decode every weight 128 times. Here a workgroup of 128 invocations owns a tile
+// of BM = 128 rows x BN = 32 tokens and walks the row length one 32-weight unit at a time:
+// each invocation decodes one row's unit into shared memory, the tile's tokens' 32 inputs go
+// beside it, then every invocation multiplies its 8 rows x 4 tokens from shared memory. So a
+// weight is decoded once per 32 tokens and each shared read feeds 2.7 multiply-adds.
+// Dispatch: x = row tiles, y = token tiles. Rows, tokens and row lengths need not be
+// multiples of the tile (the tails read zeros and store nothing).
+#extension GL_GOOGLE_include_directive : enable
+layout(local_size_x = 128) in;
+
+layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint cols, rows, n_tokens, row_bytes;
+  uint x_off, x_stride, y_off, y_stride;
+  uint rows_per_group;  // unused here (matmul.comp's layout)
+} pc;
+
+#include "weight_unit.glsl"
+
+#define BM 128  // rows per tile: one per invocation when decoding
+#define BN 32   // tokens per tile
+#define TM 8    // rows per invocation when multiplying: tr, tr + 16, ..., tr + 112
+#define TN 4    // tokens per invocation: tt, tt + 8, tt + 16, tt + 24
+
+shared float sw[32 * BM];  // [k][row]
+shared float sx[32 * BN];  // [k][token]
+
+void main() {
+  const uint tid = gl_LocalInvocationID.x;
+  const uint r0 = gl_WorkGroupID.x * BM;
+  const uint t0 = gl_WorkGroupID.y * BN;
+  const uint tr = tid % 16u;
+  const uint tt = tid / 16u;
+  const uint units = (pc.cols + 31u) / 32u;
+  const uint my_row = r0 + tid;
+  const uint base = my_row * pc.row_bytes;
+  // The token and the 8 inputs this invocation loads each step: token tid / 4, inputs 8 (tid % 4).
+  const uint lt = tid / 4u;
+  const uint lk = (tid % 4u) * 8u;
+  const bool token_ok = t0 + lt < pc.n_tokens;
+  const uint x_row = pc.x_off + (t0 + lt) * pc.x_stride;
+
+  float acc[TM][TN];
+  for (uint i = 0; i < TM; ++i) {
+    for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
+  }
+  float v[32];
+  for (uint u = 0; u < units; ++u) {
+    if (my_row < pc.rows) {
+      unit(base, u, v);
+    } else {
+      for (uint k = 0; k < 32u; ++k) v[k] = 0.0;
+    }
+    for (uint k = 0; k < 32u; ++k) sw[k * BM + tid] = v[k];
+    for (uint k = 0; k < 8u; ++k) {
+      const uint c = u * 32u + lk + k;
+      sx[(lk + k) * BN + lt] = token_ok && c < pc.cols ? x[x_row + c] : 0.0;
+    }
+    barrier();
+    for (uint k = 0; k < 32u; ++k) {
+      float a[TM];
+      float b[TN];
+      for (uint i = 0; i < TM; ++i) a[i] = sw[k * BM + tr + 16u * i];
+      for (uint j = 0; j < TN; ++j) b[j] = sx[k * BN + tt + 8u * j];
+      for (uint i = 0; i < TM; ++i) {
+        for (uint j = 0; j < TN; ++j) acc[i][j] += a[i] * b[j];
+      }
+    }
+    barrier();
+  }
+  for (uint j = 0; j < TN; ++j) {
+    const uint t = t0 + tt + 8u * j;
+    if (t >= pc.n_tokens) continue;
+    for (uint i = 0; i < TM; ++i) {
+      const uint r = r0 + tr + 16u * i;
+      if (r < pc.rows) y[pc.y_off + t * pc.y_stride + r] = acc[i][j];
+    }
+  }
+}
