@@ -161,6 +161,12 @@ class Recorder {
   };
   Status copy(const Buffer& src, const Buffer& dst, std::span<const CopyRegion> regions);
   Result<Fence> submit();
+  // Submits what is recorded so far, without a fence or a wait, and goes on recording into a
+  // new command buffer of the same list: the device starts on a step's first layers while the
+  // host records the rest. submit()'s fence covers every part (a queue runs them in order); a
+  // full barrier starts each part. Under HEARTH_VK_PROFILE the device's wait for the next part
+  // is charged to "idle (host recording)".
+  Status flush();
   // submit() and wait.
   Status run();
 

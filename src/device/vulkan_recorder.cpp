@@ -56,6 +56,7 @@ struct Fence::State {
   Context::Impl* im = nullptr;
   VkFence fence = VK_NULL_HANDLE;
   VkCommandBuffer cb = VK_NULL_HANDLE;
+  std::vector<VkCommandBuffer> flushed;  // earlier parts of the list, submitted by flush()
   std::vector<VkDescriptorPool> descriptors;
   std::vector<HostBuffer> host;
   std::vector<PendingRead> reads;
@@ -75,6 +76,7 @@ struct Fence::State {
     if (queries != VK_NULL_HANDLE) im->api.vkDestroyQueryPool(im->device, queries, nullptr);
     if (fence != VK_NULL_HANDLE) im->api.vkDestroyFence(im->device, fence, nullptr);
     if (cb != VK_NULL_HANDLE) im->api.vkFreeCommandBuffers(im->device, im->pool, 1, &cb);
+    for (VkCommandBuffer part : flushed) im->api.vkFreeCommandBuffers(im->device, im->pool, 1, &part);
     for (VkDescriptorPool p : descriptors) im->api.vkDestroyDescriptorPool(im->device, p, nullptr);
     for (HostBuffer& h : host) im->give_host(h);
   }
@@ -110,6 +112,8 @@ struct Recorder::State {
   // Buffers written and read since the last barrier (a few at a time: linear search).
   std::vector<uint64_t> written, read;
   Status failed;
+
+  Status begin_part(Context::Impl& im);
 
   // HEARTH_VK_PROFILE: a timestamp after the command just recorded, charged to `name`.
   void mark(Context::Impl& im, const std::string& name) {
@@ -154,27 +158,34 @@ struct Recorder::State {
   }
 };
 
-Recorder::Recorder(Context& ctx) : ctx_(ctx), state_(std::make_unique<State>()) {
-  Context::Impl& im = ctx.impl();
-  state_->pending = std::make_unique<Fence::State>();
-  state_->pending->im = &im;
+// A new command buffer for the list, begun, behind a barrier for earlier submissions' writes
+// (a fence or queue order orders execution, it makes no write visible).
+Status Recorder::State::begin_part(Context::Impl& im) {
   VkCommandBufferAllocateInfo ai{};
   ai.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO;
   ai.commandPool = im.pool;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
-  VkResult r = im.api.vkAllocateCommandBuffers(im.device, &ai, &state_->pending->cb);
+  VkResult r = im.api.vkAllocateCommandBuffers(im.device, &ai, &pending->cb);
   if (r != VK_SUCCESS) {
-    state_->failed = vk_error("vkAllocateCommandBuffers", r);
-    state_->pending->cb = VK_NULL_HANDLE;
-    return;
+    pending->cb = VK_NULL_HANDLE;
+    return failed = vk_error("vkAllocateCommandBuffers", r);
   }
   VkCommandBufferBeginInfo bi{};
   bi.sType = VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO;
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  im.api.vkBeginCommandBuffer(state_->pending->cb, &bi);
-  // Earlier submissions' writes (a fence orders execution, it makes no write visible).
-  full_barrier(im, state_->pending->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+  im.api.vkBeginCommandBuffer(pending->cb, &bi);
+  full_barrier(im, pending->cb, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+  written.clear();
+  read.clear();
+  return ok_status();
+}
+
+Recorder::Recorder(Context& ctx) : ctx_(ctx), state_(std::make_unique<State>()) {
+  Context::Impl& im = ctx.impl();
+  state_->pending = std::make_unique<Fence::State>();
+  state_->pending->im = &im;
+  if (!state_->begin_part(im).ok()) return;
   if (im.profile.on) {
     state_->pending->started = std::chrono::steady_clock::now();
     VkQueryPoolCreateInfo qi{};
@@ -318,6 +329,26 @@ Status Recorder::copy(const Buffer& src, const Buffer& dst, std::span<const Copy
   return ok_status();
 }
 
+Status Recorder::flush() {
+  if (!state_->failed.ok()) return state_->failed;
+  if (!state_->pending) return make_error(ErrorKind::kInternal, "flush after submit");
+  Context::Impl& im = ctx_.impl();
+  Fence::State& st = *state_->pending;
+  im.api.vkEndCommandBuffer(st.cb);
+  VkSubmitInfo si{};
+  si.sType = VK_STRUCTURE_TYPE_SUBMIT_INFO;
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &st.cb;
+  VkResult r = im.api.vkQueueSubmit(im.queue, 1, &si, VK_NULL_HANDLE);
+  ++im.counters.submits;
+  st.flushed.push_back(st.cb);
+  st.cb = VK_NULL_HANDLE;
+  if (r != VK_SUCCESS) return state_->failed = vk_error("vkQueueSubmit", r);
+  HEARTH_TRY(state_->begin_part(im));
+  state_->mark(im, "idle (host recording)");
+  return ok_status();
+}
+
 Result<Fence> Recorder::submit() {
   if (!state_->failed.ok()) return state_->failed.error();
   if (!state_->pending) return make_error(ErrorKind::kInternal, "submit twice");
@@ -391,6 +422,7 @@ Status Recorder::copy(const Buffer&, const Buffer&, std::span<const CopyRegion>)
   return make_error(ErrorKind::kUnsupported, "no Vulkan backend");
 }
 Result<Fence> Recorder::submit() { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
+Status Recorder::flush() { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 Status Recorder::run() { return make_error(ErrorKind::kUnsupported, "no Vulkan backend"); }
 
 #endif

@@ -67,6 +67,14 @@ class DeviceOffload {
   // The kernels the layers run with (tests tune them: VulkanOps::set_attention_split).
   kernels::vulkan::VulkanOps& ops() { return ops_; }
 
+  // Tokens of a prompt to send through the device layers at once, given the sequence length
+  // n_kv it reaches and the CPU path's micro-batch: up to 512, so that the tiled matmul
+  // decodes each weight for more tokens and a 2048-row matrix spreads over enough workgroups
+  // (16 per 128 tokens leaves most of a large GPU idle), but no more than keeps the
+  // attention's score scratch (tokens x heads x n_kv floats) within 256 MiB; never fewer than
+  // cpu_tokens.
+  int64_t micro_batch_tokens(int64_t n_kv, int64_t cpu_tokens) const;
+
   // Runs layers [0, n_layers()) over the batch: x holds batch.size() rows of n_embd floats
   // (the embeddings) and gets the hidden states after the last offloaded layer. K/V rows of
   // the batch go into the device pools at the positions kv's block tables give. With
@@ -79,6 +87,8 @@ class DeviceOffload {
   Status logits(const float* rows, int64_t n_rows, float* out);
 
  private:
+  static constexpr size_t kLayersPerSubmit = 4;  // layers per submission of a step (run())
+
   struct Layer {
     device::Buffer attn_norm, ffn_norm;
     device::Buffer bq, bk, bv, q_norm, k_norm;  // absent (invalid) when the model has none

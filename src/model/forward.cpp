@@ -221,7 +221,13 @@ Status ForwardPass::run(std::span<const BatchToken> batch, kv::KvCache& kv, std:
   // token, and a token only attends to positions up to its own, written by its own or an earlier
   // micro-batch, so the results are those of one pass while the scratch buffers stay micro-batch
   // sized. Without causality a token attends to its whole sequence, so the batch is one pass.
-  const int64_t micro_batch = !h.causal ? n : h.is_moe() ? kMoeMicroBatchTokens : kMicroBatchTokens;
+  int64_t micro_batch = !h.causal ? n : h.is_moe() ? kMoeMicroBatchTokens : kMicroBatchTokens;
+  if (h.causal && offload_ != nullptr && offload_->n_layers() == h.n_layer) {
+    // Every layer on the device: larger micro-batches there (DeviceOffload::micro_batch_tokens).
+    int32_t last_pos = 0;
+    for (const auto& t : batch) last_pos = std::max(last_pos, t.pos);
+    micro_batch = offload_->micro_batch_tokens(int64_t{last_pos} + 1, micro_batch);
+  }
   int64_t n_out = 0;
   for (const auto& t : batch) n_out += t.output ? 1 : 0;
   if (want_logits) logits->resize(static_cast<size_t>(n_out * h.n_vocab));

@@ -210,6 +210,28 @@ TEST(DeviceProfile, TimestampsChargeEachCommandOfAList) {
   std::cout << report;
 }
 
+TEST(DeviceRecorder, FlushedPartsRunInOrderUnderOneFence) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  auto a = ctx->alloc(4096);
+  auto b = ctx->alloc(4096);
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint8_t> in(4096), out(4096, 0);
+  std::iota(in.begin(), in.end(), uint8_t{3});
+  const DeviceCounters before = ctx->counters();
+  Recorder rec(*ctx);
+  ASSERT_TRUE(rec.upload(*a, 0, in.data(), in.size()).ok());
+  ASSERT_TRUE(rec.flush().ok());  // part 1 runs while part 2 is recorded
+  Recorder::CopyRegion region{0, 0, in.size()};
+  ASSERT_TRUE(rec.copy(*a, *b, {&region, 1}).ok());  // reads what part 1 wrote
+  ASSERT_TRUE(rec.flush().ok());
+  ASSERT_TRUE(rec.download(*b, 0, out.data(), out.size()).ok());
+  ASSERT_TRUE(rec.run().ok());
+  EXPECT_EQ(out, in);
+  EXPECT_EQ(ctx->counters().submits - before.submits, 3u);
+  EXPECT_EQ(ctx->counters().fence_waits - before.fence_waits, 1u);
+  EXPECT_FALSE(rec.flush().ok());  // after the submit
+}
+
 TEST(DeviceRecorder, EmptySubmitWaitsAndASecondSubmitIsRefused) {
   HEARTH_REQUIRE_DEVICE(ctx);
   Recorder rec(*ctx);

@@ -276,17 +276,39 @@ TEST(DeviceOffload, BatchEqualsSingleTokensAndMatchesTheCpu) {
   for (int32_t t : tokens) single = gpu->run({t}, false);
   ASSERT_EQ(want.size(), batched.size());
   ASSERT_EQ(want.size(), single.size());
-  double vs_cpu = 0, batch_vs_single = 0;
+  double vs_cpu = 0, single_vs_cpu = 0, batch_vs_single = 0;
   for (size_t i = 0; i < want.size(); ++i) {
     vs_cpu = std::max(vs_cpu, static_cast<double>(std::fabs(batched[i] - want[i])));
+    single_vs_cpu = std::max(single_vs_cpu, static_cast<double>(std::fabs(single[i] - want[i])));
     batch_vs_single = std::max(batch_vs_single, static_cast<double>(std::fabs(batched[i] - single[i])));
   }
-  std::printf("[ max err  ] stories260K last logits: device vs CPU %.3g, batch vs single %.3g\n", vs_cpu,
-              batch_vs_single);
+  std::printf("[ max err  ] stories260K last logits: device vs CPU %.3g (token by token %.3g), batch vs single %.3g\n",
+              vs_cpu, single_vs_cpu, batch_vs_single);
   EXPECT_LT(vs_cpu, 5e-3);  // the CPU's prefill tile rounds Q to F16; the device keeps F32
-  EXPECT_LT(batch_vs_single, 1e-4);
-  EXPECT_EQ(argmax(batched.data(), static_cast<int32_t>(batched.size())),
-            argmax(want.data(), static_cast<int32_t>(want.size())));
+  EXPECT_LT(single_vs_cpu, 5e-3);
+  // A batch of more than 4 tokens goes through the tiled matmul, single tokens through the
+  // matrix x vector kernel: the same products summed in another order, so the two agree as
+  // closely as the device and the CPU do (on an H200, 2.4e-3; on lavapipe, 8e-5), not bit for bit.
+  EXPECT_LT(batch_vs_single, 5e-3);
+  const int32_t n_vocab = static_cast<int32_t>(want.size());
+  EXPECT_EQ(argmax(batched.data(), n_vocab), argmax(want.data(), n_vocab));
+  EXPECT_EQ(argmax(single.data(), n_vocab), argmax(want.data(), n_vocab));
+}
+
+TEST(DeviceOffload, PromptMicroBatchesGrowOnTheDeviceWhileTheScoreScratchStaysBounded) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  const std::string path = models_dir() + "/stories260K-llama-f32.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto gpu = GoldenRunner::open(path, 64);
+  ASSERT_TRUE(gpu);
+  auto off = offload_for(*gpu, *ctx, 99);
+  ASSERT_NE(off, nullptr);
+  const int64_t heads = gpu->model->hparams().n_head;
+  EXPECT_EQ(off->micro_batch_tokens(600, 128), 512);
+  // 512 tokens x heads x n_kv floats would pass 256 MiB: fewer tokens, never below the CPU's.
+  const int64_t n_kv = (int64_t{256} << 20) / (4 * heads * 300);
+  EXPECT_NEAR(static_cast<double>(off->micro_batch_tokens(n_kv, 128)), 300.0, 1.0);
+  EXPECT_EQ(off->micro_batch_tokens(int64_t{1} << 30, 128), 128);
 }
 
 TEST(DeviceOffload, RunningOutOfDeviceMemoryFallsBackToASplit) {

@@ -34,13 +34,21 @@ void row_products(uint row, uint t0, uint first, uint step, inout float acc[TILE
   float v[32];
   for (uint u = first; u < units; u += step) {
     unit(base, u, v);
+    const uint c0 = u * 32u;
+    // Loops of constant length over v (a row's last unit masks its tail), so v stays in
+    // registers: a loop bound that varies makes the compiler keep v in local memory.
+    const bool whole = c0 + 32u <= pc.cols;
     for (uint t = 0; t < TILE; ++t) {
-      if (t0 + t >= pc.n_tokens) break;
-      const uint xo = pc.x_off + (t0 + t) * pc.x_stride + u * 32u;
-      const uint n = min(32u, pc.cols - u * 32u);
-      float s = 0.0;
-      for (uint i = 0; i < n; ++i) s += v[i] * x[xo + i];
-      acc[t] += s;
+      if (t0 + t < pc.n_tokens) {
+        const uint xo = pc.x_off + (t0 + t) * pc.x_stride + c0;
+        float s = 0.0;
+        if (whole) {
+          for (uint i = 0; i < 32u; ++i) s += v[i] * x[xo + i];
+        } else {
+          for (uint i = 0; i < 32u; ++i) s += c0 + i < pc.cols ? v[i] * x[xo + i] : 0.0;
+        }
+        acc[t] += s;
+      }
     }
   }
 }

@@ -12,9 +12,19 @@ layout(push_constant) uniform Push { uint n, has_weight; float eps; uint pad; } 
 void main() {
   const uint base = gl_WorkGroupID.x * pc.n;
   const uint tid = gl_LocalInvocationID.x;
-  float ss = 0.0;
-  for (uint i = tid; i < pc.n; i += WG) ss += x[base + i] * x[base + i];
-  const float total = wg_sum(ss);
+  // Four loads in flight per invocation: a decode step normalises one row with one
+  // workgroup, where a loop of single loads waits on memory latency 32 times over.
+  float s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+  uint i = tid;
+  for (; i + 3u * WG < pc.n; i += 4u * WG) {
+    const float a = x[base + i], b = x[base + i + WG], c = x[base + i + 2u * WG], d = x[base + i + 3u * WG];
+    s0 += a * a;
+    s1 += b * b;
+    s2 += c * c;
+    s3 += d * d;
+  }
+  for (; i < pc.n; i += WG) s0 += x[base + i] * x[base + i];
+  const float total = wg_sum((s0 + s1) + (s2 + s3));
   const float inv = 1.0 / sqrt(total / float(pc.n) + pc.eps);
   for (uint i = tid; i < pc.n; i += WG) {
     const float v = x[base + i] * inv;
