@@ -113,12 +113,17 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
 
     Buffer xb = upload_floats(*ctx, x);
     Buffer yb = upload_floats(*ctx, std::vector<float>(exact.size(), 0.0f));
-    std::vector<std::pair<bool, bool>> modes;  // (subgroups, tiled)
-    for (bool sg : reduction_modes(*ctx)) modes.emplace_back(sg, false);
-    if (n_tokens > 4) modes.emplace_back(false, true);
-    for (auto [sg, tiled] : modes) {
+    struct Mode {
+      bool subgroups, tiled, matvec;
+    };
+    std::vector<Mode> modes;
+    for (bool sg : reduction_modes(*ctx)) modes.push_back({sg, false, false});
+    if (n_tokens > 4) modes.push_back({false, true, false});
+    if (n_tokens == 1 && ctx->info().subgroup_arithmetic) modes.push_back({true, false, true});
+    for (auto [sg, tiled, matvec] : modes) {
       ops.set_use_subgroups(sg);
       ops.set_use_tiled(tiled);
+      ops.set_use_matvec(matvec);
       Recorder rec(*ctx);
       ASSERT_TRUE(ops.matmul(rec, *dw, {&xb, 0}, static_cast<uint32_t>(c.cols), n_tokens, {&yb, 0},
                              static_cast<uint32_t>(rows))
@@ -129,8 +134,8 @@ TEST_P(VulkanMatmul, MatchesDequantizedWeightsAndTheCpuKernel) {
       const double vs_cpu = max_abs_diff(gpu, cpu);
       EXPECT_EQ(ops.use_subgroups(), sg);
       std::cout << "[ max err  ] " << dtype_name(c.type) << " cols=" << c.cols << " tokens=" << n_tokens
-                << (tiled ? " tiled batch kernel" : sg ? " subgroup, " : " shared, ")
-                << (tiled ? std::string() : std::to_string(ops.matmul_rows_per_group()) + " rows/workgroup")
+                << (tiled ? " tiled batch kernel" : matvec ? " matvec kernel" : sg ? " subgroup, " : " shared, ")
+                << (tiled || matvec ? std::string() : std::to_string(ops.matmul_rows_per_group()) + " rows/workgroup")
                 << ": vs exact " << vs_exact << ", vs CPU kernel " << vs_cpu
                 << " (largest |y| " << norm << ")\n";
       EXPECT_LT(vs_exact, 2e-5 * c.cols * std::max(1.0, norm / 4));

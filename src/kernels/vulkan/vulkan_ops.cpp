@@ -18,6 +18,7 @@ namespace {
 constexpr uint32_t kMatmulTile = 4;       // tokens per workgroup, TILE in matmul.comp
 constexpr uint32_t kTiledRows = 128;      // BM in matmul_tiled.comp
 constexpr uint32_t kTiledTokens = 32;     // BN in matmul_tiled.comp
+constexpr uint32_t kMatvecRows = 4;       // ROWS in matvec.comp: rows per subgroup
 constexpr uint32_t kPointwiseGroup = 256;  // local_size_x of pointwise.comp
 constexpr uint32_t kMaxGroupsX = 65535;
 constexpr uint32_t kReduceGroup = 64;      // local_size_x of the reducing shaders, WG in reduce.glsl
@@ -83,6 +84,8 @@ VulkanOps::VulkanOps(device::Context& ctx) : ctx_(ctx) {
   set_use_subgroups(env == nullptr || std::string_view(env) != "0");
   const char* tiled = std::getenv("HEARTH_VULKAN_TILED");
   tiled_ = tiled == nullptr || std::string_view(tiled) != "0";
+  const char* matvec = std::getenv("HEARTH_VULKAN_MATVEC");
+  matvec_ = matvec == nullptr || std::string_view(matvec) != "0";
 }
 
 void VulkanOps::set_use_subgroups(bool on) {
@@ -182,6 +185,19 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
                     x.offset, x_stride, y.offset, y_stride, 0};
     return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push,
                         (rows + kTiledRows - 1) / kTiledRows, (n_tokens + kTiledTokens - 1) / kTiledTokens);
+  }
+  if (matvec_ && subgroups_ && n_tokens == 1) {
+    // One token: several rows per subgroup sharing the inputs (matvec.comp).
+    const std::string type = std::string(name).substr(std::string_view("matmul_").size());
+    auto p = pipeline("matvec_" + type, false, 3, sizeof(MatmulPush));
+    if (!p.ok()) return p.error();
+    const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
+    MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
+                    x.offset, x_stride, y.offset, y_stride, per_group};
+    const uint32_t groups = (rows + per_group - 1) / per_group;
+    const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
+    return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, 1,
+                        std::max((groups + gx - 1) / gx, 1u));
   }
   auto p = pipeline(name, true, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();

@@ -68,6 +68,9 @@ class VulkanOps {
   // Batches of more than 4 tokens through matmul_tiled.comp (the default unless
   // HEARTH_VULKAN_TILED=0); off: matmul.comp's 4-token tiles for every batch.
   void set_use_tiled(bool on) { tiled_ = on; }
+  // One token on a device with subgroups through matvec.comp (4 rows per subgroup sharing the
+  // inputs; the default unless HEARTH_VULKAN_MATVEC=0); off: matmul.comp.
+  void set_use_matvec(bool on) { matvec_ = on; }
 
   Result<DeviceWeight> upload_weight(const WeightView& w);
 
@@ -127,6 +130,7 @@ class VulkanOps {
   device::Context& ctx_;
   bool subgroups_ = false;
   bool tiled_ = true;
+  bool matvec_ = true;
   uint32_t split_len_ = 256;
 };
 

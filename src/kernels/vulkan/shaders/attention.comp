@@ -40,6 +40,9 @@ float half_at(KvWords c, uint region, uint idx) {
 }
 float round_f16(float v) { return unpackHalf2x16(packHalf2x16(vec2(v, 0.0))).x; }
 
+#define MAX_SHARED_Q 256
+shared float sq[MAX_SHARED_Q];  // the query row, rounded to F16, when head_dim_k fits
+
 void main() {
   const uint head = gl_WorkGroupID.x;
   const uint tok = pc.tok_base + gl_WorkGroupID.y;
@@ -60,13 +63,28 @@ void main() {
   const uint krow = pc.n_head_kv * pc.head_dim_k;
   const uint vrow = pc.n_head_kv * pc.head_dim_v;
 
+  // The query row once into shared memory; K rows read two halves per word (rows start on a
+  // word when the head size and the row width are even, as in every supported model).
+  const bool fast = pc.head_dim_k <= MAX_SHARED_Q && (pc.head_dim_k & 1u) == 0u && (krow & 1u) == 0u;
+  if (fast) {
+    for (uint i = tid; i < pc.head_dim_k; i += WG) sq[i] = round_f16(q[qbase + i]);
+  }
+  barrier();
   float m = -3.402823e38;
   for (uint p = first + tid; p < last; p += WG) {
     uint slot_word, row;
     KvWords c = kv_chunk_row(p, slot_word, row);
     const uint kb = row * krow + kv_head * pc.head_dim_k;
     float s = 0.0;
-    for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at(c, slot_word + pc.k_word, kb + i);
+    if (fast) {
+      const uint kw = slot_word + pc.k_word + (kb >> 1);
+      for (uint i = 0; i < pc.head_dim_k; i += 2u) {
+        const vec2 k2 = unpackHalf2x16(c.w[kw + (i >> 1)]);
+        s += sq[i] * k2.x + sq[i + 1u] * k2.y;
+      }
+    } else {
+      for (uint i = 0; i < pc.head_dim_k; ++i) s += round_f16(q[qbase + i]) * half_at(c, slot_word + pc.k_word, kb + i);
+    }
     s *= pc.scale;
     if (pc.softcap > 0.0) s = pc.softcap * tanh(s / pc.softcap);
     scores[sbase + p] = s;
@@ -94,10 +112,23 @@ void main() {
   const uint obase = (tok * pc.n_head + head) * pc.head_dim_v;
   for (uint d = tid; d < pc.head_dim_v; d += WG) {
     float acc = 0.0;
-    for (uint p = first; p < last; ++p) {
+    // A block's chunk is looked up once for its rows, and four rows' loads go out together:
+    // one lookup chain (table, chunk address, value) per key kept the kernel waiting on memory.
+    for (uint p = first; p < last;) {
       uint slot_word, row;
       KvWords c = kv_chunk_row(p, slot_word, row);
-      acc += scores[sbase + p] * half_at(c, slot_word + pc.v_word, row * vrow + kv_head * pc.head_dim_v + d);
+      const uint stop = min(last, p - row + pc.block_tokens);  // the end of p's block
+      const uint region = slot_word + pc.v_word;
+      const uint col = kv_head * pc.head_dim_v + d;
+      for (; p + 3u < stop; p += 4u, row += 4u) {
+        const float v0 = half_at(c, region, row * vrow + col);
+        const float v1 = half_at(c, region, (row + 1u) * vrow + col);
+        const float v2 = half_at(c, region, (row + 2u) * vrow + col);
+        const float v3 = half_at(c, region, (row + 3u) * vrow + col);
+        acc += scores[sbase + p] * v0 + scores[sbase + p + 1u] * v1 + scores[sbase + p + 2u] * v2 +
+               scores[sbase + p + 3u] * v3;
+      }
+      for (; p < stop; ++p, ++row) acc += scores[sbase + p] * half_at(c, region, row * vrow + col);
     }
     if (split) {
       part[pbase + d] = acc;

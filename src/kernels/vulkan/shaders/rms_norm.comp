@@ -26,7 +26,17 @@ void main() {
   for (; i < pc.n; i += WG) s0 += x[base + i] * x[base + i];
   const float total = wg_sum((s0 + s1) + (s2 + s3));
   const float inv = 1.0 / sqrt(total / float(pc.n) + pc.eps);
-  for (uint i = tid; i < pc.n; i += WG) {
+  // The same four-wide walk for the scaled rows (loads first, then the stores).
+  i = tid;
+  for (; i + 3u * WG < pc.n; i += 4u * WG) {
+    float v[4], g[4];
+    for (uint k = 0; k < 4u; ++k) {
+      v[k] = x[base + i + k * WG];
+      g[k] = pc.has_weight != 0u ? weight[i + k * WG] : 1.0;
+    }
+    for (uint k = 0; k < 4u; ++k) y[base + i + k * WG] = v[k] * inv * g[k];
+  }
+  for (; i < pc.n; i += WG) {
     const float v = x[base + i] * inv;
     y[base + i] = pc.has_weight != 0u ? v * weight[i] : v;
   }

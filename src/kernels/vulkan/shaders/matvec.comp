@@ -1,0 +1,72 @@
+#version 450
+// y[r] = sum_c W[r][c] * x[c] for one token (a decode step), on devices with subgroup
+// arithmetic; one weight type per compile (TYPE_*). Each subgroup takes ROWS consecutive rows:
+// its lanes walk the row's 32-weight units, a lane loads a unit's 32 inputs once (eight vec4
+// loads) for all ROWS rows, whose weight loads are independent of each other and so in flight
+// together, and subgroupAdd sums each row. matmul.comp's subgroup kernel gave every row its own
+// subgroup and loaded the inputs once per row with scalar loads; on an H200 a decode step's
+// matrices ran through it at ~110 GB/s.
+#extension GL_GOOGLE_include_directive : enable
+#extension GL_KHR_shader_subgroup_basic : enable
+#extension GL_KHR_shader_subgroup_arithmetic : enable
+layout(local_size_x = 64) in;
+
+layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
+layout(std430, binding = 1) readonly buffer X { float x[]; };
+layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the same inputs, 4 at a time
+layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push {
+  uint cols, rows, n_tokens, row_bytes;
+  uint x_off, x_stride, y_off, y_stride;
+  uint rows_per_group;  // ROWS x the subgroups of a workgroup
+} pc;
+
+#include "weight_unit.glsl"
+
+#define ROWS 4
+
+void main() {
+  // Row groups beyond the 65535 workgroups one dimension allows continue in z.
+  const uint group = gl_WorkGroupID.x + gl_WorkGroupID.z * gl_NumWorkGroups.x;
+  // Counted rather than taken from gl_SubgroupSize, so a partly empty subgroup still covers
+  // every unit (as in matmul.comp).
+  const uint lanes = subgroupAdd(1u);
+  const uint lane = subgroupExclusiveAdd(1u);
+  const uint units = (pc.cols + 31u) / 32u;
+  const bool vec_x = ((pc.x_off | pc.cols) & 3u) == 0u;
+  const uint end = min((group + 1u) * pc.rows_per_group, pc.rows);
+  // Loop bounds are the same for the whole subgroup, so every lane reaches subgroupAdd.
+  for (uint r0 = group * pc.rows_per_group + gl_SubgroupID * ROWS; r0 < end; r0 += gl_NumSubgroups * ROWS) {
+    float acc[ROWS];
+    for (uint k = 0; k < ROWS; ++k) acc[k] = 0.0;
+    for (uint u = lane; u < units; u += lanes) {
+      const uint c0 = u * 32u;
+      float xv[32];
+      if (vec_x && c0 + 32u <= pc.cols) {
+        const uint q0 = (pc.x_off + c0) >> 2;
+        for (uint k = 0; k < 8u; ++k) {
+          const vec4 a = x4[q0 + k];
+          xv[4u * k] = a.x;
+          xv[4u * k + 1u] = a.y;
+          xv[4u * k + 2u] = a.z;
+          xv[4u * k + 3u] = a.w;
+        }
+      } else {
+        for (uint i = 0; i < 32u; ++i) xv[i] = c0 + i < pc.cols ? x[pc.x_off + c0 + i] : 0.0;
+      }
+      for (uint k = 0; k < ROWS; ++k) {
+        if (r0 + k < end) {
+          float v[32];
+          unit((r0 + k) * pc.row_bytes, u, v);
+          float s = 0.0;
+          for (uint i = 0; i < 32u; ++i) s += v[i] * xv[i];
+          acc[k] += s;
+        }
+      }
+    }
+    for (uint k = 0; k < ROWS; ++k) {
+      const float total = subgroupAdd(acc[k]);
+      if (subgroupElect() && r0 + k < end) y[pc.y_off + r0 + k] = total;
+    }
+  }
+}
