@@ -112,7 +112,14 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
     }
   }
   c->forward_ = std::make_unique<model::ForwardPass>(*c->model_, *c->pool_, c->n_ctx_);
-  if (c->offload_) c->forward_->set_offload(c->offload_.get());
+  if (c->offload_) {
+    c->forward_->set_offload(c->offload_.get());
+    // The offloaded layers run on the device from now on: their host copies go back.
+    const size_t released = c->model_->release_layer_matrices(c->offload_->n_layers());
+    if (released > 0) {
+      log_info("host copies of offloaded layers released", {{"bytes", std::to_string(released)}});
+    }
+  }
   c->load_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (o.on_progress) o.on_progress(1.0);
   return c;

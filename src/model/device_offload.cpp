@@ -32,6 +32,17 @@ Result<kernels::WeightView> file_rows(const Model& model, const std::string& nam
   return w;
 }
 
+}  // namespace
+
+// A matrix read from the file's mapping for upload: its pages stop counting as this process's
+// resident memory (the device holds the copy; a CPU read, such as a tied embedding's rows,
+// reads them back from the page cache).
+void DeviceOffload::release_file_rows(const kernels::WeightView& w) const {
+  model_.file().release_bytes(w.data, static_cast<size_t>(w.rows) * w.row_bytes);
+}
+
+namespace {
+
 // Rows [first, first + count) of a matrix in the file's layout.
 kernels::WeightView row_range(const kernels::WeightView& w, int64_t first, int64_t count) {
   kernels::WeightView r = w;
@@ -237,6 +248,7 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
   for (const M& m : mats) {
     HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
+    release_file_rows(rows);
   }
   if (fused_qkv) {
     HEARTH_ASSIGN(kernels::WeightView qkv, file_rows(model_, blk + "attn_qkv.weight", L.wqkv));
@@ -246,12 +258,14 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     HEARTH_ASSIGN(out.wq, ops_.upload_weight(row_range(qkv, 0, q)));
     HEARTH_ASSIGN(out.wk, ops_.upload_weight(row_range(qkv, q, k)));
     HEARTH_ASSIGN(out.wv, ops_.upload_weight(row_range(qkv, q + k, v)));
+    release_file_rows(qkv);
   }
   if (fused_gate_up) {
     HEARTH_ASSIGN(kernels::WeightView gu, file_rows(model_, blk + "ffn_up.weight", L.ffn_up));
     if (gu.rows != 2 * int64_t{h.n_ff}) return make_error(ErrorKind::kInvalidArgument, blk + "ffn_up is not gate and up");
     HEARTH_ASSIGN(out.gate, ops_.upload_weight(row_range(gu, 0, h.n_ff)));
     HEARTH_ASSIGN(out.up, ops_.upload_weight(row_range(gu, h.n_ff, h.n_ff)));
+    release_file_rows(gu);
   }
   // The attention output's bias; gemma2's norms of the attention and FFN outputs.
   if (L.bo != nullptr) {
@@ -272,6 +286,7 @@ Status DeviceOffload::upload_output() {
   HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, name, w.output));
   HEARTH_ASSIGN(output_norm_, upload_vector(ctx_, w.output_norm, model_.hparams().n_embd));
   HEARTH_ASSIGN(output_, ops_.upload_weight(rows));
+  release_file_rows(rows);
   return ok_status();
 }
 

@@ -104,6 +104,7 @@ class DeviceOffload {
   DeviceOffload(const Model& model, device::Context& ctx, const kv::KvLayout& layout, const kernels::RopeParams& rope)
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
   Result<Layer> upload_layer(int32_t il);
+  void release_file_rows(const kernels::WeightView& w) const;
   Status upload_output();
   Status ensure_output_scratch(int64_t n_rows);
   // The output layer over the first n_rows rows of out_x_, logits downloaded to out.

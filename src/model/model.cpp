@@ -1,6 +1,7 @@
 // Loading a model from GGUF (see model.h).
 #include "model/model.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "model/weight_interleaving.h"
@@ -43,6 +44,27 @@ Status Model::interleave_matrices(ThreadPool& pool, const std::function<void(siz
   if (interleaved_.size() > 0) return ok_status();
   HEARTH_ASSIGN(interleaved_, model::interleave_matrices(weights_, file_, pool, on_bytes));
   return ok_status();
+}
+
+size_t Model::release_layer_matrices(int32_t n_layers) {
+  size_t released = 0;
+  const uint8_t* lo = interleaved_.data();
+  const uint8_t* hi = lo + interleaved_.size();
+  const int32_t n = std::min<int32_t>(n_layers, static_cast<int32_t>(weights_.layers.size()));
+  for (int32_t il = 0; il < n; ++il) {
+    const LayerWeights& L = weights_.layers[static_cast<size_t>(il)];
+    for (const kernels::WeightView* v : {&L.wq, &L.wk, &L.wv, &L.wqkv, &L.wo, &L.ffn_gate, &L.ffn_up, &L.ffn_down}) {
+      if (v->data == nullptr) continue;
+      const size_t bytes = static_cast<size_t>(v->rows) * v->row_bytes;
+      if (v->interleaved && v->data >= lo && v->data + bytes <= hi) {
+        release_mapped_pages(v->data, bytes);  // anonymous: the pages go back, zeros on touch
+        released += bytes;
+      } else {
+        file_.release_bytes(v->data, bytes);
+      }
+    }
+  }
+  return released;
 }
 
 kernels::RopeParams Model::rope_params(int32_t n_ctx_per_seq) const {

@@ -37,6 +37,13 @@ class Model {
   // `on_bytes`: see model::interleave_matrices (weight_interleaving.h).
   Status interleave_matrices(ThreadPool& pool, const std::function<void(size_t done, size_t total)>& on_bytes = {});
 
+  // Gives back the host memory of layers [0, n_layers)'s matrices once they live on a device
+  // that runs those layers for good (after the offload is attached): their interleaved copies'
+  // pages go back to the system and their file pages stop counting as this process's
+  // resident memory. Nothing on the CPU may run those layers afterwards (their interleaved
+  // copies read zeros). Returns the bytes of interleaved copies given back.
+  size_t release_layer_matrices(int32_t n_layers);
+
   const ModelHparams& hparams() const { return hparams_; }
   const ModelWeights& weights() const { return weights_; }
   const gguf::File& file() const { return file_; }

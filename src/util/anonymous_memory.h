@@ -34,7 +34,8 @@ class AnonymousMemory {
 
 // Unmaps from this process the pages that lie wholly inside [p, p + bytes) of a read-only file
 // mapping, so that they stop counting as its resident memory; touching them again reads them
-// back from the file. Pages shared with data outside the range are kept.
+// back from the file. Pages shared with data outside the range are kept. On an AnonymousMemory
+// region the pages go back to the system and read as zeros if touched again.
 void release_mapped_pages(const void* p, size_t bytes);
 
 }  // namespace hearth

@@ -108,3 +108,47 @@ TEST(WeightInterleaving, LeavesTheCallersBufferAlone) {
 
 }  // namespace
 }  // namespace hearth::model
+
+// Layers that went to a device give their host copies back (Model::release_layer_matrices):
+// the interleaved copies of the released layers read zeros afterwards (their pages went back to
+// the system), the layers kept on the CPU keep theirs, and the byte count is theirs exactly.
+namespace hearth::model {
+namespace {
+
+TEST(WeightInterleaving, ReleasedLayersGiveTheirCopiesBackAndTheOthersKeepTheirs) {
+  const std::string path = test::models_dir() + "/random/llama-Q8_0.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  ThreadPool pool(2);
+  LoadOptions opt;
+  opt.interleave = true;
+  opt.pool = &pool;
+  auto m = Model::load(path, opt);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const ModelWeights& w = (*m)->weights();
+  ASSERT_GE(w.layers.size(), 2u);
+  if (interleaved_matrices(w) == 0) GTEST_SKIP() << "this CPU's kernels interleave no Q8_0 matrix";
+  const auto nonzero = [](const kernels::WeightView& v) {
+    const size_t bytes = static_cast<size_t>(v.rows) * v.row_bytes;
+    size_t n = 0;
+    for (size_t i = 0; i < bytes; ++i) n += v.data[i] != 0 ? 1 : 0;
+    return n;
+  };
+  size_t want = 0;
+  const LayerWeights& first = w.layers[0];
+  for (const auto* v : {&first.wq, &first.wk, &first.wv, &first.wqkv, &first.wo, &first.ffn_gate, &first.ffn_up, &first.ffn_down}) {
+    if (v->data != nullptr && v->interleaved) want += static_cast<size_t>(v->rows) * v->row_bytes;
+  }
+  const kernels::WeightView& kept = w.layers[1].ffn_down;
+  ASSERT_TRUE(first.ffn_down.interleaved && kept.interleaved);
+  const size_t kept_before = nonzero(kept);
+  ASSERT_GT(nonzero(first.ffn_down), 0u);
+  EXPECT_EQ((*m)->release_layer_matrices(1), want);
+  EXPECT_GT(want, 0u);
+  // Whole pages inside the released matrix read zeros now; the edges may share a page.
+  const size_t bytes = static_cast<size_t>(first.ffn_down.rows) * first.ffn_down.row_bytes;
+  EXPECT_LT(nonzero(first.ffn_down), bytes / 8);
+  EXPECT_EQ(nonzero(kept), kept_before);
+}
+
+}  // namespace
+}  // namespace hearth::model
