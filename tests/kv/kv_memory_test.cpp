@@ -28,6 +28,22 @@ size_t rss_anon() {
 
 constexpr size_t kMiB = size_t{1} << 20;
 
+// Resident memory that ASan adds for memory the test writes and the pool cannot give back: its
+// shadow, one byte per 8 written (a test writing 64 MiB ended 4.3 MiB over its bare tolerance
+// under ASan on Linux 6.18, and within it without ASan).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr size_t kShadowPerByteWritten = 8;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr size_t kShadowPerByteWritten = 8;
+#else
+constexpr size_t kShadowPerByteWritten = 0;
+#endif
+#else
+constexpr size_t kShadowPerByteWritten = 0;
+#endif
+size_t shadow_of(size_t written) { return kShadowPerByteWritten == 0 ? 0 : written / kShadowPerByteWritten; }
+
 // 16 layers x 16 tokens x (1 KiB K + 1 KiB V) = 512 KiB a block: 4 blocks a chunk.
 KvLayout chunky_layout() {
   KvLayout l;
@@ -82,7 +98,7 @@ TEST(KvBlockPool, CommitsChunksAsBlocksAreHandedOutAndReleasesThemWhenEmpty) {
   EXPECT_EQ(s.used_bytes, 0u);
   EXPECT_LE(s.committed_bytes, 2 * kMiB);  // the low-water mark: one empty chunk kept
   EXPECT_GE(s.chunks_released_total, 31u);
-  EXPECT_LT(rss_anon(), idle + 6 * kMiB);
+  EXPECT_LT(rss_anon(), idle + 6 * kMiB + shadow_of(64 * kMiB));
   EXPECT_EQ(pool->release_empty_chunks(0), s.committed_bytes / (2 * kMiB));
   EXPECT_EQ(pool->stats().committed_bytes, 0u);
 }
