@@ -176,40 +176,35 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
   const char* name = matmul_shader(w.type);
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
   const auto rows = static_cast<uint32_t>(w.rows);
+  const std::string type = std::string(name).substr(std::string_view("matmul_").size());
+  // The kernel for the batch size, its rows per workgroup and its token tiles (dispatch y).
+  std::string shader = name;
+  bool reduces = true;
+  uint32_t per_group = matmul_rows_per_group();
+  uint32_t token_tiles = (n_tokens + kMatmulTile - 1) / kMatmulTile;
   if (tiled_ && n_tokens > kMatmulTile && (rows + kTiledRows - 1) / kTiledRows <= kMaxGroupsX) {
     // A batch: shared-memory tiles, each weight decoded once per kTiledTokens tokens.
-    const std::string type = std::string(name).substr(std::string_view("matmul_").size());
-    auto p = pipeline("matmul_tiled_" + type, false, 3, sizeof(MatmulPush));
-    if (!p.ok()) return p.error();
-    MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
-                    x.offset, x_stride, y.offset, y_stride, 0};
-    return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push,
-                        (rows + kTiledRows - 1) / kTiledRows, (n_tokens + kTiledTokens - 1) / kTiledTokens);
-  }
-  if (matvec_ && subgroups_ && n_tokens == 1) {
+    shader = "matmul_tiled_" + type;
+    reduces = false;
+    per_group = kTiledRows;
+    token_tiles = (n_tokens + kTiledTokens - 1) / kTiledTokens;
+  } else if (matvec_ && subgroups_ && n_tokens == 1) {
     // One token: several rows per subgroup sharing the inputs (matvec.comp).
-    const std::string type = std::string(name).substr(std::string_view("matmul_").size());
-    auto p = pipeline("matvec_" + type, false, 3, sizeof(MatmulPush));
-    if (!p.ok()) return p.error();
-    const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
-    MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
-                    x.offset, x_stride, y.offset, y_stride, per_group};
-    const uint32_t groups = (rows + per_group - 1) / per_group;
-    const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
-    return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, 1,
-                        std::max((groups + gx - 1) / gx, 1u));
+    shader = "matvec_" + type;
+    reduces = false;
+    per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
   }
-  auto p = pipeline(name, true, 3, sizeof(MatmulPush));
+  auto p = pipeline(shader, reduces, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
-  const uint32_t per_group = matmul_rows_per_group();
   MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
                   x.offset, x_stride, y.offset, y_stride, per_group};
-  // Groups of rows beyond 65535 workgroups go on in z (the shader skips the excess).
+  // Groups of rows beyond 65535 workgroups go on in z (the shaders skip the excess; the tiled
+  // kernel is only chosen when its groups fit in x).
   const uint32_t groups = (rows + per_group - 1) / per_group;
   const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
   const uint32_t gz = (groups + gx - 1) / gx;
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx,
-                      (n_tokens + kMatmulTile - 1) / kMatmulTile, std::max(gz, 1u));
+  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, token_tiles,
+                      std::max(gz, 1u));
 }
 
 uint32_t VulkanOps::matmul_rows_per_group() const {

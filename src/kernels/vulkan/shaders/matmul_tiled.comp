@@ -17,7 +17,7 @@ layout(std430, binding = 2) writeonly buffer Y { float y[]; };
 layout(push_constant) uniform Push {
   uint cols, rows, n_tokens, row_bytes;
   uint x_off, x_stride, y_off, y_stride;
-  uint rows_per_group;  // unused here (matmul.comp's layout)
+  uint rows_per_group;  // BM (matmul.comp's layout; unused here)
 } pc;
 
 #include "weight_unit.glsl"
