@@ -18,6 +18,9 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
   ctest --test-dir build/asan --output-on-failure -j "$(nproc)" --timeout 900 2>&1 | tee "$log"
 ctest_rc=${PIPESTATUS[0]}
 set -e
+echo "test.sh: the slowest tests (seconds):"
+grep -E '^ *[0-9]+/[0-9]+ Test +#' "$log" | sed -E 's/.* Test +#[0-9]+: ([^ ]+) .* ([0-9.]+) sec$/\2 \1/' |
+  sort -rn | head -15 || true
 total=$(grep -Eo 'tests? failed out of [0-9]+' "$log" | grep -Eo '[0-9]+$' | tail -1 || true)
 failed=$(grep -Eo '[0-9]+ tests? failed out of' "$log" | grep -Eo '^[0-9]+' | tail -1 || true)
 total=${total:-0}
@@ -55,7 +58,10 @@ fuzz_one() {
   return 1
 }
 if [ "$fuzz_seconds" -gt 0 ]; then
-  scripts/build.sh fuzz
+  # Only the fuzz targets and the modules they link: the rest of the tree is built once, above.
+  fuzz_targets=()
+  for src in tests/fuzz/fuzz_*.cpp; do fuzz_targets+=(--target "$(basename "$src" .cpp)"); done
+  scripts/build.sh fuzz "${fuzz_targets[@]}"
   fuzz_jobs=$(nproc)
   pids=()
   for target in build/fuzz/tests/fuzz/fuzz_*; do
