@@ -279,19 +279,31 @@ void KvBlockPool::release_chunk(int32_t chunk) {
 
 int32_t KvBlockPool::release_empty_chunks(int32_t keep_empty_chunks) {
   std::vector<int32_t> empty;  // committed chunks without a used block, ascending
+  // Chunks the committer is still prefaulting are empty too and will stay committed: they
+  // count among the kept ones (else a commit ahead landing after this leaves one too many).
+  int32_t in_flight = 0;
   {
     std::lock_guard lock(shared_->mu);
     for (size_t c = 0; c < n_chunks_; ++c) {
       if (shared_->state[c] == ChunkState::kCommitted && chunk_used_[c] == 0) empty.push_back(static_cast<int32_t>(c));
+      if (shared_->state[c] == ChunkState::kCommitting) ++in_flight;
     }
   }
   int32_t released = 0;
-  while (static_cast<int32_t>(empty.size()) > std::max(0, keep_empty_chunks)) {
+  while (!empty.empty() && static_cast<int32_t>(empty.size()) + in_flight > std::max(0, keep_empty_chunks)) {
     release_chunk(empty.back());  // the highest first: allocation prefers low chunks
     empty.pop_back();
     ++released;
   }
   return released;
+}
+
+void KvBlockPool::wait_for_commits() const {
+  Shared& sh = *shared_;
+  std::unique_lock lock(sh.mu);
+  sh.cv.wait(lock, [&] {
+    return std::none_of(sh.state.begin(), sh.state.end(), [](ChunkState st) { return st == ChunkState::kCommitting; });
+  });
 }
 
 void KvBlockPool::set_limit(size_t bytes) { shared_->limit.store(bytes); }

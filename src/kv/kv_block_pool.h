@@ -149,9 +149,12 @@ class KvBlockPool {
   int32_t chunk_used(int32_t chunk) const { return chunk_used_[static_cast<size_t>(chunk)]; }
   bool chunk_committed(int32_t chunk) const;
 
-  // Releases every empty committed chunk beyond keep_empty_chunks (highest first); the number
-  // released. Use keep_empty_chunks = 0 to return everything that can be.
+  // Releases every empty committed chunk beyond keep_empty_chunks (highest first; chunks being
+  // committed ahead count as kept); the number released. Use keep_empty_chunks = 0 to return
+  // everything that can be.
   int32_t release_empty_chunks(int32_t keep_empty_chunks);
+  // Returns once no chunk is being committed ahead (the background committer is idle).
+  void wait_for_commits() const;
 
   // Byte limit on used blocks (any thread; 0 or more than the reservation: no limit). Past it
   // admits_blocks() says no; blocks already held are never taken back.
