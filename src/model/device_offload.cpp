@@ -236,37 +236,46 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     const kernels::WeightView* bound;
     vk::DeviceWeight* dst;
   };
-  // Fused matrices (phi3's QKV, its gate/up) go up as row ranges of the file's matrix: the
-  // device then runs them as the separate matrices they hold.
-  const bool fused_qkv = L.wqkv.data != nullptr;
-  const bool fused_gate_up = model_.weights().fused_gate_up;
+  // Q, K and V go up into one buffer where they share a type and width, and so do gate and
+  // up: a decode step then runs each group as one matrix x vector. Fused matrices in the file
+  // (phi3's QKV, its gate/up) come as row ranges of that one matrix.
   std::vector<M> mats = {{"attn_output", &L.wo, &out.wo}, {"ffn_down", &L.ffn_down, &out.down}};
-  if (!fused_qkv) {
-    mats.insert(mats.end(), {{"attn_q", &L.wq, &out.wq}, {"attn_k", &L.wk, &out.wk}, {"attn_v", &L.wv, &out.wv}});
-  }
-  if (!fused_gate_up) mats.insert(mats.end(), {{"ffn_gate", &L.ffn_gate, &out.gate}, {"ffn_up", &L.ffn_up, &out.up}});
   for (const M& m : mats) {
     HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + m.name + ".weight", *m.bound));
     HEARTH_ASSIGN(*m.dst, ops_.upload_weight(rows));
     release_file_rows(rows);
   }
-  if (fused_qkv) {
+  std::vector<kernels::WeightView> file;  // what to return to the OS once uploaded
+  std::vector<kernels::WeightView> qkv_parts, gate_up_parts;
+  if (L.wqkv.data != nullptr) {
     HEARTH_ASSIGN(kernels::WeightView qkv, file_rows(model_, blk + "attn_qkv.weight", L.wqkv));
     const int64_t q = int64_t{h.n_head} * h.head_dim_k, k = int64_t{h.n_head_kv} * h.head_dim_k;
     const int64_t v = int64_t{h.n_head_kv} * h.head_dim_v;
     if (qkv.rows != q + k + v) return make_error(ErrorKind::kInvalidArgument, blk + "attn_qkv has the wrong row count");
-    HEARTH_ASSIGN(out.wq, ops_.upload_weight(row_range(qkv, 0, q)));
-    HEARTH_ASSIGN(out.wk, ops_.upload_weight(row_range(qkv, q, k)));
-    HEARTH_ASSIGN(out.wv, ops_.upload_weight(row_range(qkv, q + k, v)));
-    release_file_rows(qkv);
+    qkv_parts = {row_range(qkv, 0, q), row_range(qkv, q, k), row_range(qkv, q + k, v)};
+    file.push_back(qkv);
+  } else {
+    for (const auto& [name, bound] : {std::pair{"attn_q", &L.wq}, std::pair{"attn_k", &L.wk}, std::pair{"attn_v", &L.wv}}) {
+      HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + name + ".weight", *bound));
+      qkv_parts.push_back(rows);
+      file.push_back(rows);
+    }
   }
-  if (fused_gate_up) {
+  if (model_.weights().fused_gate_up) {
     HEARTH_ASSIGN(kernels::WeightView gu, file_rows(model_, blk + "ffn_up.weight", L.ffn_up));
     if (gu.rows != 2 * int64_t{h.n_ff}) return make_error(ErrorKind::kInvalidArgument, blk + "ffn_up is not gate and up");
-    HEARTH_ASSIGN(out.gate, ops_.upload_weight(row_range(gu, 0, h.n_ff)));
-    HEARTH_ASSIGN(out.up, ops_.upload_weight(row_range(gu, h.n_ff, h.n_ff)));
-    release_file_rows(gu);
+    gate_up_parts = {row_range(gu, 0, h.n_ff), row_range(gu, h.n_ff, h.n_ff)};
+    file.push_back(gu);
+  } else {
+    for (const auto& [name, bound] : {std::pair{"ffn_gate", &L.ffn_gate}, std::pair{"ffn_up", &L.ffn_up}}) {
+      HEARTH_ASSIGN(kernels::WeightView rows, file_rows(model_, blk + name + ".weight", *bound));
+      gate_up_parts.push_back(rows);
+      file.push_back(rows);
+    }
   }
+  HEARTH_TRY(upload_group(qkv_parts, {&out.wq, &out.wk, &out.wv}, &out.qkv));
+  HEARTH_TRY(upload_group(gate_up_parts, {&out.gate, &out.up}, &out.gate_up));
+  for (const kernels::WeightView& w : file) release_file_rows(w);
   // The attention output's bias; gemma2's norms of the attention and FFN outputs.
   if (L.bo != nullptr) {
     HEARTH_ASSIGN(out.bo, upload_vector(ctx_, L.bo, h.n_embd));
@@ -278,6 +287,28 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
     HEARTH_ASSIGN(out.post_ffw_norm, upload_vector(ctx_, L.post_ffw_norm, h.n_embd));
   }
   return out;
+}
+
+Status DeviceOffload::upload_group(std::span<const kernels::WeightView> parts,
+                                   std::initializer_list<kernels::vulkan::DeviceWeight*> dst,
+                                   kernels::vulkan::DeviceWeight* together) {
+  bool same = true;
+  for (const kernels::WeightView& w : parts) same = same && w.type == parts[0].type && w.cols == parts[0].cols;
+  auto* d = dst.begin();
+  if (!same) {
+    for (const kernels::WeightView& w : parts) {
+      HEARTH_ASSIGN(**d, ops_.upload_weight(w));
+      ++d;
+    }
+    return ok_status();
+  }
+  HEARTH_ASSIGN(*together, ops_.upload_weights(parts));
+  int64_t first = 0;
+  for (const kernels::WeightView& w : parts) {
+    **d++ = together->row_range(first, w.rows);
+    first += w.rows;
+  }
+  return ok_status();
 }
 
 Status DeviceOffload::upload_output() {
@@ -423,6 +454,9 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
   HEARTH_TRY(rec.upload(s_.x, 0, x, size_t{n} * d * 4));
   HEARTH_TRY(rec.upload(s_.positions, 0, positions.data(), positions.size() * 4));
   if (!tables.empty()) HEARTH_TRY(rec.upload(s_.tables, 0, tables.data(), tables.size() * 4));
+  // Each residual add goes into the norm that reads its sum next (the feed-forward's output
+  // into the next layer's attention norm): `pending` says s_.tmp still has to be added to s_.x.
+  bool pending = false;
   for (size_t il = 0; il < layers_.size(); ++il) {
     const Layer& L = layers_[il];
     kernels::AttentionParams ap;
@@ -435,10 +469,15 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     ap.window = h.layer_is_sliding(static_cast<int32_t>(il)) ? h.sliding_window : 0;
     ap.causal = h.causal;
 
-    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps));
-    HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
-    HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
-    HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps, pending ? &s_.tmp : nullptr));
+    if (n == 1 && L.qkv.valid() && ops_.fused_matvec(L.qkv)) {
+      const vk::RowsInto qkv[] = {{&s_.q, qd}, {&s_.k, kd}, {&s_.v, vd}};
+      HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.xn, 0}, qkv));
+    } else {
+      HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
+      HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
+      HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+    }
     if (L.bq.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.q, L.bq, qd, n));
     if (L.bk.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.k, L.bk, kd, n));
     if (L.bv.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.v, L.bv, vd, n));
@@ -449,13 +488,10 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     const device::Buffer* freqs = rope_freqs_.valid() ? &rope_freqs_ : nullptr;
     HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k),
-                         rope_, freqs));
-    HEARTH_TRY(ops_.rope(rec, s_.k, s_.positions, n, static_cast<uint32_t>(h.n_head_kv),
-                         static_cast<uint32_t>(h.head_dim_k), rope_, freqs));
+                         rope_, freqs, &s_.k, static_cast<uint32_t>(h.n_head_kv)));
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
-      HEARTH_TRY(ops_.kv_store(rec, s_.k, s_.positions, r.first, r.count, kd, dkv, false));
-      HEARTH_TRY(ops_.kv_store(rec, s_.v, s_.positions, r.first, r.count, vd, dkv, true));
+      HEARTH_TRY(ops_.kv_store_pair(rec, s_.k, s_.v, s_.positions, r.first, r.count, kd, vd, dkv));
     }
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
@@ -465,21 +501,25 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
     if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));
     if (L.post_attn_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_attn_norm, s_.tmp, d, n, h.norm_eps));
-    HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
-    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps));
-    HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
-    HEARTH_TRY(ops_.matmul(rec, L.up, {&s_.xn, 0}, d, n, {&s_.up, 0}, ff));
-    if (h.ffn_activation == ActivationKind::kGelu) {
-      HEARTH_TRY(ops_.gelu(rec, s_.gate, n * ff));
+    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps, &s_.tmp));
+    if (n == 1 && L.gate_up.valid() && ops_.fused_matvec(L.gate_up)) {
+      const vk::RowsInto gate_up[] = {{&s_.gate, ff}, {&s_.up, ff}};
+      HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.xn, 0}, gate_up));
     } else {
-      HEARTH_TRY(ops_.silu(rec, s_.gate, n * ff));
+      HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
+      HEARTH_TRY(ops_.matmul(rec, L.up, {&s_.xn, 0}, d, n, {&s_.up, 0}, ff));
     }
-    HEARTH_TRY(ops_.mul(rec, s_.gate, s_.up, n * ff));
+    if (h.ffn_activation == ActivationKind::kGelu) {
+      HEARTH_TRY(ops_.gelu_mul(rec, s_.gate, s_.up, n * ff));
+    } else {
+      HEARTH_TRY(ops_.silu_mul(rec, s_.gate, s_.up, n * ff));
+    }
     HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
     if (L.post_ffw_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_ffw_norm, s_.tmp, d, n, h.norm_eps));
-    HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
+    pending = true;
     if ((il + 1) % kLayersPerSubmit == 0 && il + 1 < layers_.size()) HEARTH_TRY(rec.flush());
   }
+  if (pending) HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));
   if (logits != nullptr) {
     if (n_out > 0) {
       HEARTH_TRY(rec.copy(s_.x, out_x_, out_rows));

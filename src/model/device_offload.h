@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -60,7 +61,7 @@ class DeviceOffload {
 
   int32_t n_layers() const { return static_cast<int32_t>(layers_.size()); }
   // Whether the output layer (final norm, output matrix) is on the device; only with every layer.
-  bool has_output() const { return output_.buffer.valid(); }
+  bool has_output() const { return output_.valid(); }
   // Device memory held (weights, KV pools, scratch): the figure for size_vram.
   uint64_t device_bytes() const { return ctx_.allocated_bytes(); }
   device::Context& context() { return ctx_; }
@@ -94,6 +95,9 @@ class DeviceOffload {
     device::Buffer bq, bk, bv, q_norm, k_norm;  // absent (invalid) when the model has none
     device::Buffer bo, post_attn_norm, post_ffw_norm;
     kernels::vulkan::DeviceWeight wq, wk, wv, wo, gate, up, down;
+    // Q, K and V (gate and up) stored together where they share a type: one matrix x vector
+    // fills all of them in a decode step (invalid: stored apart).
+    kernels::vulkan::DeviceWeight qkv, gate_up;
   };
   struct Scratch {
     device::Buffer x, xn, q, k, v, attn, tmp, gate, up, positions, tables, scores;
@@ -105,6 +109,10 @@ class DeviceOffload {
       : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
   Result<Layer> upload_layer(int32_t il);
   void release_file_rows(const kernels::WeightView& w) const;
+  // Uploads parts into one buffer (*together, dst their row ranges) when they share a type and
+  // width, else each on its own (together stays invalid).
+  Status upload_group(std::span<const kernels::WeightView> parts,
+                      std::initializer_list<kernels::vulkan::DeviceWeight*> dst, kernels::vulkan::DeviceWeight* together);
   Status upload_output();
   Status ensure_output_scratch(int64_t n_rows);
   // The output layer over the first n_rows rows of out_x_, logits downloaded to out.

@@ -154,6 +154,95 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul,
 INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul, ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33}),
                          [](const auto& info) { return "F16_" + std::to_string(info.param.cols); });
 
+// A layer's Q, K and V (or gate and up) uploaded into one buffer: one matrix x vector fills the
+// three outputs (each from element 0, nothing past its rows), and each part's row range runs
+// on its own through every kernel; parts of other types are refused. Row counts are not
+// multiples of any kernel's rows per workgroup, and Q6_K's 210-byte rows put the later parts
+// at 2-byte-aligned offsets.
+TEST(VulkanOps, MatricesStoredTogetherRunAsOneAndEachOnItsOwn) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const int64_t part_rows[] = {40, 17, 9};
+  for (const MatmulCase c : {MatmulCase{DType::kQ4_0, 96}, MatmulCase{DType::kQ6_K, 256}, MatmulCase{DType::kF16, 70},
+                             MatmulCase{DType::kQ5_K, 256}}) {
+    const size_t row_bytes = *dtype_row_bytes(c.type, c.cols);
+    std::vector<std::vector<uint8_t>> bytes;
+    std::vector<WeightView> parts;
+    std::vector<std::vector<float>> deq;
+    for (int i = 0; i < 3; ++i) {
+      const int64_t rows = part_rows[i];
+      const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * c.cols), 60 + i);
+      bytes.emplace_back(row_bytes * rows);
+      deq.emplace_back(static_cast<size_t>(rows * c.cols));
+      for (int64_t r = 0; r < rows; ++r) {
+        ASSERT_TRUE(quantize_row(c.type, wf.data() + r * c.cols, bytes.back().data() + r * row_bytes, c.cols).ok());
+        ASSERT_TRUE(dequantize_row(c.type, bytes.back().data() + r * row_bytes, deq.back().data() + r * c.cols, c.cols).ok());
+      }
+      if (!native_weight_type(c.type)) {
+        for (float& v : deq.back()) v = fp16_to_fp32(fp32_to_fp16(v));
+      }
+      parts.push_back(WeightView{c.type, bytes.back().data(), c.cols, rows, row_bytes, false});
+    }
+    auto together = ops.upload_weights(parts);
+    ASSERT_TRUE(together.ok()) << together.error().to_string();
+    EXPECT_EQ(together->rows, 66);
+    for (uint32_t n_tokens : {1u, 5u}) {
+      const auto x = kernels::test::random_floats(static_cast<size_t>(n_tokens * c.cols), 70 + n_tokens);
+      Buffer xb = upload_floats(*ctx, x);
+      std::vector<Buffer> ys;
+      for (int i = 0; i < 3; ++i) ys.push_back(upload_floats(*ctx, std::vector<float>(n_tokens * part_rows[i] + 1, -7.0f)));
+      const bool fused = n_tokens == 1 && ops.fused_matvec(*together);
+      Recorder rec(*ctx);
+      if (fused) {
+        const RowsInto into[] = {{&ys[0], 40}, {&ys[1], 17}, {&ys[2], 9}};
+        ASSERT_TRUE(ops.matvec_split(rec, *together, {&xb, 0}, into).ok());
+      } else {
+        int64_t first = 0;
+        for (int i = 0; i < 3; ++i) {
+          const auto rows = static_cast<uint32_t>(part_rows[i]);
+          ASSERT_TRUE(ops.matmul(rec, together->row_range(first, rows), {&xb, 0}, static_cast<uint32_t>(c.cols), n_tokens,
+                                 {&ys[i], 0}, rows)
+                          .ok());
+          first += rows;
+        }
+      }
+      ASSERT_TRUE(rec.run().ok());
+      double worst = 0, norm = 0;
+      for (int i = 0; i < 3; ++i) {
+        const int64_t rows = part_rows[i];
+        const auto gpu = download_floats(*ctx, ys[i], n_tokens * rows + 1);
+        for (uint32_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < rows; ++r) {
+            double e = 0;
+            for (int64_t k = 0; k < c.cols; ++k) {
+              e += static_cast<double>(deq[i][static_cast<size_t>(r * c.cols + k)]) * x[t * c.cols + k];
+            }
+            worst = std::max(worst, std::fabs(e - gpu[t * rows + r]));
+            norm = std::max(norm, std::fabs(e));
+          }
+        }
+        EXPECT_EQ(gpu[n_tokens * rows], -7.0f) << "part " << i << " written past its rows";
+      }
+      std::cout << "[ max err  ] " << dtype_name(c.type) << " stored together, " << n_tokens << " token(s)"
+                << (fused ? ", one matvec" : ", each part") << ": " << worst << "\n";
+      EXPECT_LT(worst, 2e-5 * c.cols * std::max(1.0, norm / 4));
+    }
+  }
+  // Parts of other types (or widths) are refused; the outputs must take every row.
+  std::vector<uint8_t> q4(*dtype_row_bytes(DType::kQ4_0, 64)), q8(*dtype_row_bytes(DType::kQ8_0, 64));
+  const WeightView mixed[] = {{DType::kQ4_0, q4.data(), 64, 1, q4.size(), false},
+                              {DType::kQ8_0, q8.data(), 64, 1, q8.size(), false}};
+  EXPECT_EQ(ops.upload_weights(mixed).error().kind, ErrorKind::kInvalidArgument);
+  auto one = ops.upload_weights(std::span<const WeightView>(mixed, 1));
+  ASSERT_TRUE(one.ok());
+  if (ops.fused_matvec(*one)) {
+    Buffer xb = upload_floats(*ctx, std::vector<float>(64, 1.0f)), yb = upload_floats(*ctx, std::vector<float>(2));
+    const RowsInto too_many[] = {{&yb, 2}};
+    Recorder rec(*ctx);
+    EXPECT_EQ(ops.matvec_split(rec, *one, {&xb, 0}, too_many).error().kind, ErrorKind::kInvalidArgument);
+  }
+}
+
 // An output matrix of a real vocabulary (Qwen's 151,936 tokens, Llama 3's 128,256) has more rows
 // than one dispatch dimension allows (65,535 workgroups): the rows go on in z.
 TEST(VulkanOps, MatmulWithMoreRowsThanOneDispatchDimension) {
@@ -228,8 +317,14 @@ TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
     Buffer nb = upload_floats(*ctx, std::vector<float>(x.size())), sb = upload_floats(*ctx, x);
     Buffer ab = upload_floats(*ctx, x), mb = upload_floats(*ctx, x), cb = upload_floats(*ctx, x);
     Buffer lb = upload_floats(*ctx, x), gb = upload_floats(*ctx, x);
+    Buffer rxb = upload_floats(*ctx, x), rnb = upload_floats(*ctx, std::vector<float>(x.size()));
+    Buffer slb = upload_floats(*ctx, x), glb = upload_floats(*ctx, x);
     Recorder rec(*ctx);
     ASSERT_TRUE(ops.rms_norm(rec, xb, &wb, nb, n, n_rows, 1e-5f).ok());
+    ASSERT_TRUE(ops.rms_norm(rec, rxb, &wb, rnb, n, n_rows, 1e-5f, &x2b).ok());  // rxb += x2 first
+    ASSERT_TRUE(ops.silu_mul(rec, slb, x2b, n * n_rows).ok());
+    ASSERT_TRUE(ops.gelu_mul(rec, glb, x2b, n * n_rows).ok());
+    EXPECT_EQ(ops.rms_norm(rec, rxb, &wb, rxb, n, n_rows, 1e-5f, &x2b).error().kind, ErrorKind::kInvalidArgument);
     ASSERT_TRUE(ops.softmax(rec, sb, n, n_rows).ok());
     ASSERT_TRUE(ops.add(rec, ab, x2b, n * n_rows).ok());
     ASSERT_TRUE(ops.mul(rec, mb, x2b, n * n_rows).ok());
@@ -248,10 +343,17 @@ TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
     scale(scaled.data(), 0.37f, n * n_rows);
     silu(silued.data(), n * n_rows);
     gelu(gelued.data(), n * n_rows);
+    // The fused forms: the residual's sum stays in x, and the gated activations.
+    std::vector<float> summed = added, summed_norm(x.size()), silu_mulled = silued, gelu_mulled = gelued;
+    for (uint32_t r = 0; r < n_rows; ++r) rms_norm(summed.data() + r * n, w.data(), summed_norm.data() + r * n, n, 1e-5f);
+    mul(silu_mulled.data(), x2.data(), n * n_rows);
+    mul(gelu_mulled.data(), x2.data(), n * n_rows);
     struct Check { const char* name; const Buffer* b; const std::vector<float>* want; double tol; };
     const Check checks[] = {{"rms_norm", &nb, &norm, 1e-5}, {"softmax", &sb, &soft, 1e-6}, {"add", &ab, &added, 0},
                             {"mul", &mb, &mulled, 0},       {"scale", &cb, &scaled, 0},    {"silu", &lb, &silued, 1e-5},
-                            {"gelu", &gb, &gelued, 2e-3}};
+                            {"gelu", &gb, &gelued, 2e-3},   {"residual sum", &rxb, &summed, 0},
+                            {"add + rms_norm", &rnb, &summed_norm, 1e-5}, {"silu * x", &slb, &silu_mulled, 1e-5},
+                            {"gelu * x", &glb, &gelu_mulled, 2e-3}};
     for (const Check& c : checks) {
       const double err = max_abs_diff(download_floats(*ctx, *c.b, x.size()), *c.want);
       std::cout << "[ max err  ] " << c.name << (sg ? " subgroup" : " shared") << ": " << err << "\n";
@@ -295,11 +397,19 @@ TEST(VulkanOps, RopeMatchesTheCpuInBothStylesWithFrequencyFactorsAndYarn) {
       auto pb = ctx->alloc(pos.size() * 4);
       ASSERT_TRUE(pb.ok());
       ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+      // Keys (2 heads) turn in the same dispatch as the queries.
+      const uint32_t k_heads = 2;
+      auto k = kernels::test::random_floats(n_tokens * k_heads * head_dim, 32);
+      Buffer kb = upload_floats(*ctx, k);
       Recorder rec(*ctx);
-      ASSERT_TRUE(ops.rope(rec, xb, *pb, n_tokens, n_heads, head_dim, p, c.factors ? &*fb : nullptr).ok());
+      ASSERT_TRUE(ops.rope(rec, xb, *pb, n_tokens, n_heads, head_dim, p, c.factors ? &*fb : nullptr, &kb, k_heads).ok());
       ASSERT_TRUE(rec.run().ok());
-      for (uint32_t t = 0; t < n_tokens; ++t) rope(x.data() + t * n_heads * head_dim, n_heads, head_dim, pos[t], p);
-      const double err = max_abs_diff(download_floats(*ctx, xb, x.size()), x);
+      for (uint32_t t = 0; t < n_tokens; ++t) {
+        rope(x.data() + t * n_heads * head_dim, n_heads, head_dim, pos[t], p);
+        rope(k.data() + t * k_heads * head_dim, k_heads, head_dim, pos[t], p);
+      }
+      const double err = std::max(max_abs_diff(download_floats(*ctx, xb, x.size()), x),
+                                  max_abs_diff(download_floats(*ctx, kb, k.size()), k));
       std::cout << "[ max err  ] rope " << c.name << (style == RopeStyle::kNeox ? " neox" : " normal") << ": " << err
                 << "\n";
       // Position 2900: the CPU's angle comes from repeated multiplication, the device's from pow.
@@ -312,6 +422,9 @@ TEST(VulkanOps, RopeMatchesTheCpuInBothStylesWithFrequencyFactorsAndYarn) {
   Buffer xb = upload_floats(*ctx, std::vector<float>(head_dim));
   Recorder rec(*ctx);
   EXPECT_EQ(ops.rope(rec, xb, xb, 1, 1, head_dim, needs_buffer).error().kind, ErrorKind::kInvalidArgument);
+  RopeParams plain;
+  plain.rope_dims = 16;
+  EXPECT_EQ(ops.rope(rec, xb, xb, 1, 1, head_dim, plain, nullptr, &xb, 1).error().kind, ErrorKind::kInvalidArgument);
 }
 
 TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
@@ -432,6 +545,44 @@ TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
     if (i >= v0 && i < v0 + 2 * row) want = x[(1 + (i - v0) / row) * row + (i - v0) % row];
     ASSERT_EQ(all[i], fp32_to_fp16(want)) << "half " << i;
   }
+}
+
+// K and V rows of different widths in one dispatch: each lands in its own region of the block
+// slots; nothing else is written.
+TEST(VulkanOps, KvStorePairWritesKeysAndValuesInOneDispatch) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t k_row = 6, v_row = 4, block_tokens = 4, pool_blocks = 2;
+  const std::vector<uint32_t> table = {1, 0};
+  const std::vector<int32_t> pos = {2, 3, 4};  // block 1 rows 2 and 3, block 0 row 0
+  const auto k = kernels::test::random_floats(pos.size() * k_row, 52);
+  const auto v = kernels::test::random_floats(pos.size() * v_row, 53);
+  Buffer kb = upload_floats(*ctx, k), vb = upload_floats(*ctx, v);
+  const uint32_t k_words = block_tokens * k_row / 2, v_words = block_tokens * v_row / 2;
+  const uint32_t slot_words = k_words + v_words;
+  Buffer poolb = upload_floats(*ctx, std::vector<float>(pool_blocks * slot_words, 0.0f));
+  const uint64_t addr = ctx->address(poolb).value();
+  auto ab = ctx->alloc(8), tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
+  ASSERT_TRUE(ab.ok() && tb.ok() && pb.ok());
+  ASSERT_TRUE(ctx->upload(*ab, 0, &addr, 8).ok());
+  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
+  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+  DeviceKv kv{&*ab, &*tb, block_tokens, 0, pool_blocks, 0, k_words, slot_words};
+  const uint64_t before = ctx->counters().dispatches;
+  Recorder rec(*ctx);
+  ASSERT_TRUE(ops.kv_store_pair(rec, kb, vb, *pb, 0, 3, k_row, v_row, kv).ok());
+  ASSERT_TRUE(rec.run().ok());
+  EXPECT_EQ(ctx->counters().dispatches - before, 1u);
+  std::vector<uint16_t> all(2 * pool_blocks * slot_words);
+  ASSERT_TRUE(ctx->download(poolb, 0, all.data(), all.size() * 2).ok());
+  std::vector<float> want(all.size(), 0.0f);
+  for (uint32_t t = 0; t < pos.size(); ++t) {
+    const uint32_t block = table[pos[t] / block_tokens], row = pos[t] % block_tokens;
+    const size_t slot = size_t{2} * block * slot_words;  // in halves
+    for (uint32_t e = 0; e < k_row; ++e) want[slot + row * k_row + e] = k[t * k_row + e];
+    for (uint32_t e = 0; e < v_row; ++e) want[slot + 2 * k_words + row * v_row + e] = v[t * v_row + e];
+  }
+  for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(all[i], fp32_to_fp16(want[i])) << "half " << i;
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 // How a forward step reaches the device: the offloaded layers of a decode or prefill step (the
 // embeddings' upload, every layer's kernels and KV writes, the output layer, the download of
 // what the CPU needs next) are one submission and one wait, however many layers are on the
-// device; the counts are the Context's own (device::DeviceCounters). Also prints the time per
-// decode step on the test device (lavapipe in CI: a CPU, not a GPU figure). A decode step over
-// a long sequence splits attention's keys over workgroups and still matches the CPU.
+// device; the counts are the Context's own (device::DeviceCounters), and a layer's dispatches
+// are counted exactly (the element-wise steps fused into their neighbours). Also prints the
+// time per decode step on the test device (lavapipe in CI: a CPU, not a GPU figure). A decode
+// step over a long sequence splits attention's keys over workgroups and still matches the CPU.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -12,6 +13,7 @@
 
 #include "common/test_device.h"
 #include "common/test_paths.h"
+#include "kernels/vulkan/vulkan_ops.h"
 #include "model/device_offload.h"
 #include "model/golden_support.h"
 
@@ -99,6 +101,13 @@ TEST(DeviceStep, OneWaitPerStepAndOneSubmissionPerFourLayers) {
   EXPECT_LE(out_pre.submits, parts(n_layer) + 1);
   EXPECT_GT(all.dispatches, one.dispatches);
   EXPECT_GT(out.dispatches, all.dispatches);
+  // A Llama layer's decode step is 10 dispatches: the attention norm (with the previous layer's
+  // residual add), Q, K and V as one matrix x vector, RoPE of Q and K, the K and V store,
+  // attention, the output matrix, the feed-forward norm (with the attention's residual add),
+  // gate and up as one, SiLU x up, down. Without the matrix x vector kernel (no subgroups) Q, K,
+  // V, gate and up are 5 dispatches: 13.
+  const bool matvec = kernels::vulkan::VulkanOps(*ctx).use_matvec();
+  EXPECT_EQ(all.dispatches - one.dispatches, (matvec ? 10u : 13u) * static_cast<uint64_t>(n_layer - 1));
 }
 
 // A decode step over a sequence longer than two attention ranges splits its keys over several

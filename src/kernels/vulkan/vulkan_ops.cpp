@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -38,11 +39,12 @@ const char* matmul_shader(DType t) {
 struct MatmulPush {
   uint32_t cols, rows, n_tokens, row_bytes, x_off, x_stride, y_off, y_stride;
   uint32_t rows_per_group;
+  uint32_t w_off, split1, split2;
 };
 struct NormPush {
   uint32_t n, has_weight;
   float eps;
-  uint32_t pad;
+  uint32_t has_residual;
 };
 struct PointwisePush {
   uint32_t n, op;
@@ -53,7 +55,7 @@ struct RopePush {
   uint32_t n_heads, head_dim, rope_dims, style;
   float freq_base, freq_scale, ext_factor, mscale;
   float corr_low, corr_high;
-  uint32_t has_factors, pad;
+  uint32_t has_factors, n_heads2;
 };
 struct AttentionPush {
   uint32_t n_head, n_head_kv, head_dim_k, head_dim_v, block_tokens, n_kv, causal, window;
@@ -68,6 +70,7 @@ struct AttentionMergePush {
 };
 struct KvStorePush {
   uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region, slot_words;
+  uint32_t has_values, v_row_elems, v_region;
 };
 
 bool kv_ok(const DeviceKv& kv) {
@@ -105,68 +108,87 @@ Result<const device::Pipeline*> VulkanOps::pipeline(std::string_view name, bool 
   return ctx_.pipeline(device::PipelineSpec{full, words, buffers, push_bytes});
 }
 
-Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) {
+DeviceWeight DeviceWeight::row_range(int64_t first, int64_t count) const {
+  DeviceWeight d = *this;
+  d.rows = count;
+  d.byte_offset = byte_offset + static_cast<size_t>(first) * row_bytes;
+  return d;
+}
+
+Result<DeviceWeight> VulkanOps::device_layout(const WeightView& w) const {
   if (w.interleaved) return make_error(ErrorKind::kInvalidArgument, "upload_weight: interleaved weights (use GGUF rows)");
   DeviceWeight d;
   d.source_type = w.type;
   d.cols = w.cols;
-  d.rows = w.rows;
-  if (native_weight_type(w.type)) {
+  if (native_weight_type(w.type) && !(w.type == DType::kF16 && w.row_bytes % 4 != 0)) {
     d.type = w.type;
     d.row_bytes = w.row_bytes;
-    if (w.type == DType::kF16 && w.row_bytes % 4 != 0) {
-      // The F32/F16 shaders index rows by 32-bit words: an odd-width F16 matrix goes as F32.
-      return upload_as_f32(w, std::move(d));
-    }
-    auto buf = ctx_.alloc(w.row_bytes * static_cast<size_t>(w.rows));
-    if (!buf.ok()) return buf.error();
-    d.buffer = std::move(*buf);
-    if (Status s = ctx_.upload(d.buffer, 0, w.data, w.row_bytes * static_cast<size_t>(w.rows)); !s.ok()) return s.error();
     return d;
   }
-  // Dequantise row by row to F16 (in pieces, so the host copy stays small).
-  if (!dtype_convertible(w.type)) {
+  // The F32/F16 shaders index rows by 32-bit words: an odd-width F16 matrix goes as F32, and so
+  // do other types of odd width; the rest are dequantised to F16.
+  if (!native_weight_type(w.type) && !dtype_convertible(w.type)) {
     return make_error(ErrorKind::kUnsupported, "no device path for weights of type " + std::string(dtype_name(w.type)));
   }
-  if (w.cols % 2 != 0) return upload_as_f32(w, std::move(d));
-  d.type = DType::kF16;
-  d.row_bytes = static_cast<size_t>(w.cols) * 2;
-  auto buf = ctx_.alloc(d.row_bytes * static_cast<size_t>(w.rows));
-  if (!buf.ok()) return buf.error();
-  d.buffer = std::move(*buf);
-  const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{4} << 20) / static_cast<int64_t>(d.row_bytes));
-  std::vector<float> row(static_cast<size_t>(w.cols));
-  std::vector<uint16_t> half;
-  for (int64_t r0 = 0; r0 < w.rows; r0 += rows_per_piece) {
-    const int64_t r1 = std::min(w.rows, r0 + rows_per_piece);
-    half.resize(static_cast<size_t>((r1 - r0) * w.cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      if (Status s = dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols); !s.ok()) {
-        return s.error();
-      }
-      for (int64_t c = 0; c < w.cols; ++c) half[static_cast<size_t>((r - r0) * w.cols + c)] = fp32_to_fp16(row[static_cast<size_t>(c)]);
-    }
-    if (Status s = ctx_.upload(d.buffer, static_cast<size_t>(r0) * d.row_bytes, half.data(), half.size() * 2); !s.ok()) {
-      return s.error();
-    }
-  }
+  const bool as_f32 = native_weight_type(w.type) || w.cols % 2 != 0;
+  d.type = as_f32 ? DType::kF32 : DType::kF16;
+  d.row_bytes = static_cast<size_t>(w.cols) * (as_f32 ? 4 : 2);
   return d;
 }
 
-Result<DeviceWeight> VulkanOps::upload_as_f32(const WeightView& w, DeviceWeight d) {
-  d.type = DType::kF32;
-  d.row_bytes = static_cast<size_t>(w.cols) * 4;
-  auto buf = ctx_.alloc(d.row_bytes * static_cast<size_t>(w.rows));
-  if (!buf.ok()) return buf.error();
-  d.buffer = std::move(*buf);
+Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t first_row) {
+  const size_t at = d.byte_offset + static_cast<size_t>(first_row) * d.row_bytes;
+  if (d.type == w.type) return ctx_.upload(*d.storage, at, w.data, w.row_bytes * static_cast<size_t>(w.rows));
+  // Converted row by row, in pieces of ~4 MiB (so the host copy stays small).
+  const size_t elem = d.type == DType::kF32 ? 4 : 2;
+  const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{4} << 20) / static_cast<int64_t>(d.row_bytes));
   std::vector<float> row(static_cast<size_t>(w.cols));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    if (Status s = dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols); !s.ok()) {
-      return s.error();
+  std::vector<uint8_t> piece;
+  for (int64_t r0 = 0; r0 < w.rows; r0 += rows_per_piece) {
+    const int64_t r1 = std::min(w.rows, r0 + rows_per_piece);
+    piece.resize(static_cast<size_t>(r1 - r0) * d.row_bytes);
+    for (int64_t r = r0; r < r1; ++r) {
+      HEARTH_TRY(dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols));
+      uint8_t* out = piece.data() + static_cast<size_t>(r - r0) * d.row_bytes;
+      if (elem == 4) {
+        std::memcpy(out, row.data(), d.row_bytes);
+      } else {
+        for (int64_t c = 0; c < w.cols; ++c) {
+          const uint16_t h = fp32_to_fp16(row[static_cast<size_t>(c)]);
+          std::memcpy(out + 2 * c, &h, 2);
+        }
+      }
     }
-    if (Status s = ctx_.upload(d.buffer, static_cast<size_t>(r) * d.row_bytes, row.data(), d.row_bytes); !s.ok()) {
-      return s.error();
+    HEARTH_TRY(ctx_.upload(*d.storage, at + static_cast<size_t>(r0) * d.row_bytes, piece.data(), piece.size()));
+  }
+  return ok_status();
+}
+
+Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) { return upload_weights({&w, 1}); }
+
+Result<DeviceWeight> VulkanOps::upload_weights(std::span<const WeightView> parts) {
+  if (parts.empty()) return make_error(ErrorKind::kInvalidArgument, "upload_weights: no matrices");
+  HEARTH_ASSIGN(DeviceWeight d, device_layout(parts[0]));
+  int64_t rows = 0;
+  for (const WeightView& w : parts) {
+    HEARTH_ASSIGN(DeviceWeight l, device_layout(w));
+    if (l.type != d.type || l.source_type != d.source_type || l.cols != d.cols) {
+      return make_error(ErrorKind::kInvalidArgument, "upload_weights: matrices of different types or widths");
     }
+    rows += w.rows;
+  }
+  // The shaders address weight bytes with 32-bit offsets.
+  if (d.row_bytes * static_cast<size_t>(rows) > 0xFFFFFFFFu) {
+    return make_error(ErrorKind::kUnsupported, "upload_weights: more than 4 GiB of weights in one matrix");
+  }
+  d.rows = rows;
+  auto buf = ctx_.alloc(std::max<size_t>(d.row_bytes * static_cast<size_t>(rows), 4));
+  if (!buf.ok()) return buf.error();
+  d.storage = std::make_shared<device::Buffer>(std::move(*buf));
+  int64_t first = 0;
+  for (const WeightView& w : parts) {
+    HEARTH_TRY(write_rows(w, d, first));
+    first += w.rows;
   }
   return d;
 }
@@ -179,7 +201,7 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
   const std::string type = std::string(name).substr(std::string_view("matmul_").size());
   // The kernel for the batch size, its rows per workgroup and its token tiles (dispatch y).
   std::string shader = name;
-  bool reduces = true;
+  bool reduces = true, matvec = false;
   uint32_t per_group = matmul_rows_per_group();
   uint32_t token_tiles = (n_tokens + kMatmulTile - 1) / kMatmulTile;
   if (tiled_ && n_tokens > kMatmulTile && (rows + kTiledRows - 1) / kTiledRows <= kMaxGroupsX) {
@@ -192,18 +214,52 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
     // One token: several rows per subgroup sharing the inputs (matvec.comp).
     shader = "matvec_" + type;
     reduces = false;
+    matvec = true;
     per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
   }
-  auto p = pipeline(shader, reduces, 3, sizeof(MatmulPush));
+  auto p = pipeline(shader, reduces, matvec ? 5 : 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
+  if (!w.valid()) return make_error(ErrorKind::kInvalidArgument, "device matmul: no weights");
   MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
-                  x.offset, x_stride, y.offset, y_stride, per_group};
+                  x.offset, x_stride, y.offset, y_stride, per_group, static_cast<uint32_t>(w.byte_offset), rows, rows};
   // Groups of rows beyond 65535 workgroups go on in z (the shaders skip the excess; the tiled
   // kernel is only chosen when its groups fit in x).
   const uint32_t groups = (rows + per_group - 1) / per_group;
   const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
   const uint32_t gz = (groups + gx - 1) / gx;
-  return rec.dispatch(**p, {{&w.buffer}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, token_tiles,
+  if (matvec) {
+    // matvec.comp's second and third outputs take no rows here: y stands in.
+    return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {y.buffer, 0, 0, true},
+                              {y.buffer, 0, 0, true}},
+                        &push, sizeof push, gx, token_tiles, std::max(gz, 1u));
+  }
+  return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, token_tiles,
+                      std::max(gz, 1u));
+}
+
+Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x,
+                               std::span<const RowsInto> parts) {
+  if (!fused_matvec(w) || !w.valid() || parts.empty() || parts.size() > 3) {
+    return make_error(ErrorKind::kInvalidArgument, "device matvec_split: needs matvec kernels and 1 to 3 outputs");
+  }
+  uint32_t total = 0;
+  for (const RowsInto& r : parts) total += r.count;
+  if (total != static_cast<uint64_t>(w.rows)) {
+    return make_error(ErrorKind::kInvalidArgument, "device matvec_split: the outputs' rows do not add up to the matrix's");
+  }
+  auto p = pipeline(std::string("matvec_") + (matmul_shader(w.type) + std::string_view("matmul_").size()), false, 5,
+                    sizeof(MatmulPush));
+  if (!p.ok()) return p.error();
+  const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
+  const uint32_t split1 = parts[0].count;
+  const uint32_t split2 = parts.size() > 1 ? split1 + parts[1].count : total;
+  MatmulPush push{static_cast<uint32_t>(w.cols), total, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, 0, 0,
+                  per_group, static_cast<uint32_t>(w.byte_offset), split1, split2};
+  const uint32_t groups = (total + per_group - 1) / per_group;
+  const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
+  const uint32_t gz = (groups + gx - 1) / gx;
+  const auto out = [&](size_t i) { return device::BufferRange{parts[std::min(i, parts.size() - 1)].y, 0, 0, true}; };
+  return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, out(0), out(1), out(2)}, &push, sizeof push, gx, 1,
                       std::max(gz, 1u));
 }
 
@@ -213,11 +269,18 @@ uint32_t VulkanOps::matmul_rows_per_group() const {
 }
 
 Status VulkanOps::rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight,
-                           const device::Buffer& y, uint32_t n, uint32_t n_rows, float eps) {
-  auto p = pipeline("rms_norm", true, 3, sizeof(NormPush));
+                           const device::Buffer& y, uint32_t n, uint32_t n_rows, float eps,
+                           const device::Buffer* residual) {
+  if (residual != nullptr && &x == &y) {
+    return make_error(ErrorKind::kInvalidArgument, "device rms_norm: a residual add needs y apart from x");
+  }
+  auto p = pipeline("rms_norm", true, 4, sizeof(NormPush));
   if (!p.ok()) return p.error();
-  NormPush push{n, weight != nullptr ? 1u : 0u, eps, 0};
-  return rec.dispatch(**p, {{&x}, {weight != nullptr ? weight : &x}, {&y, 0, 0, true}}, &push, sizeof push, n_rows);
+  NormPush push{n, weight != nullptr ? 1u : 0u, eps, residual != nullptr ? 1u : 0u};
+  return rec.dispatch(**p,
+                      {{&x, 0, 0, residual != nullptr}, {weight != nullptr ? weight : &x}, {&y, 0, 0, true},
+                       {residual != nullptr ? residual : &x}},
+                      &push, sizeof push, n_rows);
 }
 
 Status VulkanOps::softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows) {
@@ -253,9 +316,18 @@ Status VulkanOps::scale(device::Recorder& rec, const device::Buffer& y, float s,
 }
 Status VulkanOps::silu(device::Recorder& rec, const device::Buffer& y, uint32_t n) { return pointwise(rec, y, y, n, 3, 0.0f); }
 Status VulkanOps::gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n) { return pointwise(rec, y, y, n, 4, 0.0f); }
+Status VulkanOps::silu_mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
+  return pointwise(rec, y, x, n, 6, 0.0f);
+}
+Status VulkanOps::gelu_mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n) {
+  return pointwise(rec, y, x, n, 7, 0.0f);
+}
 
 Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp, const device::Buffer* freq_factors) {
+                       uint32_t n_heads, uint32_t head_dim, const RopeParams& rp, const device::Buffer* freq_factors,
+                       const device::Buffer* x2, uint32_t n_heads2) {
+  if (x2 == nullptr) n_heads2 = 0;
+  if (x2 == &x) return make_error(ErrorKind::kInvalidArgument, "device rope: the second rows must be another buffer");
   if (rp.freq_factors != nullptr && freq_factors == nullptr) {
     return make_error(ErrorKind::kInvalidArgument, "device rope: frequency factors must be in a device buffer");
   }
@@ -265,7 +337,7 @@ Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const dev
   if (freq_factors != nullptr && freq_factors->bytes() < static_cast<size_t>(rp.rope_dims / 2) * sizeof(float)) {
     return make_error(ErrorKind::kInvalidArgument, "device rope: fewer frequency factors than rotated pairs");
   }
-  auto p = pipeline("rope", false, 3, sizeof(RopePush));
+  auto p = pipeline("rope", false, 4, sizeof(RopePush));
   if (!p.ok()) return p.error();
   float low = 0.0f, high = 0.0f;
   rope_yarn_corr_dims(rp.rope_dims, rp, &low, &high);
@@ -280,10 +352,11 @@ Status VulkanOps::rope(device::Recorder& rec, const device::Buffer& x, const dev
                 low,
                 high,
                 freq_factors != nullptr ? 1u : 0u,
-                0};
+                n_heads2};
   const uint32_t pairs = static_cast<uint32_t>(rp.rope_dims) / 2;
-  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}, {freq_factors != nullptr ? freq_factors : &positions}},
-                      &push, sizeof push, (pairs + 63) / 64, n_heads, n_tokens);
+  const device::BufferRange second = x2 != nullptr ? device::BufferRange{x2, 0, 0, true} : device::BufferRange{&positions};
+  return rec.dispatch(**p, {{&x, 0, 0, true}, {&positions}, {freq_factors != nullptr ? freq_factors : &positions}, second},
+                      &push, sizeof push, (pairs + 63) / 64, n_heads + n_heads2, n_tokens);
 }
 
 uint32_t VulkanOps::attention_splits(uint32_t n_tokens, uint32_t n_kv) const {
@@ -333,17 +406,30 @@ Status VulkanOps::attention(device::Recorder& rec, const device::Buffer& q, cons
 Status VulkanOps::kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions,
                            uint32_t first_token, uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv,
                            bool values) {
-  if (row_elems % 2 != 0 || !kv_ok(kv)) {
+  return kv_rows(rec, x, nullptr, positions, first_token, n_tokens, row_elems, 0, kv, values);
+}
+
+Status VulkanOps::kv_store_pair(device::Recorder& rec, const device::Buffer& k, const device::Buffer& v,
+                                const device::Buffer& positions, uint32_t first_token, uint32_t n_tokens,
+                                uint32_t k_elems, uint32_t v_elems, const DeviceKv& kv) {
+  return kv_rows(rec, k, &v, positions, first_token, n_tokens, k_elems, v_elems, kv, false);
+}
+
+Status VulkanOps::kv_rows(device::Recorder& rec, const device::Buffer& x, const device::Buffer* v,
+                          const device::Buffer& positions, uint32_t first_token, uint32_t n_tokens, uint32_t row_elems,
+                          uint32_t v_elems, const DeviceKv& kv, bool values) {
+  if (row_elems % 2 != 0 || v_elems % 2 != 0 || !kv_ok(kv)) {
     return make_error(ErrorKind::kInvalidArgument, "device kv_store: odd row or no block table");
   }
-  auto p = pipeline("kv_store", false, 4, sizeof(KvStorePush));
+  auto p = pipeline("kv_store", false, 5, sizeof(KvStorePush));
   if (!p.ok()) return p.error();
-  KvStorePush push{row_elems, kv.block_tokens, first_token, kv.table_offset, kv.blocks_per_chunk,
-                   values ? kv.v_word : kv.k_word, kv.slot_words};
+  KvStorePush push{row_elems,     kv.block_tokens, first_token,  kv.table_offset, kv.blocks_per_chunk,
+                   values ? kv.v_word : kv.k_word, kv.slot_words, v != nullptr ? 1u : 0u, v_elems, kv.v_word};
   // The rows go to chunk memory reached through the addresses in kv.chunks: that binding
   // stands for the write (the Recorder orders by bindings).
-  return rec.dispatch(**p, {{&x}, {kv.chunks, 0, 0, true}, {kv.table}, {&positions}}, &push, sizeof push, (row_elems / 2 + 63) / 64,
-                      n_tokens);
+  const uint32_t widest = std::max(row_elems, v_elems);
+  return rec.dispatch(**p, {{&x}, {kv.chunks, 0, 0, true}, {kv.table}, {&positions}, {v != nullptr ? v : &x}}, &push,
+                      sizeof push, (widest / 2 + 63) / 64, n_tokens, v != nullptr ? 2u : 1u);
 }
 
 }  // namespace hearth::kernels::vulkan

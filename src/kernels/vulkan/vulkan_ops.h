@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "device/device.h"
 #include "kernels/ops.h"
@@ -19,14 +20,26 @@
 namespace hearth::kernels::vulkan {
 
 // A weight matrix in device memory: rows of cols elements of `type` (the GGUF bytes for the
-// native types; F16 for the others).
+// native types; F16 for the others), from byte_offset of a buffer that matrices uploaded
+// together (upload_weights) share.
 struct DeviceWeight {
   DType type = DType::kF32;
   DType source_type = DType::kF32;  // the file's type
   int64_t cols = 0;
   int64_t rows = 0;
   size_t row_bytes = 0;
-  device::Buffer buffer;
+  std::shared_ptr<device::Buffer> storage;
+  size_t byte_offset = 0;
+
+  bool valid() const { return storage != nullptr && storage->valid(); }
+  // Rows [first, first + count) as a matrix of their own, in the same storage.
+  DeviceWeight row_range(int64_t first, int64_t count) const;
+};
+
+// Where one matrix x vector's rows go: count rows into y from element 0.
+struct RowsInto {
+  const device::Buffer* y = nullptr;
+  uint32_t count = 0;
 };
 
 // A float array in a device buffer, starting at element `offset`.
@@ -71,20 +84,32 @@ class VulkanOps {
   // One token on a device with subgroups through matvec.comp (4 rows per subgroup sharing the
   // inputs; the default unless HEARTH_VULKAN_MATVEC=0); off: matmul.comp.
   void set_use_matvec(bool on) { matvec_ = on; }
+  bool use_matvec() const { return matvec_ && subgroups_; }
 
   Result<DeviceWeight> upload_weight(const WeightView& w);
+  // Matrices of the same type and width one after another in one buffer (a layer's Q, K and V;
+  // gate and up), returned as one matrix of all their rows; row_range() gives each back.
+  // Matrices that would not share a layout (other types, other widths) are an error.
+  Result<DeviceWeight> upload_weights(std::span<const WeightView> parts);
 
   // y[t][r] = sum_c W[r][c] x[t][c]: x rows of w.cols floats (stride x_stride), y rows of
   // stride y_stride.
   Status matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, uint32_t x_stride, uint32_t n_tokens,
                 DeviceSpan y, uint32_t y_stride);
+  // One token through w (matrices uploaded together) with its rows split over up to three
+  // outputs in one dispatch (the parts' counts must add up to w.rows). Only where
+  // fused_matvec() says so; elsewhere run the parts' row_range()s one by one.
+  Status matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, std::span<const RowsInto> parts);
+  bool fused_matvec(const DeviceWeight& w) const { return use_matvec() && native_weight_type(w.type); }
   // Output rows one matmul workgroup computes: one per subgroup with subgroups (the subgroup
   // sums its row by subgroupAdd), else 1 (the workgroup sums it in shared memory).
   uint32_t matmul_rows_per_group() const;
   // Each of n_rows rows of n floats: y = x / rms * weight (weight.buffer null: no weight).
   // x and y must be different buffers or the same buffer with the same offset... both start at 0.
+  // With a residual (n_rows rows of n floats), x += residual first and keeps the sum: the
+  // residual add fused into the norm that follows it (y must then be another buffer).
   Status rms_norm(device::Recorder& rec, const device::Buffer& x, const device::Buffer* weight, const device::Buffer& y,
-                  uint32_t n, uint32_t n_rows, float eps);
+                  uint32_t n, uint32_t n_rows, float eps, const device::Buffer* residual = nullptr);
   Status softmax(device::Recorder& rec, const device::Buffer& x, uint32_t n, uint32_t n_rows);
   Status add(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
   // y[r][i] += row[i] over n_rows rows of width floats (a bias).
@@ -94,11 +119,17 @@ class VulkanOps {
   Status scale(device::Recorder& rec, const device::Buffer& y, float s, uint32_t n);
   Status silu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
   Status gelu(device::Recorder& rec, const device::Buffer& y, uint32_t n);
+  // y = silu(y) * x and y = gelu(y) * x: a gated feed-forward's activation and product in one
+  // dispatch.
+  Status silu_mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
+  Status gelu_mul(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n);
   // In place over n_tokens rows of n_heads * head_dim floats; positions: n_tokens int32. With
   // YaRN and attn_factor as p gives them; p.freq_factors' values must be in freq_factors
-  // (rope_dims / 2 floats on the device; null: none).
+  // (rope_dims / 2 floats on the device; null: none). With x2, its rows of n_heads2 * head_dim
+  // floats (the same tokens and positions) turn in the same dispatch: queries and keys at once.
   Status rope(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t n_tokens,
-              uint32_t n_heads, uint32_t head_dim, const RopeParams& p, const device::Buffer* freq_factors = nullptr);
+              uint32_t n_heads, uint32_t head_dim, const RopeParams& p, const device::Buffer* freq_factors = nullptr,
+              const device::Buffer* x2 = nullptr, uint32_t n_heads2 = 0);
   // Attention of queries [first_token, first_token + n_tokens) of q (rows of n_head *
   // head_dim_k floats; positions: one int32 per row of q), all of one sequence, over the
   // first n_kv positions of kv; scores: scratch of at least (first_token + n_tokens) * n_head
@@ -118,14 +149,25 @@ class VulkanOps {
   // rows).
   Status kv_store(device::Recorder& rec, const device::Buffer& x, const device::Buffer& positions, uint32_t first_token,
                   uint32_t n_tokens, uint32_t row_elems, const DeviceKv& kv, bool values);
+  // The K rows of k (k_elems floats each) and the V rows of v (v_elems) in one dispatch.
+  Status kv_store_pair(device::Recorder& rec, const device::Buffer& k, const device::Buffer& v,
+                       const device::Buffer& positions, uint32_t first_token, uint32_t n_tokens, uint32_t k_elems,
+                       uint32_t v_elems, const DeviceKv& kv);
 
  private:
   Result<const device::Pipeline*> pipeline(std::string_view name, bool reduces, uint32_t buffers, uint32_t push_bytes);
-  Result<DeviceWeight> upload_as_f32(const WeightView& w, DeviceWeight d);
+  // The device layout of w's rows (type, row_bytes; no storage), and the upload of w's rows
+  // into d's storage from row first_row.
+  Result<DeviceWeight> device_layout(const WeightView& w) const;
+  Status write_rows(const WeightView& w, const DeviceWeight& d, int64_t first_row);
   Status pointwise(device::Recorder& rec, const device::Buffer& y, const device::Buffer& x, uint32_t n, uint32_t op,
                    float s, uint32_t width = 0);
 
   uint32_t attention_splits(uint32_t n_tokens, uint32_t n_kv) const;
+  // kv_store and kv_store_pair: x's rows to K (values: to V); with v, v's rows to V as well.
+  Status kv_rows(device::Recorder& rec, const device::Buffer& x, const device::Buffer* v, const device::Buffer& positions,
+                 uint32_t first_token, uint32_t n_tokens, uint32_t row_elems, uint32_t v_elems, const DeviceKv& kv,
+                 bool values);
 
   device::Context& ctx_;
   bool subgroups_ = false;

@@ -20,6 +20,8 @@ layout(push_constant) uniform Push {
   uint cols, rows, n_tokens, row_bytes;
   uint x_off, x_stride, y_off, y_stride;
   uint rows_per_group;  // USE_SUBGROUP only
+  uint w_off;            // byte offset of row 0 in the weights (a matrix stored beside others)
+  uint split1, split2;   // matvec.comp: rows from split1 go to y1, from split2 to y2
 } pc;
 
 #define TILE 4
@@ -30,7 +32,7 @@ layout(push_constant) uniform Push {
 // first, first + step, ... (the caller's share of the row).
 void row_products(uint row, uint t0, uint first, uint step, inout float acc[TILE]) {
   const uint units = (pc.cols + 31u) / 32u;
-  const uint base = row * pc.row_bytes;
+  const uint base = pc.w_off + row * pc.row_bytes;
   float v[32];
   for (uint u = first; u < units; u += step) {
     unit(base, u, v);

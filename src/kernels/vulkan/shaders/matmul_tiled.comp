@@ -18,6 +18,8 @@ layout(push_constant) uniform Push {
   uint cols, rows, n_tokens, row_bytes;
   uint x_off, x_stride, y_off, y_stride;
   uint rows_per_group;  // BM (matmul.comp's layout; unused here)
+  uint w_off;            // byte offset of row 0 in the weights (a matrix stored beside others)
+  uint split1, split2;   // matvec.comp: rows from split1 go to y1, from split2 to y2
 } pc;
 
 #include "weight_unit.glsl"
@@ -38,7 +40,7 @@ void main() {
   const uint tt = tid / 16u;
   const uint units = (pc.cols + 31u) / 32u;
   const uint my_row = r0 + tid;
-  const uint base = my_row * pc.row_bytes;
+  const uint base = pc.w_off + my_row * pc.row_bytes;
   // The token and the 8 inputs this invocation loads each step: token tid / 4, inputs 8 (tid % 4).
   const uint lt = tid / 4u;
   const uint lk = (tid % 4u) * 8u;

@@ -5,7 +5,9 @@
 // loads) for all ROWS rows, whose weight loads are independent of each other and so in flight
 // together, and subgroupAdd sums each row. matmul.comp's subgroup kernel gave every row its own
 // subgroup and loaded the inputs once per row with scalar loads; on an H200 a decode step's
-// matrices ran through it at ~110 GB/s.
+// matrices ran through it at ~110 GB/s. Matrices stored one after another (a layer's Q, K and
+// V; gate and up) run as one: rows from split1 go to y1 and from split2 to y2, each from its
+// element 0, so one dispatch fills all three with enough rows to occupy the device.
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
@@ -15,10 +17,14 @@ layout(std430, binding = 0) readonly buffer Weights { uint w[]; };
 layout(std430, binding = 1) readonly buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer X4 { vec4 x4[]; };  // the same inputs, 4 at a time
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 3) writeonly buffer Y1 { float y1[]; };
+layout(std430, binding = 4) writeonly buffer Y2 { float y2[]; };
 layout(push_constant) uniform Push {
   uint cols, rows, n_tokens, row_bytes;
   uint x_off, x_stride, y_off, y_stride;
   uint rows_per_group;  // ROWS x the subgroups of a workgroup
+  uint w_off;            // byte offset of row 0 in the weights (a matrix stored beside others)
+  uint split1, split2;   // matvec.comp: rows from split1 go to y1, from split2 to y2
 } pc;
 
 #include "weight_unit.glsl"
@@ -57,7 +63,7 @@ void main() {
       for (uint k = 0; k < ROWS; ++k) {
         if (r0 + k < end) {
           float v[32];
-          unit((r0 + k) * pc.row_bytes, u, v);
+          unit(pc.w_off + (r0 + k) * pc.row_bytes, u, v);
           float s = 0.0;
           for (uint i = 0; i < 32u; ++i) s += v[i] * xv[i];
           acc[k] += s;
@@ -66,7 +72,16 @@ void main() {
     }
     for (uint k = 0; k < ROWS; ++k) {
       const float total = subgroupAdd(acc[k]);
-      if (subgroupElect() && r0 + k < end) y[pc.y_off + r0 + k] = total;
+      if (subgroupElect() && r0 + k < end) {
+        const uint r = r0 + k;
+        if (r < pc.split1) {
+          y[pc.y_off + r] = total;
+        } else if (r < pc.split2) {
+          y1[r - pc.split1] = total;
+        } else {
+          y2[r - pc.split2] = total;
+        }
+      }
     }
   }
 }

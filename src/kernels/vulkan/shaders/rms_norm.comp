@@ -1,13 +1,27 @@
 #version 450
 // y = x / sqrt(mean(x^2) + eps) * weight, one workgroup per row (has_weight 0: no weight).
+// With has_residual, x += r first and the sum is kept in x: a residual add fused into the
+// norm that reads it (one dispatch and one pass over x instead of two).
 #extension GL_GOOGLE_include_directive : enable
 layout(local_size_x = 64) in;
 #include "reduce.glsl"
 
-layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 0) buffer X { float x[]; };
 layout(std430, binding = 1) readonly buffer Wt { float weight[]; };
 layout(std430, binding = 2) writeonly buffer Y { float y[]; };
-layout(push_constant) uniform Push { uint n, has_weight; float eps; uint pad; } pc;
+layout(std430, binding = 3) readonly buffer R { float r[]; };
+layout(push_constant) uniform Push { uint n, has_weight; float eps; uint has_residual; } pc;
+
+// x[j] of the row, plus the residual (stored back to x) when there is one. Each invocation
+// reads back only the elements it wrote, so the second pass needs no barrier.
+float load_x(uint j) {
+  float v = x[j];
+  if (pc.has_residual != 0u) {
+    v += r[j];
+    x[j] = v;
+  }
+  return v;
+}
 
 void main() {
   const uint base = gl_WorkGroupID.x * pc.n;
@@ -17,13 +31,17 @@ void main() {
   float s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
   uint i = tid;
   for (; i + 3u * WG < pc.n; i += 4u * WG) {
-    const float a = x[base + i], b = x[base + i + WG], c = x[base + i + 2u * WG], d = x[base + i + 3u * WG];
+    const float a = load_x(base + i), b = load_x(base + i + WG), c = load_x(base + i + 2u * WG),
+                d = load_x(base + i + 3u * WG);
     s0 += a * a;
     s1 += b * b;
     s2 += c * c;
     s3 += d * d;
   }
-  for (; i < pc.n; i += WG) s0 += x[base + i] * x[base + i];
+  for (; i < pc.n; i += WG) {
+    const float a = load_x(base + i);
+    s0 += a * a;
+  }
   const float total = wg_sum((s0 + s1) + (s2 + s3));
   const float inv = 1.0 / sqrt(total / float(pc.n) + pc.eps);
   // The same four-wide walk for the scaled rows (loads first, then the stores).
