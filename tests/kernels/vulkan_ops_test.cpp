@@ -515,6 +515,22 @@ TEST(VulkanOps, AttentionOverAShuffledBlockTableMatchesTheCpu) {
   }
 }
 
+// A KV store's bindings on the device: the one chunk's address (the pool buffer), the block
+// table and the positions.
+struct KvBindings {
+  Buffer chunks, table, positions;
+};
+KvBindings kv_bindings(Context& ctx, const Buffer& pool, const std::vector<uint32_t>& table,
+                       const std::vector<int32_t>& pos) {
+  const uint64_t addr = ctx.address(pool).value();
+  auto ab = ctx.alloc(8), tb = ctx.alloc(table.size() * 4), pb = ctx.alloc(pos.size() * 4);
+  EXPECT_TRUE(ab.ok() && tb.ok() && pb.ok());
+  EXPECT_TRUE(ctx.upload(*ab, 0, &addr, 8).ok());
+  EXPECT_TRUE(ctx.upload(*tb, 0, table.data(), table.size() * 4).ok());
+  EXPECT_TRUE(ctx.upload(*pb, 0, pos.data(), pos.size() * 4).ok());
+  return {std::move(*ab), std::move(*tb), std::move(*pb)};
+}
+
 TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
   HEARTH_REQUIRE_DEVICE(ctx);
   VulkanOps ops(*ctx);
@@ -527,15 +543,10 @@ TEST(VulkanOps, KvStoreWritesRowsThroughTheBlockTable) {
   // its V rows. The rows go into V rows of block 0's slot; everything else stays zero.
   const uint32_t rows_words = block_tokens * row / 2, slot_words = 2 * rows_words;
   Buffer poolb = upload_floats(*ctx, std::vector<float>(1 + pool_blocks * slot_words, 0.0f));
-  const uint64_t addr = ctx->address(poolb).value();
-  auto ab = ctx->alloc(8), tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
-  ASSERT_TRUE(ab.ok() && tb.ok() && pb.ok());
-  ASSERT_TRUE(ctx->upload(*ab, 0, &addr, 8).ok());
-  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
-  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
-  DeviceKv kv{&*ab, &*tb, block_tokens, 2, pool_blocks, 1, 1 + rows_words, slot_words};
+  const KvBindings kb = kv_bindings(*ctx, poolb, table, pos);
+  DeviceKv kv{&kb.chunks, &kb.table, block_tokens, 2, pool_blocks, 1, 1 + rows_words, slot_words};
   Recorder rec(*ctx);
-  ASSERT_TRUE(ops.kv_store(rec, xb, *pb, 1, 2, row, kv, true).ok());  // tokens 1 and 2 only
+  ASSERT_TRUE(ops.kv_store(rec, xb, kb.positions, 1, 2, row, kv, true).ok());  // tokens 1 and 2 only
   ASSERT_TRUE(rec.run().ok());
   std::vector<uint16_t> all(2 + 2 * pool_blocks * slot_words);
   ASSERT_TRUE(ctx->download(poolb, 0, all.data(), all.size() * 2).ok());
@@ -557,20 +568,15 @@ TEST(VulkanOps, KvStorePairWritesKeysAndValuesInOneDispatch) {
   const std::vector<int32_t> pos = {2, 3, 4};  // block 1 rows 2 and 3, block 0 row 0
   const auto k = kernels::test::random_floats(pos.size() * k_row, 52);
   const auto v = kernels::test::random_floats(pos.size() * v_row, 53);
-  Buffer kb = upload_floats(*ctx, k), vb = upload_floats(*ctx, v);
+  Buffer kbuf = upload_floats(*ctx, k), vbuf = upload_floats(*ctx, v);
   const uint32_t k_words = block_tokens * k_row / 2, v_words = block_tokens * v_row / 2;
   const uint32_t slot_words = k_words + v_words;
   Buffer poolb = upload_floats(*ctx, std::vector<float>(pool_blocks * slot_words, 0.0f));
-  const uint64_t addr = ctx->address(poolb).value();
-  auto ab = ctx->alloc(8), tb = ctx->alloc(table.size() * 4), pb = ctx->alloc(pos.size() * 4);
-  ASSERT_TRUE(ab.ok() && tb.ok() && pb.ok());
-  ASSERT_TRUE(ctx->upload(*ab, 0, &addr, 8).ok());
-  ASSERT_TRUE(ctx->upload(*tb, 0, table.data(), table.size() * 4).ok());
-  ASSERT_TRUE(ctx->upload(*pb, 0, pos.data(), pos.size() * 4).ok());
-  DeviceKv kv{&*ab, &*tb, block_tokens, 0, pool_blocks, 0, k_words, slot_words};
+  const KvBindings kb = kv_bindings(*ctx, poolb, table, pos);
+  DeviceKv kv{&kb.chunks, &kb.table, block_tokens, 0, pool_blocks, 0, k_words, slot_words};
   const uint64_t before = ctx->counters().dispatches;
   Recorder rec(*ctx);
-  ASSERT_TRUE(ops.kv_store_pair(rec, kb, vb, *pb, 0, 3, k_row, v_row, kv).ok());
+  ASSERT_TRUE(ops.kv_store_pair(rec, kbuf, vbuf, kb.positions, 0, 3, k_row, v_row, kv).ok());
   ASSERT_TRUE(rec.run().ok());
   EXPECT_EQ(ctx->counters().dispatches - before, 1u);
   std::vector<uint16_t> all(2 * pool_blocks * slot_words);
