@@ -186,12 +186,21 @@ TEST(VulkanOps, MatricesStoredTogetherRunAsOneAndEachOnItsOwn) {
     auto together = ops.upload_weights(parts);
     ASSERT_TRUE(together.ok()) << together.error().to_string();
     EXPECT_EQ(together->rows, 66);
-    for (uint32_t n_tokens : {1u, 5u}) {
+    // 1 token: the one matvec, then each part through matmul.comp; 3: matmul.comp's 4-token
+    // tiles (subgroup and shared-memory reductions); 5: the tiled batch kernel.
+    struct Run {
+      uint32_t n_tokens;
+      bool fused, subgroups;
+    };
+    for (const Run run : {Run{1, true, true}, Run{1, false, false}, Run{3, false, true}, Run{3, false, false},
+                          Run{5, false, true}}) {
+      const uint32_t n_tokens = run.n_tokens;
+      ops.set_use_subgroups(run.subgroups);
       const auto x = kernels::test::random_floats(static_cast<size_t>(n_tokens * c.cols), 70 + n_tokens);
       Buffer xb = upload_floats(*ctx, x);
       std::vector<Buffer> ys;
       for (int i = 0; i < 3; ++i) ys.push_back(upload_floats(*ctx, std::vector<float>(n_tokens * part_rows[i] + 1, -7.0f)));
-      const bool fused = n_tokens == 1 && ops.fused_matvec(*together);
+      const bool fused = run.fused && ops.fused_matvec(*together);
       Recorder rec(*ctx);
       if (fused) {
         const RowsInto into[] = {{&ys[0], 40}, {&ys[1], 17}, {&ys[2], 9}};
@@ -224,7 +233,8 @@ TEST(VulkanOps, MatricesStoredTogetherRunAsOneAndEachOnItsOwn) {
         EXPECT_EQ(gpu[n_tokens * rows], -7.0f) << "part " << i << " written past its rows";
       }
       std::cout << "[ max err  ] " << dtype_name(c.type) << " stored together, " << n_tokens << " token(s)"
-                << (fused ? ", one matvec" : ", each part") << ": " << worst << "\n";
+                << (fused ? ", one matvec" : ", each part") << (ops.use_subgroups() ? ", subgroups" : ", shared")
+                << ": " << worst << "\n";
       EXPECT_LT(worst, 2e-5 * c.cols * std::max(1.0, norm / 4));
     }
   }
