@@ -486,9 +486,12 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
       HEARTH_TRY(ops_.rms_norm(rec, s_.q, &L.q_norm, s_.q, hd, n * static_cast<uint32_t>(h.n_head), h.norm_eps));
       HEARTH_TRY(ops_.rms_norm(rec, s_.k, &L.k_norm, s_.k, hd, n * static_cast<uint32_t>(h.n_head_kv), h.norm_eps));
     }
-    const device::Buffer* freqs = rope_freqs_.valid() ? &rope_freqs_ : nullptr;
+    const bool sliding = h.layer_is_sliding(static_cast<int32_t>(il));
+    const kernels::RopeParams& rope = sliding ? rope_swa_ : rope_;
+    // The frequency factors belong to the global layers' RoPE (the sliding one has none).
+    const device::Buffer* freqs = rope.freq_factors != nullptr && rope_freqs_.valid() ? &rope_freqs_ : nullptr;
     HEARTH_TRY(ops_.rope(rec, s_.q, s_.positions, n, static_cast<uint32_t>(h.n_head), static_cast<uint32_t>(h.head_dim_k),
-                         rope_, freqs, &s_.k, static_cast<uint32_t>(h.n_head_kv)));
+                         rope, freqs, &s_.k, static_cast<uint32_t>(h.n_head_kv)));
     for (const Run& r : runs) {
       const vk::DeviceKv dkv = kv_->view(static_cast<int32_t>(il), s_.tables, r.table_off);
       HEARTH_TRY(ops_.kv_store_pair(rec, s_.k, s_.v, s_.positions, r.first, r.count, kd, vd, dkv));

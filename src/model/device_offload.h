@@ -106,7 +106,12 @@ class DeviceOffload {
   };
 
   DeviceOffload(const Model& model, device::Context& ctx, const kv::KvLayout& layout, const kernels::RopeParams& rope)
-      : model_(model), ctx_(ctx), ops_(ctx), layout_(layout), rope_(rope) {}
+      : model_(model),
+        ctx_(ctx),
+        ops_(ctx),
+        layout_(layout),
+        rope_(rope),
+        rope_swa_(model.hparams().swa_rope_differs ? model.hparams().rope_swa : rope) {}
   Result<Layer> upload_layer(int32_t il);
   void release_file_rows(const kernels::WeightView& w) const;
   // Uploads parts into one buffer (*together, dst their row ranges) when they share a type and
@@ -124,6 +129,7 @@ class DeviceOffload {
   kernels::vulkan::VulkanOps ops_;
   kv::KvLayout layout_;
   kernels::RopeParams rope_;
+  kernels::RopeParams rope_swa_;  // the sliding-window layers' RoPE (gemma3's own base), as the CPU's
   std::vector<Layer> layers_;
   device::Buffer rope_freqs_;  // the RoPE frequency factors, when the model has them
   device::Buffer output_norm_;

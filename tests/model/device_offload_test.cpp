@@ -26,6 +26,7 @@ struct OffloadCase {
   std::string stem;
   int32_t layers;  // -2: all but one (a split); else as DeviceOffload::create takes it
   bool shared_memory = false;  // the shared-memory reductions even where the device has subgroups
+  bool next = false;           // a shared/next file (its own reference directory)
 };
 
 std::unique_ptr<model::DeviceOffload> offload_for(GoldenRunner& r, device::Context& ctx, int32_t layers) {
@@ -128,10 +129,11 @@ class DeviceOffloadArch : public ::testing::TestWithParam<OffloadCase> {};
 TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
   HEARTH_REQUIRE_DEVICE(ctx);
   const OffloadCase& c = GetParam();
-  const std::string path = model_path_for_stem(c.stem);
+  const std::string path = c.next ? next_model_path_for_stem(c.stem) : model_path_for_stem(c.stem);
   HEARTH_REQUIRE_FILE(path);
-  auto summary = load_json(reference_dir() + "/summary.json");
-  auto tolerances = load_json(reference_dir() + "/tolerances.json");
+  const std::string refs = c.next ? next_reference_dir() : reference_dir();
+  auto summary = load_json(refs + "/summary.json");
+  auto tolerances = load_json(refs + "/tolerances.json");
   const double sigma = summary[c.stem]["logit_std"].get<double>();
   auto cpu = GoldenRunner::open(path, 64);
   auto gpu = GoldenRunner::open(path, 64);
@@ -152,11 +154,14 @@ TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
 
 INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
                          // gemma2: post-norms, attention and final softcaps, GELU, sliding layers;
-                         // phi3: fused QKV and gate/up.
+                         // phi3: fused QKV and gate/up; gemma3: QK norms, and sliding layers
+                         // with their own RoPE base (10,000 beside the global layers' 1,000,000).
                          ::testing::Values(OffloadCase{"qwen2-F32", 99}, OffloadCase{"qwen2-Q4_0", -2},
                                            OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2},
                                            OffloadCase{"gemma2-F32", 99}, OffloadCase{"gemma2-Q8_0", -2},
-                                           OffloadCase{"phi3-F32", 99}, OffloadCase{"phi3-Q4_0", -2}),
+                                           OffloadCase{"phi3-F32", 99}, OffloadCase{"phi3-Q4_0", -2},
+                                           OffloadCase{"gemma3-F32", 99, false, true},
+                                           OffloadCase{"gemma3-Q8_0", -2, false, true}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
