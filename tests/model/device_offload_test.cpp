@@ -155,13 +155,15 @@ TEST_P(DeviceOffloadArch, MatchesTheCpuOverAPromptAndDecodeSteps) {
 INSTANTIATE_TEST_SUITE_P(Archs, DeviceOffloadArch,
                          // gemma2: post-norms, attention and final softcaps, GELU, sliding layers;
                          // phi3: fused QKV and gate/up; gemma3: QK norms, and sliding layers
-                         // with their own RoPE base (10,000 beside the global layers' 1,000,000).
+                         // with their own RoPE base (10,000 beside the global layers' 1,000,000);
+                         // IQ4_NL: weights dequantised to F16 at upload.
                          ::testing::Values(OffloadCase{"qwen2-F32", 99}, OffloadCase{"qwen2-Q4_0", -2},
                                            OffloadCase{"qwen3-F32", 99}, OffloadCase{"qwen3-F32", -2},
                                            OffloadCase{"gemma2-F32", 99}, OffloadCase{"gemma2-Q8_0", -2},
                                            OffloadCase{"phi3-F32", 99}, OffloadCase{"phi3-Q4_0", -2},
                                            OffloadCase{"gemma3-F32", 99, false, true},
-                                           OffloadCase{"gemma3-Q8_0", -2, false, true}),
+                                           OffloadCase{"gemma3-Q8_0", -2, false, true},
+                                           OffloadCase{"llama-IQ4_NL", 99, false, true}),
                          [](const auto& info) {
                            std::string n = info.param.stem + (info.param.layers == -2 ? "_split" : "_all");
                            for (char& ch : n) {
