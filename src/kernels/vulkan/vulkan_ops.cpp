@@ -193,48 +193,43 @@ Result<DeviceWeight> VulkanOps::upload_weights(std::span<const WeightView> parts
   return d;
 }
 
+// Workgroups for `rows` rows at per_group a workgroup: rows beyond 65535 workgroups go on in
+// z (the shaders skip the excess).
+static void row_groups(uint32_t rows, uint32_t per_group, uint32_t* gx, uint32_t* gz) {
+  const uint32_t groups = (rows + per_group - 1) / per_group;
+  *gx = std::max(std::min(groups, kMaxGroupsX), 1u);
+  *gz = std::max((groups + *gx - 1) / *gx, 1u);
+}
+
 Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, uint32_t x_stride, uint32_t n_tokens,
                          DeviceSpan y, uint32_t y_stride) {
   const char* name = matmul_shader(w.type);
   if (name == nullptr) return make_error(ErrorKind::kInternal, "device weight of a type with no shader");
+  if (!w.valid()) return make_error(ErrorKind::kInvalidArgument, "device matmul: no weights");
   const auto rows = static_cast<uint32_t>(w.rows);
-  const std::string type = std::string(name).substr(std::string_view("matmul_").size());
+  // One token: several rows per subgroup sharing the inputs (matvec.comp), every row into y.
+  if (use_matvec() && n_tokens == 1) return matvec(rec, w, x, y, *y.buffer, *y.buffer, rows, rows);
   // The kernel for the batch size, its rows per workgroup and its token tiles (dispatch y).
   std::string shader = name;
-  bool reduces = true, matvec = false;
+  bool reduces = true;
   uint32_t per_group = matmul_rows_per_group();
   uint32_t token_tiles = (n_tokens + kMatmulTile - 1) / kMatmulTile;
   if (tiled_ && n_tokens > kMatmulTile && (rows + kTiledRows - 1) / kTiledRows <= kMaxGroupsX) {
-    // A batch: shared-memory tiles, each weight decoded once per kTiledTokens tokens.
-    shader = "matmul_tiled_" + type;
+    // A batch: shared-memory tiles, each weight decoded once per kTiledTokens tokens (only
+    // chosen when its groups fit in x).
+    shader = "matmul_tiled_" + std::string(name).substr(std::string_view("matmul_").size());
     reduces = false;
     per_group = kTiledRows;
     token_tiles = (n_tokens + kTiledTokens - 1) / kTiledTokens;
-  } else if (matvec_ && subgroups_ && n_tokens == 1) {
-    // One token: several rows per subgroup sharing the inputs (matvec.comp).
-    shader = "matvec_" + type;
-    reduces = false;
-    matvec = true;
-    per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
   }
-  auto p = pipeline(shader, reduces, matvec ? 5 : 3, sizeof(MatmulPush));
+  auto p = pipeline(shader, reduces, 3, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
-  if (!w.valid()) return make_error(ErrorKind::kInvalidArgument, "device matmul: no weights");
   MatmulPush push{static_cast<uint32_t>(w.cols), rows, n_tokens, static_cast<uint32_t>(w.row_bytes),
                   x.offset, x_stride, y.offset, y_stride, per_group, static_cast<uint32_t>(w.byte_offset), rows, rows};
-  // Groups of rows beyond 65535 workgroups go on in z (the shaders skip the excess; the tiled
-  // kernel is only chosen when its groups fit in x).
-  const uint32_t groups = (rows + per_group - 1) / per_group;
-  const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
-  const uint32_t gz = (groups + gx - 1) / gx;
-  if (matvec) {
-    // matvec.comp's second and third outputs take no rows here: y stands in.
-    return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {y.buffer, 0, 0, true},
-                              {y.buffer, 0, 0, true}},
-                        &push, sizeof push, gx, token_tiles, std::max(gz, 1u));
-  }
+  uint32_t gx = 0, gz = 0;
+  row_groups(rows, per_group, &gx, &gz);
   return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}}, &push, sizeof push, gx, token_tiles,
-                      std::max(gz, 1u));
+                      gz);
 }
 
 Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x,
@@ -247,20 +242,25 @@ Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, Dev
   if (total != static_cast<uint64_t>(w.rows)) {
     return make_error(ErrorKind::kInvalidArgument, "device matvec_split: the outputs' rows do not add up to the matrix's");
   }
+  const uint32_t split1 = parts[0].count;
+  const uint32_t split2 = parts.size() > 1 ? split1 + parts[1].count : total;
+  const auto out = [&](size_t i) -> const device::Buffer& { return *parts[std::min(i, parts.size() - 1)].y; };
+  return matvec(rec, w, x, {&out(0), 0}, out(1), out(2), split1, split2);
+}
+
+Status VulkanOps::matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, DeviceSpan y,
+                         const device::Buffer& y1, const device::Buffer& y2, uint32_t split1, uint32_t split2) {
   auto p = pipeline(std::string("matvec_") + (matmul_shader(w.type) + std::string_view("matmul_").size()), false, 5,
                     sizeof(MatmulPush));
   if (!p.ok()) return p.error();
+  const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
-  const uint32_t split1 = parts[0].count;
-  const uint32_t split2 = parts.size() > 1 ? split1 + parts[1].count : total;
-  MatmulPush push{static_cast<uint32_t>(w.cols), total, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, 0, 0,
+  MatmulPush push{static_cast<uint32_t>(w.cols), rows, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, y.offset, 0,
                   per_group, static_cast<uint32_t>(w.byte_offset), split1, split2};
-  const uint32_t groups = (total + per_group - 1) / per_group;
-  const uint32_t gx = std::max(std::min(groups, kMaxGroupsX), 1u);
-  const uint32_t gz = (groups + gx - 1) / gx;
-  const auto out = [&](size_t i) { return device::BufferRange{parts[std::min(i, parts.size() - 1)].y, 0, 0, true}; };
-  return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, out(0), out(1), out(2)}, &push, sizeof push, gx, 1,
-                      std::max(gz, 1u));
+  uint32_t gx = 0, gz = 0;
+  row_groups(rows, per_group, &gx, &gz);
+  return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {&y1, 0, 0, true}, {&y2, 0, 0, true}},
+                      &push, sizeof push, gx, 1, gz);
 }
 
 uint32_t VulkanOps::matmul_rows_per_group() const {

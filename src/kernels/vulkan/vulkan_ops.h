@@ -164,6 +164,10 @@ class VulkanOps {
                    float s, uint32_t width = 0);
 
   uint32_t attention_splits(uint32_t n_tokens, uint32_t n_kv) const;
+  // matvec.comp over all of w's rows (one token): rows below split1 into y (from its offset),
+  // then those below split2 into y1 and the rest into y2, each from element 0.
+  Status matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, DeviceSpan y, const device::Buffer& y1,
+                const device::Buffer& y2, uint32_t split1, uint32_t split2);
   // kv_store and kv_store_pair: x's rows to K (values: to V); with v, v's rows to V as well.
   Status kv_rows(device::Recorder& rec, const device::Buffer& x, const device::Buffer* v, const device::Buffer& positions,
                  uint32_t first_token, uint32_t n_tokens, uint32_t row_elems, uint32_t v_elems, const DeviceKv& kv,
