@@ -250,8 +250,9 @@ Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, Dev
 
 Status VulkanOps::matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, DeviceSpan y,
                          const device::Buffer& y1, const device::Buffer& y2, uint32_t split1, uint32_t split2) {
-  auto p = pipeline(std::string("matvec_") + (matmul_shader(w.type) + std::string_view("matmul_").size()), false, 5,
-                    sizeof(MatmulPush));
+  std::string shader = matmul_shader(w.type);  // matmul_<type> -> matvec_<type>
+  shader.replace(0, std::string_view("matmul").size(), "matvec");
+  auto p = pipeline(shader, false, 5, sizeof(MatmulPush));
   if (!p.ok()) return p.error();
   const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
