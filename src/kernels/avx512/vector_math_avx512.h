@@ -33,32 +33,53 @@ inline __m512 exp_ps(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pairwise lane shuffles and
-// adds (45 operations), for kernels that accumulate one row per register. Each level pairs
-// registers (a, b) and adds the two halves of their lanes, keeping row order, so the float
-// version always adds in the same order.
+// One level of a lane reduction tree, pairing the lanes that differ in bit BIT: lanes with the
+// bit clear get a's pair sums (a[l] + a[l ^ 2^BIT]), lanes with it set b's (one permute, one
+// blend, one add).
+template <int BIT>
+constexpr int pair_index(int l) { return (l & (1 << BIT)) != 0 ? 16 + (l ^ (1 << BIT)) : (l ^ (1 << BIT)); }
+template <int BIT>
+constexpr __mmask16 pair_high_lanes() {
+  unsigned m = 0;
+  for (int l = 0; l < 16; ++l) m |= ((l >> BIT) & 1u) << l;
+  return static_cast<__mmask16>(m);
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512i pair_permutation() {
+  return _mm512_setr_epi32(pair_index<BIT>(0), pair_index<BIT>(1), pair_index<BIT>(2), pair_index<BIT>(3), pair_index<BIT>(4),
+                           pair_index<BIT>(5), pair_index<BIT>(6), pair_index<BIT>(7), pair_index<BIT>(8), pair_index<BIT>(9),
+                           pair_index<BIT>(10), pair_index<BIT>(11), pair_index<BIT>(12), pair_index<BIT>(13),
+                           pair_index<BIT>(14), pair_index<BIT>(15));
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512i pair_level(__m512i a, __m512i b) {
+  return _mm512_add_epi32(_mm512_mask_blend_epi32(pair_high_lanes<BIT>(), a, b),
+                          _mm512_permutex2var_epi32(a, pair_permutation<BIT>(), b));
+}
+template <int BIT>
+[[gnu::always_inline]] inline __m512 pair_level(__m512 a, __m512 b) {
+  return _mm512_add_ps(_mm512_mask_blend_ps(pair_high_lanes<BIT>(), a, b), _mm512_permutex2var_ps(a, pair_permutation<BIT>(), b));
+}
+
+// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pair levels (15 permutes, 15
+// blends, 15 adds; two permutes per level before, the step's busiest shuffle port). Level one
+// pairs rows r and r + 8 on lane bit 3, then rows 4 apart on bit 2, 2 apart on bit 1, 1 apart
+// on bit 0, so lane r ends with row r; every row's lanes are added in the same order (bit 3,
+// 2, 1, 0 of the lane: the float sums are those of the two-permute tree it replaced).
+// reduce_rows_16 after its first level: w[m] = pair_level<3>(part[m], part[m + 8]), for kernels
+// that pair each row with the row 8 after it as soon as both are done.
+template <typename Vec>
+inline Vec reduce_paired_rows_16(const Vec w[8]) {
+  Vec x[4], y[2];
+  for (int m = 0; m < 4; ++m) x[m] = pair_level<2>(w[m], w[m + 4]);
+  for (int m = 0; m < 2; ++m) y[m] = pair_level<1>(x[m], x[m + 2]);
+  return pair_level<0>(y[0], y[1]);
+}
 template <typename Vec>
 inline Vec reduce_rows_16(const Vec part[16]) {
-  auto level = [](Vec a, Vec b, __m512i lo_idx, __m512i hi_idx) {
-    if constexpr (std::is_same_v<Vec, __m512>) {
-      return _mm512_add_ps(_mm512_permutex2var_ps(a, lo_idx, b), _mm512_permutex2var_ps(a, hi_idx, b));
-    } else {
-      return _mm512_add_epi32(_mm512_permutex2var_epi32(a, lo_idx, b), _mm512_permutex2var_epi32(a, hi_idx, b));
-    }
-  };
-  const __m512i l1_lo = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
-  const __m512i l1_hi = _mm512_setr_epi32(8, 9, 10, 11, 12, 13, 14, 15, 24, 25, 26, 27, 28, 29, 30, 31);
-  const __m512i l2_lo = _mm512_setr_epi32(0, 1, 2, 3, 8, 9, 10, 11, 16, 17, 18, 19, 24, 25, 26, 27);
-  const __m512i l2_hi = _mm512_setr_epi32(4, 5, 6, 7, 12, 13, 14, 15, 20, 21, 22, 23, 28, 29, 30, 31);
-  const __m512i l3_lo = _mm512_setr_epi32(0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
-  const __m512i l3_hi = _mm512_setr_epi32(2, 3, 6, 7, 10, 11, 14, 15, 18, 19, 22, 23, 26, 27, 30, 31);
-  const __m512i l4_lo = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-  const __m512i l4_hi = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
-  Vec w[8], x[4], y[2];
-  for (int m = 0; m < 8; ++m) w[m] = level(part[2 * m], part[2 * m + 1], l1_lo, l1_hi);  // 8 lanes per row
-  for (int m = 0; m < 4; ++m) x[m] = level(w[2 * m], w[2 * m + 1], l2_lo, l2_hi);        // 4 lanes per row
-  for (int m = 0; m < 2; ++m) y[m] = level(x[2 * m], x[2 * m + 1], l3_lo, l3_hi);        // 2 lanes per row
-  return level(y[0], y[1], l4_lo, l4_hi);
+  Vec w[8];
+  for (int m = 0; m < 8; ++m) w[m] = pair_level<3>(part[m], part[m + 8]);
+  return reduce_paired_rows_16(w);
 }
 
 }  // namespace
