@@ -144,9 +144,13 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
           split_tokens_.push_back({static_cast<int32_t>(i), n_slots, n_parts});
           n_slots += n_parts;
         }
+        // With a key part per thread or more, each item takes every head of its part, so the
+        // part's K and V rows are read whole, front to back, by one thread (split by heads as
+        // well, two threads read alternate halves of the same rows).
+        const int32_t chunks = n_parts >= pool_.size() ? 1 : head_chunks;
         for (int32_t kp = n_parts - 1; kp >= 0; --kp) {
-          for (int32_t c = 0; c < head_chunks; ++c) {
-            attend_items_.push_back({static_cast<int32_t>(i), 1, c, kp, n_parts > 1 ? first_slot + kp : -1});
+          for (int32_t c = 0; c < chunks; ++c) {
+            attend_items_.push_back({static_cast<int32_t>(i), 1, c, kp, n_parts > 1 ? first_slot + kp : -1, chunks});
           }
         }
       }
@@ -167,10 +171,9 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
     kv::KvCache* kv;
     int32_t il;
     DType kv_type;
-    int32_t head_chunks;
     const kernels::AttentionParams* ap;
     int64_t q_dim, o_dim;
-  } work{this, batch, &kv, il, kv.pool().layout().type, head_chunks, &ap, dims.q, dims.o};
+  } work{this, batch, &kv, il, kv.pool().layout().type, &ap, dims.q, dims.o};
   pool_.parallel_for_dynamic(attend_items_.size(), 1, [&work](size_t begin, size_t end, int thread) {
     const auto& hp = work.self->model_.hparams();
     kv::KvBlockPool& blocks = work.kv->pool();
@@ -213,8 +216,8 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         continue;
       }
       const int32_t n_kv = hp.causal ? bt.pos + 1 : work.kv->seq_length(bt.seq);
-      const auto head_begin = static_cast<int32_t>(int64_t{item.part} * hp.n_head / work.head_chunks);
-      const auto head_end = static_cast<int32_t>(int64_t{item.part + 1} * hp.n_head / work.head_chunks);
+      const auto head_begin = static_cast<int32_t>(int64_t{item.part} * hp.n_head / item.head_chunks);
+      const auto head_end = static_cast<int32_t>(int64_t{item.part + 1} * hp.n_head / item.head_chunks);
       if (item.slot < 0) {
         kernels::attention_heads(q, bt.pos, n_kv, span, *work.ap, head_begin, head_end, out, scratch.scores);
         continue;

@@ -160,6 +160,7 @@ class ForwardPass {
     int32_t part = 0;
     int32_t key_part = 0;
     int32_t slot = -1;
+    int32_t head_chunks = 1;  // a single-token item's heads: chunk `part` of this many
   };
   std::vector<AttendItem> attend_items_;
   // Decode steps split by keys: per (token, key part) slot, the part's output heads and per-head
