@@ -233,7 +233,10 @@ __attribute__((target("avx512f"))) double fma_peak_avx512(int64_t iters) {
     for (int i = 0; i < 16; ++i) acc[i] = _mm512_fmadd_ps(acc[i], a, b);
   }
   for (int i = 1; i < 16; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
-  float out = _mm512_reduce_add_ps(acc[0]);
+  alignas(64) float lanes[16];  // summed here: GCC 12 warns inside _mm512_reduce_add_ps (-Wuninitialized)
+  _mm512_store_ps(lanes, acc[0]);
+  float out = 0.0f;
+  for (float x : lanes) out += x;
   benchmark::DoNotOptimize(out);
   return 2.0 * 16 * 16 * static_cast<double>(iters);
 }
