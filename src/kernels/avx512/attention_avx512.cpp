@@ -160,18 +160,6 @@ void store_head_scores(__m512 s, int m, const AttentionParams& p, float* dst) {
   _mm512_storeu_ps(dst, s);
 }
 
-// The scores of gn heads from their per-key partial sums (part4[h][i]: key i's 16 lanes): summed,
-// scaled, soft-capped where the model does, stored n_pad apart.
-void store_scores(const float (*part4)[kKeyBlock][16], int gn, int m, const AttentionParams& p, int32_t n_pad, float* dst) {
-  const __m512 scale = _mm512_set1_ps(p.scale);
-  for (int h = 0; h < gn; ++h) {
-    __m512 rows[kKeyBlock];
-    for (int i = 0; i < kKeyBlock; ++i) rows[i] = _mm512_load_ps(part4[h][i]);
-    __m512 s = _mm512_mul_ps(reduce_rows_16(rows), scale);
-    store_head_scores(s, m, p, dst + static_cast<size_t>(h) * n_pad);
-  }
-}
-
 // Scores of the m (<= 16) keys at rows for gn (<= 4) query heads of a Q8_0 / Q4_0 cache (the
 // heads' QChunks nch apart) into dst (rows n_pad apart), with the block sums kept in integers:
 // per 64-element chunk, each key's products (one vpdpbusd per head) are reduced over lanes by an
@@ -353,68 +341,51 @@ inline GroupRange group_range(int kvh, int full_group, int head_begin, int head_
 
 // Scores of the m (<= 16) keys at rows for gn (<= 4) query heads (qf, dk floats apart) into
 // dst (the heads' rows n_pad apart). KC: vectors per key row (0: kc, known at run time only).
-// FULL: gn is 4 (a constant, so the head loops unroll without tests).
+// FULL: gn is 4 (a constant, so the head loops unroll without tests). Keys i and i + 8 are
+// paired (the reduction tree's first level) as soon as both are done, so half the partial sums
+// go through memory; for a full group at head size 64 the 4 heads' query vectors stay in
+// registers (16 of the 32; at 128 they would take them all).
 template <DType T, int KC, bool FULL>
 void score_block_of(const uint8_t* const* rows, int m, size_t k_off, int kc_rt, const float* qf, int dk, int gn_rt,
                     const AttentionParams& p, int32_t n_pad, float* dst) {
   const int kc = KC > 0 ? KC : kc_rt;
   const int gn = FULL ? 4 : gn_rt;
-  if constexpr (FULL && KC > 0) {
-    // Keys i and i + 8 are paired (the reduction tree's first level) as soon as both are done,
-    // so half the partial sums go through memory; for head size 64 the 4 heads' query vectors
-    // stay in registers (16 of the 32; at 128 they would take them all).
-    constexpr bool kQInRegisters = KC <= 4;
-    __m512 qr[4][kQInRegisters ? KC : 1];
-    for (int h = 0; h < 4 && kQInRegisters; ++h) {
+  constexpr bool kQInRegisters = FULL && KC > 0 && KC <= 4;
+  __m512 qr[4][kQInRegisters ? KC : 1];
+  if constexpr (kQInRegisters) {
+    for (int h = 0; h < 4; ++h) {
       for (int c = 0; c < KC; ++c) qr[h][c] = _mm512_loadu_ps(qf + static_cast<size_t>(h) * dk + 16 * c);
     }
-    auto q_vec = [&](int h, int c) {
-      if constexpr (kQInRegisters) return qr[h][c];
-      return _mm512_loadu_ps(qf + static_cast<size_t>(h) * dk + 16 * c);
-    };
-    auto key_products = [&](int i, __m512* acc) {
-      if (i >= m) {
-        for (int h = 0; h < 4; ++h) acc[h] = _mm512_setzero_ps();
-        return;
-      }
-      __m512 k[KC];
-      HeadRow<T>::load(rows[i] + k_off, KC, k);
-      for (int h = 0; h < 4; ++h) {
-        acc[h] = _mm512_mul_ps(q_vec(h, 0), k[0]);
-        for (int c = 1; c < KC; ++c) acc[h] = _mm512_fmadd_ps(q_vec(h, c), k[c], acc[h]);
-      }
-    };
-    alignas(64) float paired[4][kKeyBlock / 2][16];
-    for (int i = 0; i < kKeyBlock / 2; ++i) {
-      __m512 a[4], b[4];
-      key_products(i, a);
-      key_products(i + kKeyBlock / 2, b);
-      for (int h = 0; h < 4; ++h) _mm512_store_ps(paired[h][i], pair_level<3>(a[h], b[h]));
-    }
-    const __m512 scale = _mm512_set1_ps(p.scale);
-    for (int h = 0; h < 4; ++h) {
-      __m512 w[kKeyBlock / 2];
-      for (int i = 0; i < kKeyBlock / 2; ++i) w[i] = _mm512_load_ps(paired[h][i]);
-      store_head_scores(_mm512_mul_ps(reduce_paired_rows_16(w), scale), m, p, dst + static_cast<size_t>(h) * n_pad);
-    }
-    return;
   }
-  alignas(64) float part4[4][kKeyBlock][16];
-  for (int i = 0; i < kKeyBlock; ++i) {
+  auto q_vec = [&](int h, int c) {
+    if constexpr (kQInRegisters) return qr[h][c];
+    return _mm512_loadu_ps(qf + static_cast<size_t>(h) * dk + 16 * c);
+  };
+  auto key_products = [&](int i, __m512* acc) {
     if (i >= m) {
-      for (int h = 0; h < gn; ++h) _mm512_store_ps(part4[h][i], _mm512_setzero_ps());
-      continue;
+      for (int h = 0; h < gn; ++h) acc[h] = _mm512_setzero_ps();
+      return;
     }
     __m512 k[KC > 0 ? KC : kMaxVecs];
     HeadRow<T>::load(rows[i] + k_off, kc, k);
     for (int h = 0; h < gn; ++h) {
-      const float* qh = qf + static_cast<size_t>(h) * dk;
-      __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(qh), k[0]);
-      for (int c = 1; c < kc; ++c) acc = _mm512_fmadd_ps(_mm512_loadu_ps(qh + 16 * c), k[c], acc);
-      _mm512_store_ps(part4[h][i], acc);
+      acc[h] = _mm512_mul_ps(q_vec(h, 0), k[0]);
+      for (int c = 1; c < kc; ++c) acc[h] = _mm512_fmadd_ps(q_vec(h, c), k[c], acc[h]);
     }
+  };
+  alignas(64) float paired[4][kKeyBlock / 2][16];
+  for (int i = 0; i < kKeyBlock / 2; ++i) {
+    __m512 a[4], b[4];
+    key_products(i, a);
+    key_products(i + kKeyBlock / 2, b);
+    for (int h = 0; h < gn; ++h) _mm512_store_ps(paired[h][i], pair_level<3>(a[h], b[h]));
   }
-  store_scores(part4, gn, m, p, n_pad, dst);
+  const __m512 scale = _mm512_set1_ps(p.scale);
+  for (int h = 0; h < gn; ++h) {
+    __m512 w[kKeyBlock / 2];
+    for (int i = 0; i < kKeyBlock / 2; ++i) w[i] = _mm512_load_ps(paired[h][i]);
+    store_head_scores(_mm512_mul_ps(reduce_paired_rows_16(w), scale), m, p, dst + static_cast<size_t>(h) * n_pad);
+  }
 }
 
 // out[h] += probs[h][i] * V(rows[i]) for the m (<= 16) keys at rows and gn heads whose
