@@ -5,8 +5,6 @@
 
 #include <immintrin.h>
 
-#include <type_traits>
-
 namespace hearth::kernels {
 namespace {
 
@@ -61,11 +59,6 @@ template <int BIT>
   return _mm512_add_ps(_mm512_mask_blend_ps(pair_high_lanes<BIT>(), a, b), _mm512_permutex2var_ps(a, pair_permutation<BIT>(), b));
 }
 
-// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pair levels (15 permutes, 15
-// blends, 15 adds; two permutes per level before, the step's busiest shuffle port). Level one
-// pairs rows r and r + 8 on lane bit 3, then rows 4 apart on bit 2, 2 apart on bit 1, 1 apart
-// on bit 0, so lane r ends with row r; every row's lanes are added in the same order (bit 3,
-// 2, 1, 0 of the lane: the float sums are those of the two-permute tree it replaced).
 // reduce_rows_16 after its first level: w[m] = pair_level<3>(part[m], part[m + 8]), for kernels
 // that pair each row with the row 8 after it as soon as both are done.
 template <typename Vec>
@@ -75,6 +68,12 @@ inline Vec reduce_paired_rows_16(const Vec w[8]) {
   for (int m = 0; m < 2; ++m) y[m] = pair_level<1>(x[m], x[m + 2]);
   return pair_level<0>(y[0], y[1]);
 }
+
+// Lane r of the result = sum of the 16 lanes of part[r]: a tree of pair levels (15 permutes, 15
+// blends, 15 adds; two permutes per level before, the step's busiest shuffle port). Level one
+// pairs rows r and r + 8 on lane bit 3, then rows 4 apart on bit 2, 2 apart on bit 1, 1 apart
+// on bit 0, so lane r ends with row r; every row's lanes are added in the same order (bit 3,
+// 2, 1, 0 of the lane: the float sums are those of the two-permute tree it replaced).
 template <typename Vec>
 inline Vec reduce_rows_16(const Vec part[16]) {
   Vec w[8];
