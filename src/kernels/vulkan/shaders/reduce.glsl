@@ -1,9 +1,12 @@
-// Workgroup-wide sum and max over 64 invocations: subgroupAdd/Max where the device has
-// subgroup arithmetic (compiled with -DUSE_SUBGROUP), else a shared-memory tree.
+// Workgroup-wide sum and max over WG invocations (64 unless the including shader defines it
+// first, a power of two): subgroupAdd/Max where the device has subgroup arithmetic (compiled
+// with -DUSE_SUBGROUP), else a shared-memory tree.
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
 
+#ifndef WG
 #define WG 64
+#endif
 shared float hearth_red[WG];
 
 float wg_sum(float v) {
