@@ -12,7 +12,14 @@
 // writes its unnormalised output, max and sum to part (rows of head_dim_v + 2 floats), and
 // attention_merge.comp combines them.
 #extension GL_GOOGLE_include_directive : enable
-layout(local_size_x = 64) in;
+// 256 invocations: one key each in the score pass, and in the value pass KEY_LANES lanes of
+// 64 output elements, each lane walking every KEY_LANES-th key, summed in shared memory at the
+// end. With 64 invocations each output element walked every key alone: on an H200 a decode
+// step's attention over ~100 keys took 24 us a layer, a chain of memory round trips.
+#define WG 256
+#define DIM_LANES 64u
+#define KEY_LANES (WG / 64u)
+layout(local_size_x = WG) in;
 #include "reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Q { float q[]; };
@@ -110,30 +117,44 @@ void main() {
     part[pbase + pc.head_dim_v + 1u] = sum;
   }
   const uint obase = (tok * pc.n_head + head) * pc.head_dim_v;
-  for (uint d = tid; d < pc.head_dim_v; d += WG) {
+  const uint dim_lane = tid % DIM_LANES;
+  const uint key_lane = tid / DIM_LANES;
+  for (uint d0 = 0; d0 < pc.head_dim_v; d0 += DIM_LANES) {
+    const uint d = d0 + dim_lane;
     float acc = 0.0;
     // A block's chunk is looked up once for its rows, and four rows' loads go out together:
     // one lookup chain (table, chunk address, value) per key kept the kernel waiting on memory.
-    for (uint p = first; p < last;) {
-      uint slot_word, row;
-      KvWords c = kv_chunk_row(p, slot_word, row);
-      const uint stop = min(last, p - row + pc.block_tokens);  // the end of p's block
-      const uint region = slot_word + pc.v_word;
-      const uint col = kv_head * pc.head_dim_v + d;
-      for (; p + 3u < stop; p += 4u, row += 4u) {
-        const float v0 = half_at(c, region, row * vrow + col);
-        const float v1 = half_at(c, region, (row + 1u) * vrow + col);
-        const float v2 = half_at(c, region, (row + 2u) * vrow + col);
-        const float v3 = half_at(c, region, (row + 3u) * vrow + col);
-        acc += scores[sbase + p] * v0 + scores[sbase + p + 1u] * v1 + scores[sbase + p + 2u] * v2 +
-               scores[sbase + p + 3u] * v3;
+    if (d < pc.head_dim_v) {
+      for (uint p0 = first; p0 < last;) {
+        uint slot_word, row0;
+        KvWords c = kv_chunk_row(p0, slot_word, row0);
+        const uint stop = min(last, p0 - row0 + pc.block_tokens);  // the end of p0's block
+        const uint region = slot_word + pc.v_word;
+        const uint col = kv_head * pc.head_dim_v + d;
+        uint p = p0 + key_lane, row = row0 + key_lane;
+        for (; p + 3u * KEY_LANES < stop; p += 4u * KEY_LANES, row += 4u * KEY_LANES) {
+          const float v0 = half_at(c, region, row * vrow + col);
+          const float v1 = half_at(c, region, (row + KEY_LANES) * vrow + col);
+          const float v2 = half_at(c, region, (row + 2u * KEY_LANES) * vrow + col);
+          const float v3 = half_at(c, region, (row + 3u * KEY_LANES) * vrow + col);
+          acc += scores[sbase + p] * v0 + scores[sbase + p + KEY_LANES] * v1 +
+                 scores[sbase + p + 2u * KEY_LANES] * v2 + scores[sbase + p + 3u * KEY_LANES] * v3;
+        }
+        for (; p < stop; p += KEY_LANES, row += KEY_LANES) acc += scores[sbase + p] * half_at(c, region, row * vrow + col);
+        p0 = stop;
       }
-      for (; p < stop; ++p, ++row) acc += scores[sbase + p] * half_at(c, region, row * vrow + col);
     }
-    if (split) {
-      part[pbase + d] = acc;
-    } else {
-      o[obase + d] = acc;
+    hearth_red[tid] = acc;  // reduce.glsl's WG floats, free between its reductions
+    barrier();
+    if (key_lane == 0u && d < pc.head_dim_v) {
+      float total = 0.0;
+      for (uint k = 0; k < KEY_LANES; ++k) total += hearth_red[dim_lane + k * DIM_LANES];
+      if (split) {
+        part[pbase + d] = total;
+      } else {
+        o[obase + d] = total;
+      }
     }
+    barrier();
   }
 }
