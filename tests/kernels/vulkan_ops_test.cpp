@@ -151,7 +151,16 @@ INSTANTIATE_TEST_SUITE_P(Types, VulkanMatmul,
                                            MatmulCase{DType::kQ4_K, 512}, MatmulCase{DType::kQ6_K, 512},
                                            MatmulCase{DType::kQ5_K, 256}, MatmulCase{DType::kQ4_1, 64}),
                          [](const auto& info) { return std::string(dtype_name(info.param.type)); });
-INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul, ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33}),
+// Q4_0 and Q8_0 rows that start 16-byte aligned (256 columns), so every unit's quants are one
+// 16-byte load; the Types cases' 96 columns leave most rows unaligned.
+INSTANTIATE_TEST_SUITE_P(AlignedRows, VulkanMatmul,
+                         ::testing::Values(MatmulCase{DType::kQ4_0, 256}, MatmulCase{DType::kQ8_0, 256}),
+                         [](const auto& info) { return std::string(dtype_name(info.param.type)) + "_256"; });
+// 400 columns: 13 units, so with subgroups of 8 or 16 some lanes of the matrix x vector kernel
+// take a second unit in a pass and some do not.
+INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul,
+                         ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33},
+                                           MatmulCase{DType::kF16, 400}),
                          [](const auto& info) { return "F16_" + std::to_string(info.param.cols); });
 
 // A layer's Q, K and V (or gate and up) uploaded into one buffer: one matrix x vector fills the
@@ -368,6 +377,43 @@ TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
       const double err = max_abs_diff(download_floats(*ctx, *c.b, x.size()), *c.want);
       std::cout << "[ max err  ] " << c.name << (sg ? " subgroup" : " shared") << ": " << err << "\n";
       EXPECT_LE(err, c.tol) << c.name;
+    }
+  }
+}
+
+// Rows as wide as models' hidden states: 2,048 and 4,096 held in registers (8 and 16 elements
+// per invocation), 5,000 past that through the two-pass walk; each alone and with a residual.
+TEST(VulkanOps, RmsNormOfWideRowsMatchesTheCpu) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  VulkanOps ops(*ctx);
+  const uint32_t n_rows = 2;
+  for (uint32_t n : {2048u, 4096u, 5000u}) {
+    const auto x = kernels::test::random_floats(n * n_rows, 31, -3.0f, 3.0f);
+    const auto w = kernels::test::random_floats(n, 32);
+    const auto r = kernels::test::random_floats(n * n_rows, 33);
+    for (bool sg : reduction_modes(*ctx)) {
+      ops.set_use_subgroups(sg);
+      Buffer xb = upload_floats(*ctx, x), wb = upload_floats(*ctx, w), rb = upload_floats(*ctx, r);
+      Buffer sumb = upload_floats(*ctx, x), nb = upload_floats(*ctx, std::vector<float>(x.size()));
+      Buffer snb = upload_floats(*ctx, std::vector<float>(x.size()));
+      Recorder rec(*ctx);
+      ASSERT_TRUE(ops.rms_norm(rec, xb, &wb, nb, n, n_rows, 1e-5f).ok());
+      ASSERT_TRUE(ops.rms_norm(rec, sumb, &wb, snb, n, n_rows, 1e-5f, &rb).ok());
+      ASSERT_TRUE(rec.run().ok());
+      std::vector<float> norm(x.size()), summed = x, summed_norm(x.size());
+      add(summed.data(), r.data(), n * n_rows);
+      for (uint32_t row = 0; row < n_rows; ++row) {
+        rms_norm(x.data() + row * n, w.data(), norm.data() + row * n, n, 1e-5f);
+        rms_norm(summed.data() + row * n, w.data(), summed_norm.data() + row * n, n, 1e-5f);
+      }
+      const double e_norm = max_abs_diff(download_floats(*ctx, nb, x.size()), norm);
+      const double e_sum = max_abs_diff(download_floats(*ctx, sumb, x.size()), summed);
+      const double e_sum_norm = max_abs_diff(download_floats(*ctx, snb, x.size()), summed_norm);
+      std::cout << "[ max err  ] rms_norm n=" << n << (sg ? " subgroup" : " shared") << ": " << e_norm
+                << ", with residual " << e_sum_norm << "\n";
+      EXPECT_LE(e_norm, 2e-5) << n;
+      EXPECT_EQ(e_sum, 0.0) << n;
+      EXPECT_LE(e_sum_norm, 2e-5) << n;
     }
   }
 }

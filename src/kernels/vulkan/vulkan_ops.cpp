@@ -3,6 +3,7 @@
 #include "kernels/vulkan/vulkan_ops.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -10,6 +11,7 @@
 
 #include "kernels/vulkan/shader_library.h"
 #include "tensor/fp16.h"
+#include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
 
 namespace hearth::kernels::vulkan {
@@ -72,6 +74,25 @@ struct KvStorePush {
   uint32_t row_elems, block_tokens, tok_base, table_off, blocks_per_chunk, region, slot_words;
   uint32_t has_values, v_row_elems, v_region;
 };
+
+// Q4_0 and Q8_0 rows go to the device split: every block's quants, then every block's F16
+// scale (weight_unit.glsl says why). The quant bytes of one block, 0 for the types kept whole.
+size_t split_quant_bytes(DType t) {
+  if (t == DType::kQ4_0) return sizeof(BlockQ4_0::qs);
+  if (t == DType::kQ8_0) return sizeof(BlockQ8_0::qs);
+  return 0;
+}
+void split_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols) {
+  const size_t quant = split_quant_bytes(t);
+  const size_t block = t == DType::kQ4_0 ? sizeof(BlockQ4_0) : sizeof(BlockQ8_0);
+  const size_t quant_at = t == DType::kQ4_0 ? offsetof(BlockQ4_0, qs) : offsetof(BlockQ8_0, qs);
+  const size_t scale_at = t == DType::kQ4_0 ? offsetof(BlockQ4_0, d) : offsetof(BlockQ8_0, d);
+  const auto blocks = static_cast<size_t>(cols / kQK);
+  for (size_t b = 0; b < blocks; ++b) {
+    std::memcpy(dst + quant * b, src + block * b + quant_at, quant);
+    std::memcpy(dst + quant * blocks + 2 * b, src + block * b + scale_at, 2);
+  }
+}
 
 bool kv_ok(const DeviceKv& kv) {
   return kv.chunks != nullptr && kv.table != nullptr && kv.block_tokens != 0 && kv.blocks_per_chunk != 0 &&
@@ -138,8 +159,9 @@ Result<DeviceWeight> VulkanOps::device_layout(const WeightView& w) const {
 
 Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t first_row) {
   const size_t at = d.byte_offset + static_cast<size_t>(first_row) * d.row_bytes;
-  if (d.type == w.type) return ctx_.upload(*d.storage, at, w.data, w.row_bytes * static_cast<size_t>(w.rows));
-  // Converted row by row, in pieces of ~4 MiB (so the host copy stays small).
+  const bool split = d.type == w.type && split_quant_bytes(d.type) != 0;
+  if (d.type == w.type && !split) return ctx_.upload(*d.storage, at, w.data, w.row_bytes * static_cast<size_t>(w.rows));
+  // Split or converted row by row, in pieces of ~4 MiB (so the host copy stays small).
   const size_t elem = d.type == DType::kF32 ? 4 : 2;
   const int64_t rows_per_piece = std::max<int64_t>(1, (int64_t{4} << 20) / static_cast<int64_t>(d.row_bytes));
   std::vector<float> row(static_cast<size_t>(w.cols));
@@ -148,8 +170,13 @@ Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t
     const int64_t r1 = std::min(w.rows, r0 + rows_per_piece);
     piece.resize(static_cast<size_t>(r1 - r0) * d.row_bytes);
     for (int64_t r = r0; r < r1; ++r) {
-      HEARTH_TRY(dequantize_row(w.type, w.data + static_cast<size_t>(r) * w.row_bytes, row.data(), w.cols));
+      const uint8_t* src = w.data + static_cast<size_t>(r) * w.row_bytes;
       uint8_t* out = piece.data() + static_cast<size_t>(r - r0) * d.row_bytes;
+      if (split) {
+        split_row(d.type, src, out, w.cols);
+        continue;
+      }
+      HEARTH_TRY(dequantize_row(w.type, src, row.data(), w.cols));
       if (elem == 4) {
         std::memcpy(out, row.data(), d.row_bytes);
       } else {

@@ -62,11 +62,11 @@ void main() {
       }
       for (uint k = 0; k < ROWS; ++k) {
         if (r0 + k < end) {
-          float v[32];
-          unit(pc.w_off + (r0 + k) * pc.row_bytes, u, v);
+          float v[32], scale;
+          unit_scaled(pc.w_off + (r0 + k) * pc.row_bytes, u, v, scale);
           float s = 0.0;
           for (uint i = 0; i < 32u; ++i) s += v[i] * xv[i];
-          acc[k] += s;
+          acc[k] += scale * s;
         }
       }
     }

@@ -1,10 +1,14 @@
-// Decoding one 32-weight unit of a weight row as the GGUF file stores it, for the matmul
+// Decoding one 32-weight unit of a weight row as it lies on the device, for the matmul
 // shaders (compiled once per TYPE_*). The including shader declares the weights as
-// `uint w[]` and a push-constant block `pc` with `cols` (the row length) before including.
+// `uint w[]` (binding 0) and a push-constant block `pc` with `cols` (the row length) before
+// including. Rows are the GGUF file's bytes, except Q4_0 and Q8_0 rows, which the upload
+// splits (VulkanOps::write_rows): every block's quants first, then every block's F16 scale,
+// so that a unit's quants are one aligned 16- or 32-byte run and a subgroup's lanes read one
+// contiguous range (the file's 18- and 34-byte blocks cost each lane six or ten unaligned
+// word loads and split the subgroup's reads across many cache lines).
+layout(std430, binding = 0) readonly buffer Weights4 { uvec4 w4[]; };  // the same weights
 
 uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
-uint u16_at(uint off) { return byte_at(off) | (byte_at(off + 1u) << 8); }
-float f16_at(uint off) { return unpackHalf2x16(u16_at(off)).x; }
 float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
 
 // The N bytes at byte offset `off` (any alignment; blocks of 18, 34 and 210 bytes leave rows
@@ -24,6 +28,55 @@ float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
 HEARTH_LOAD_WORDS(load16, 16)
 HEARTH_LOAD_WORDS(load32, 32)
 uint byte_of(uint q, uint k) { return (q >> ((k & 3u) * 8u)) & 0xFFu; }
+// float(q) - offset for 0 <= q < 2^23, exactly, without an integer-to-float conversion: q's
+// bits as the mantissa of 2^23, then one subtraction. The conversion runs at a quarter of the
+// arithmetic rate on NVIDIA GPUs, and a decode step's matrix x vector converted every weight:
+// it bound the Q4_0 kernel on an H200 (splitting the rows for fewer loads changed nothing).
+float minus(uint q, float offset) { return uintBitsToFloat(0x4B000000u | q) - (8388608.0 + offset); }
+// The F16 at an even byte offset: one word load.
+float f16_even_at(uint off) { return unpackHalf2x16(w[off >> 2] >> ((off & 2u) * 8u)).x; }
+// The 16 bytes at `off` as 4 words: one 16-byte load where `off` is 16-byte aligned.
+void load16_run(uint off, out uint q[4]) {
+  if ((off & 15u) == 0u) {
+    const uvec4 t = w4[off >> 4];
+    q[0] = t.x;
+    q[1] = t.y;
+    q[2] = t.z;
+    q[3] = t.w;
+  } else {
+    load16(off, q);
+  }
+}
+
+// Unit u's 32 weights before their block's one scale, and the scale (Q4_0 and Q8_0): the
+// matrix x vector kernel multiplies a unit's dot product by it once instead of every weight.
+// Other types: unit()'s weights and 1.
+void unit(uint base, uint u, out float v[32]);
+void unit_scaled(uint base, uint u, out float v[32], out float d) {
+#if defined(TYPE_Q8_0)
+  // Split rows (above): 32 quant bytes per unit, then the scales.
+  d = f16_even_at(base + 32u * (pc.cols / 32u) + 2u * u);
+  uint q[8], q1[4];
+  load16_run(base + 32u * u, q1);
+  for (uint k = 0; k < 4u; ++k) q[k] = q1[k];
+  load16_run(base + 32u * u + 16u, q1);
+  for (uint k = 0; k < 4u; ++k) q[k + 4u] = q1[k];
+  for (uint i = 0; i < 32u; ++i) v[i] = minus(byte_of(q[i >> 2], i) ^ 0x80u, 128.0);  // int8 + 128, less 128
+#elif defined(TYPE_Q4_0)
+  // Split rows (above): 16 quant bytes per unit, then the scales.
+  d = f16_even_at(base + 16u * (pc.cols / 32u) + 2u * u);
+  uint qw[4];
+  load16_run(base + 16u * u, qw);
+  for (uint j = 0; j < 16u; ++j) {
+    const uint q = byte_of(qw[j >> 2], j);
+    v[j] = minus(q & 15u, 8.0);
+    v[j + 16u] = minus(q >> 4, 8.0);
+  }
+#else
+  unit(base, u, v);
+  d = 1.0;
+#endif
+}
 
 // The 32 weights of unit u (elements 32u .. 32u+31) of the row starting at byte `base`.
 void unit(uint base, uint u, out float v[32]) {
@@ -38,27 +91,15 @@ void unit(uint base, uint u, out float v[32]) {
     v[2u * i] = h.x;
     v[2u * i + 1u] = h.y;
   }
-#elif defined(TYPE_Q8_0)
-  const uint b = base + u * 34u;
-  const float d = f16_at(b);
-  uint q[8];
-  load32(b + 2u, q);
-  for (uint i = 0; i < 32u; ++i) v[i] = d * float(int(byte_of(q[i >> 2], i) << 24) >> 24);
-#elif defined(TYPE_Q4_0)
-  const uint b = base + u * 18u;
-  const float d = f16_at(b);
-  uint qw[4];
-  load16(b + 2u, qw);
-  for (uint j = 0; j < 16u; ++j) {
-    const uint q = byte_of(qw[j >> 2], j);
-    v[j] = d * (float(q & 15u) - 8.0);
-    v[j + 16u] = d * (float(q >> 4) - 8.0);
-  }
+#elif defined(TYPE_Q8_0) || defined(TYPE_Q4_0)
+  float d;
+  unit_scaled(base, u, v, d);
+  for (uint i = 0; i < 32u; ++i) v[i] *= d;
 #elif defined(TYPE_Q4_K)
   const uint b = base + (u >> 3) * 144u;
   const uint j = u & 7u;
-  const float d = f16_at(b);
-  const float dmin = f16_at(b + 2u);
+  const float d = f16_even_at(b);
+  const float dmin = f16_even_at(b + 2u);
   const uint s = b + 4u;
   uint sc, m;
   if (j < 4u) {
@@ -73,13 +114,13 @@ void unit(uint base, uint u, out float v[32]) {
   const uint shift = (j & 1u) * 4u;
   uint q[8];
   load32(b + 16u + 32u * (j >> 1), q);
-  for (uint i = 0; i < 32u; ++i) v[i] = ds * float((byte_of(q[i >> 2], i) >> shift) & 15u) - dm;
+  for (uint i = 0; i < 32u; ++i) v[i] = ds * minus((byte_of(q[i >> 2], i) >> shift) & 15u, 0.0) - dm;
 #elif defined(TYPE_Q6_K)
   const uint b = base + (u >> 3) * 210u;
   const uint j = u & 7u;
   const uint h = j >> 2;
   const uint jr = j & 3u;  // which 32 of the 128-element half
-  const float d = f16_at(b + 208u);
+  const float d = f16_even_at(b + 208u);
   const uint lshift = (jr >> 1) * 4u;
   const uint hshift = 2u * jr;
   uint ql[8], qh[8];
@@ -89,7 +130,7 @@ void unit(uint base, uint u, out float v[32]) {
   const float d1 = d * i8_at(b + 193u + 2u * j);
   for (uint i = 0; i < 32u; ++i) {
     const uint q = ((byte_of(ql[i >> 2], i) >> lshift) & 15u) | (((byte_of(qh[i >> 2], i) >> hshift) & 3u) << 4);
-    v[i] = (i < 16u ? d0 : d1) * (float(q) - 32.0);
+    v[i] = (i < 16u ? d0 : d1) * minus(q, 32.0);
   }
 #else
 #error "matmul.comp: compile with one TYPE_* defined"
