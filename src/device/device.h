@@ -207,7 +207,8 @@ class Context {
   const DeviceCounters& counters() const;
   // With HEARTH_VK_PROFILE=1 in the environment when the context opened: the GPU time of every
   // command list so far by kernel, and the host's recording and waiting time (the same table
-  // goes to stderr when the context closes). Empty when not profiling.
+  // goes to stderr when the context closes); =groups splits each kernel's line by workgroup
+  // count and first buffer's size. Empty when not profiling.
   std::string profile_report() const;
 
   // Bytes of device memory this context holds in buffers (the real figure for size_vram).

@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "device/device.h"
@@ -123,6 +124,7 @@ Result<std::unique_ptr<Context>> Context::open(size_t position) {
       VkPhysicalDeviceProperties props{};
       api.vkGetPhysicalDeviceProperties(im->physical, &props);
       im->profile.on = true;
+      im->profile.by_groups = std::string_view(env) == "groups";
       im->profile.ns_per_tick = props.limits.timestampPeriod;
       im->profile.tick_mask = bits >= 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
     }

@@ -5,7 +5,9 @@
 // closes. A timestamp is written once every earlier command of the list has finished, so a
 // command that overlapped the one before it (no barrier between them) is charged only for the
 // part that did not overlap: the sum is the list's GPU time, the split between overlapping
-// kernels is approximate. Only built with the Vulkan backend.
+// kernels is approximate. HEARTH_VK_PROFILE=groups charges dispatches by pipeline, workgroup
+// count and the size of their first buffer (a matrix's weights: one line per matrix shape).
+// Only built with the Vulkan backend.
 #pragma once
 
 #include <algorithm>
@@ -20,6 +22,7 @@ namespace hearth::device {
 
 struct KernelProfile {
   bool on = false;
+  bool by_groups = false;  // HEARTH_VK_PROFILE=groups
   double ns_per_tick = 1.0;       // VkPhysicalDeviceLimits::timestampPeriod
   uint64_t tick_mask = ~uint64_t{0};  // the queue's timestampValidBits as a mask
   struct Line {

@@ -5,6 +5,7 @@
 // (vulkan_profile.h).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -271,7 +272,15 @@ Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> 
   }
   im.api.vkCmdDispatch(cb, gx, gy, gz);
   ++im.counters.dispatches;
-  state_->mark(im, p.name);
+  if (im.profile.by_groups) {
+    const uint64_t groups = uint64_t{gx} * gy * gz;
+    const double mib = bindings.size() == 0 ? 0.0 : static_cast<double>(bindings.begin()->buffer->bytes()) / (1 << 20);
+    char detail[64];
+    std::snprintf(detail, sizeof detail, " [%llu groups, %.1f MiB]", static_cast<unsigned long long>(groups), mib);
+    state_->mark(im, p.name + detail);
+  } else {
+    state_->mark(im, p.name);
+  }
   return ok_status();
 }
 

@@ -298,6 +298,45 @@ TEST(VulkanOps, MatmulWithMoreRowsThanOneDispatchDimension) {
 // Subgroup kernels are the default where the device has subgroup arithmetic;
 // HEARTH_VULKAN_SUBGROUPS=0 picks the shared-memory fallback, and asking for subgroups on a
 // device without them keeps the fallback.
+// HEARTH_VK_PROFILE=groups: one profile line per kernel, workgroup count and first buffer, so
+// two matrices of other shapes through the same kernel are charged apart.
+TEST(VulkanOps, ProfileByGroupsChargesMatricesOfOtherShapesApart) {
+  HEARTH_REQUIRE_DEVICE(shared);  // fails under CI without a device; the profiled one is fresh
+  ::setenv("HEARTH_VK_PROFILE", "groups", 1);
+  std::string why;
+  std::unique_ptr<device::Context> ctx = hearth::test::open_device_for_tests(&why);
+  ::unsetenv("HEARTH_VK_PROFILE");
+  ASSERT_NE(ctx, nullptr) << why;
+  VulkanOps ops(*ctx);
+  ops.set_use_matvec(false);  // matmul.comp on every device, subgroups or not
+  const int64_t cols = 64;
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<DeviceWeight> weights;
+  for (int64_t rows : {16, 48}) {
+    const size_t row_bytes = *dtype_row_bytes(DType::kF32, cols);
+    const auto wf = kernels::test::random_floats(static_cast<size_t>(rows * cols), 70);
+    bytes.emplace_back(row_bytes * rows);
+    std::memcpy(bytes.back().data(), wf.data(), bytes.back().size());
+    auto dw = ops.upload_weight(WeightView{DType::kF32, bytes.back().data(), cols, rows, row_bytes, false});
+    ASSERT_TRUE(dw.ok()) << dw.error().to_string();
+    weights.push_back(*dw);
+  }
+  Buffer xb = upload_floats(*ctx, kernels::test::random_floats(cols, 71));
+  Buffer yb = upload_floats(*ctx, std::vector<float>(48, 0.0f));
+  Recorder rec(*ctx);
+  for (const DeviceWeight& w : weights) {
+    ASSERT_TRUE(ops.matmul(rec, w, {&xb, 0}, static_cast<uint32_t>(cols), 1, {&yb, 0}, 48).ok());
+  }
+  ASSERT_TRUE(rec.run().ok());
+  const std::string report = ctx->profile_report();
+  if (report.find("has no timestamps") != std::string::npos || report.empty()) GTEST_SKIP() << report;
+  const std::string kernel = ops.use_subgroups() ? "matmul_f32_sg [" : "matmul_f32 [";
+  const size_t first = report.find(kernel);
+  ASSERT_NE(first, std::string::npos) << report;
+  EXPECT_NE(report.find(kernel, first + 1), std::string::npos) << "one line per matrix expected:\n" << report;
+  std::cout << report;
+}
+
 TEST(VulkanOps, SubgroupKernelsWhereTheDeviceHasThemUnlessTheEnvironmentSaysNo) {
   HEARTH_REQUIRE_DEVICE(ctx);
   const char* before = std::getenv("HEARTH_VULKAN_SUBGROUPS");
