@@ -292,10 +292,8 @@ Result<DeviceOffload::Layer> DeviceOffload::upload_layer(int32_t il) {
 Status DeviceOffload::upload_group(std::span<const kernels::WeightView> parts,
                                    std::initializer_list<kernels::vulkan::DeviceWeight*> dst,
                                    kernels::vulkan::DeviceWeight* together) {
-  bool same = true;
-  for (const kernels::WeightView& w : parts) same = same && w.type == parts[0].type && w.cols == parts[0].cols;
   auto* d = dst.begin();
-  if (!same) {
+  if (!ops_.can_store_together(parts)) {
     for (const kernels::WeightView& w : parts) {
       HEARTH_ASSIGN(**d, ops_.upload_weight(w));
       ++d;

@@ -192,6 +192,7 @@ TEST(VulkanOps, MatricesStoredTogetherRunAsOneAndEachOnItsOwn) {
       }
       parts.push_back(WeightView{c.type, bytes.back().data(), c.cols, rows, row_bytes, false});
     }
+    EXPECT_TRUE(ops.can_store_together(parts));
     auto together = ops.upload_weights(parts);
     ASSERT_TRUE(together.ok()) << together.error().to_string();
     EXPECT_EQ(together->rows, 66);
@@ -251,7 +252,13 @@ TEST(VulkanOps, MatricesStoredTogetherRunAsOneAndEachOnItsOwn) {
   std::vector<uint8_t> q4(*dtype_row_bytes(DType::kQ4_0, 64)), q8(*dtype_row_bytes(DType::kQ8_0, 64));
   const WeightView mixed[] = {{DType::kQ4_0, q4.data(), 64, 1, q4.size(), false},
                               {DType::kQ8_0, q8.data(), 64, 1, q8.size(), false}};
+  EXPECT_FALSE(ops.can_store_together(mixed));
   EXPECT_EQ(ops.upload_weights(mixed).error().kind, ErrorKind::kInvalidArgument);
+  // Two types that both go to the device as F16 still differ in their source.
+  std::vector<uint8_t> q41(*dtype_row_bytes(DType::kQ4_1, 64)), q50(*dtype_row_bytes(DType::kQ5_0, 64));
+  const WeightView both_f16[] = {{DType::kQ4_1, q41.data(), 64, 1, q41.size(), false},
+                                 {DType::kQ5_0, q50.data(), 64, 1, q50.size(), false}};
+  EXPECT_FALSE(ops.can_store_together(both_f16));
   auto one = ops.upload_weights(std::span<const WeightView>(mixed, 1));
   ASSERT_TRUE(one.ok());
   if (ops.fused_matvec(*one)) {

@@ -193,17 +193,25 @@ Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t
 
 Result<DeviceWeight> VulkanOps::upload_weight(const WeightView& w) { return upload_weights({&w, 1}); }
 
+bool VulkanOps::can_store_together(std::span<const WeightView> parts) const {
+  if (parts.empty()) return false;
+  const auto first = device_layout(parts[0]);
+  if (!first.ok()) return false;
+  for (const WeightView& w : parts) {
+    const auto l = device_layout(w);
+    if (!l.ok() || l->type != first->type || l->source_type != first->source_type || l->cols != first->cols) return false;
+  }
+  return true;
+}
+
 Result<DeviceWeight> VulkanOps::upload_weights(std::span<const WeightView> parts) {
   if (parts.empty()) return make_error(ErrorKind::kInvalidArgument, "upload_weights: no matrices");
   HEARTH_ASSIGN(DeviceWeight d, device_layout(parts[0]));
-  int64_t rows = 0;
-  for (const WeightView& w : parts) {
-    HEARTH_ASSIGN(DeviceWeight l, device_layout(w));
-    if (l.type != d.type || l.source_type != d.source_type || l.cols != d.cols) {
-      return make_error(ErrorKind::kInvalidArgument, "upload_weights: matrices of different types or widths");
-    }
-    rows += w.rows;
+  if (!can_store_together(parts)) {
+    return make_error(ErrorKind::kInvalidArgument, "upload_weights: matrices of different types or widths");
   }
+  int64_t rows = 0;
+  for (const WeightView& w : parts) rows += w.rows;
   // The shaders address weight bytes with 32-bit offsets.
   if (d.row_bytes * static_cast<size_t>(rows) > 0xFFFFFFFFu) {
     return make_error(ErrorKind::kUnsupported, "upload_weights: more than 4 GiB of weights in one matrix");

@@ -92,6 +92,8 @@ class VulkanOps {
   // gate and up), returned as one matrix of all their rows; row_range() gives each back.
   // Matrices that would not share a layout (other types, other widths) are an error.
   Result<DeviceWeight> upload_weights(std::span<const WeightView> parts);
+  // Whether upload_weights takes these matrices: one device layout (type, width) for all.
+  bool can_store_together(std::span<const WeightView> parts) const;
 
   // y[t][r] = sum_c W[r][c] x[t][c]: x rows of w.cols floats (stride x_stride), y rows of
   // stride y_stride.
