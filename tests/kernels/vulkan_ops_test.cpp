@@ -157,7 +157,7 @@ INSTANTIATE_TEST_SUITE_P(AlignedRows, VulkanMatmul,
                          ::testing::Values(MatmulCase{DType::kQ4_0, 256}, MatmulCase{DType::kQ8_0, 256}),
                          [](const auto& info) { return std::string(dtype_name(info.param.type)) + "_256"; });
 // 400 columns: 13 units, so with subgroups of 8 or 16 some lanes of the matrix x vector kernel
-// take a second unit in a pass and some do not.
+// walk one unit more than the others (their row sums still meet in subgroupAdd).
 INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul,
                          ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33},
                                            MatmulCase{DType::kF16, 400}),
