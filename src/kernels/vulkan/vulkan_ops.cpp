@@ -207,6 +207,10 @@ bool VulkanOps::can_store_together(std::span<const WeightView> parts) const {
 Result<DeviceWeight> VulkanOps::upload_weights(std::span<const WeightView> parts) {
   if (parts.empty()) return make_error(ErrorKind::kInvalidArgument, "upload_weights: no matrices");
   HEARTH_ASSIGN(DeviceWeight d, device_layout(parts[0]));
+  // A part with no device layout says why (its own error), before the parts are compared.
+  for (const WeightView& w : parts) {
+    if (auto l = device_layout(w); !l.ok()) return l.error();
+  }
   if (!can_store_together(parts)) {
     return make_error(ErrorKind::kInvalidArgument, "upload_weights: matrices of different types or widths");
   }
