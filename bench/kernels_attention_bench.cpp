@@ -16,12 +16,14 @@
 #include <immintrin.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "kernels/cpu_features.h"
 #include "kernels/ops.h"
+#include "kv/kv_block_pool.h"
 #include "model/forward.h"
 #include "tensor/dtype.h"
 #include "tensor/quantize.h"
@@ -151,6 +153,64 @@ void BM_DecodeParts(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(f.kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// One token's decode attention over every layer of a llama-1b-shaped cache (16 layers, F16)
+// held in the engine's own KV block pool, so the rows sit in memory as decode meets them (each
+// layer's among the other layers' in every chunk; Fixture gives one layer a region of its own),
+// and each layer's step runs as the engine runs it at depth (parts of kAttentionKeyPart keys,
+// then the merge). The 16 layers' KV (8 MiB each at 4k keys) comes from memory, not cache, as
+// in a real decode step. GB/s counts the K and V bytes of all 16 layers.
+void BM_DecodePoolLayers(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  constexpr int kLayers = 16;
+  hearth::kv::KvLayout layout;
+  layout.n_layers = kLayers;
+  layout.k_row_elems = layout.v_row_elems = kKvHeads * kDim;
+  layout.block_tokens = kBlock;
+  layout.type = hearth::DType::kF16;
+  hearth::kv::KvPoolOptions opts;
+  opts.background_commit = false;
+  const int n_blocks = (n + kBlock - 1) / kBlock;
+  auto pool = hearth::kv::KvBlockPool::create(layout, n_blocks, opts);
+  if (!pool.ok()) std::abort();
+  Fixture one(kBlock);  // one block of random rows, copied into every block of every layer
+  const size_t run = pool->k_row_bytes() * kBlock;
+  std::vector<std::vector<const uint8_t*>> k_ptrs(kLayers), v_ptrs(kLayers);
+  for (int b = 0; b < n_blocks; ++b) {
+    const int32_t block = pool->kv_block_alloc().value();
+    for (int l = 0; l < kLayers; ++l) {
+      std::memcpy(pool->k_block(l, block), one.k_ptrs[0], run);
+      std::memcpy(pool->v_block(l, block), one.v_ptrs[0], run);
+      k_ptrs[l].push_back(pool->k_block(l, block));
+      v_ptrs[l].push_back(pool->v_block(l, block));
+    }
+  }
+  constexpr int kPart = hearth::model::kAttentionKeyPart;
+  const int n_parts = (n + kPart - 1) / kPart;
+  std::vector<float> outs(static_cast<size_t>(n_parts) * kHeads * kDim), stats(static_cast<size_t>(n_parts) * 2 * kHeads);
+  std::vector<const float*> parts(n_parts), part_stats(n_parts);
+  for (auto _ : state) {
+    for (int l = 0; l < kLayers; ++l) {
+      const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
+                        hearth::DType::kF16};
+      for (int i = 0; i < n_parts; ++i) {
+        const KeyPart part{i * kPart, (i + 1) * kPart, stats.data() + static_cast<size_t>(i) * 2 * kHeads};
+        attention_heads_part(one.q.data(), n - 1, n, span, one.p, 0, kHeads, part,
+                             outs.data() + static_cast<size_t>(i) * kHeads * kDim, one.scratch);
+      }
+      for (int h = 0; h < kHeads; ++h) {
+        for (int i = 0; i < n_parts; ++i) {
+          parts[i] = outs.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
+          part_stats[i] = stats.data() + static_cast<size_t>(i) * 2 * kHeads + 2 * h;
+        }
+        attention_merge(n_parts, parts.data(), part_stats.data(), kDim, one.out.data() + h * kDim);
+      }
+    }
+    benchmark::DoNotOptimize(one.out.data());
+  }
+  const double kv_bytes = static_cast<double>(n) * kLayers * 2.0 * static_cast<double>(pool->k_row_bytes());
+  state.counters["GB/s"] = benchmark::Counter(kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // The same step through the tile kernel (one query token, 4 of a vector's rows used).
 void BM_DecodeTile(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
@@ -271,6 +331,7 @@ BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark:
 BENCHMARK(BM_PrefillTile)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeStep)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodePoolLayers)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillMatmul)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_F32FmaPeak)->Unit(benchmark::kMillisecond);

@@ -346,16 +346,24 @@ KvPoolStats KvBlockPool::stats() const {
 
 uint8_t* KvBlockPool::k_block(int32_t layer, int32_t block) {
   assert(layer >= layout_.offloaded_layers && layer < layout_.n_layers);
-  const size_t per_layer = static_cast<size_t>(layout_.block_tokens) * (k_row_bytes_ + v_row_bytes_);
-  return base_ + block_offset(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * per_layer;
+  const size_t slot = static_cast<size_t>(block % blocks_per_chunk_);
+  return base_ + chunk_start(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * chunk_layer_bytes() +
+         slot * k_block_bytes();
 }
 
 uint8_t* KvBlockPool::v_block(int32_t layer, int32_t block) {
-  return k_block(layer, block) + static_cast<size_t>(layout_.block_tokens) * k_row_bytes_;
+  assert(layer >= layout_.offloaded_layers && layer < layout_.n_layers);
+  const size_t slot = static_cast<size_t>(block % blocks_per_chunk_);
+  return base_ + chunk_start(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * chunk_layer_bytes() +
+         static_cast<size_t>(blocks_per_chunk_) * k_block_bytes() + slot * v_block_bytes();
 }
 
 Status KvBlockPool::kv_block_copy(int32_t src, int32_t dst) {
-  std::memcpy(base_ + block_offset(dst), base_ + block_offset(src), block_bytes_);
+  // A block's rows are two runs per layer (its K rows, its V rows) in its chunk's layer regions.
+  for (int32_t layer = layout_.offloaded_layers; layer < layout_.n_layers; ++layer) {
+    std::memcpy(k_block(layer, dst), k_block(layer, src), k_block_bytes());
+    std::memcpy(v_block(layer, dst), v_block(layer, src), v_block_bytes());
+  }
   return mirror_ != nullptr ? mirror_->copy_block(src, dst) : ok_status();
 }
 

@@ -1,6 +1,10 @@
 // A pool of fixed-size KV blocks. Each block holds K and V for `block_tokens` consecutive
 // tokens of one sequence, for every layer, so a chunk of whole blocks holds whole token ranges
-// of all layers. Memory is elastic: the pool reserves address space for its maximum (a
+// of all layers. Inside a chunk the rows are layer-major: layer 0's K rows of every block of
+// the chunk, then their V rows, then layer 1's, ... so a sequence's consecutive blocks (which
+// allocation keeps in one chunk where it can) give decode attention one long run of a layer's
+// keys instead of a short run per block (block-major, a 1B model's 16 KiB of a layer's keys
+// sat 512 KiB apart). Memory is elastic: the pool reserves address space for its maximum (a
 // KvMemory) and commits it in chunks (2 MiB) only as blocks are handed out; a chunk whose
 // blocks are all free goes back to the OS once more than `reserve_chunks` empty chunks stay
 // committed. Allocation takes the lowest free block of the lowest committed chunk that has one,
@@ -172,9 +176,12 @@ class KvBlockPool {
  private:
   struct Shared;  // chunk states and the committer thread, shared with that thread
   KvBlockPool() = default;
-  size_t block_offset(int32_t block) const {
-    return static_cast<size_t>(block / blocks_per_chunk_) * chunk_stride_ +
-           static_cast<size_t>(block % blocks_per_chunk_) * block_bytes_;
+  size_t chunk_start(int32_t block) const { return static_cast<size_t>(block / blocks_per_chunk_) * chunk_stride_; }
+  size_t k_block_bytes() const { return static_cast<size_t>(layout_.block_tokens) * k_row_bytes_; }
+  size_t v_block_bytes() const { return static_cast<size_t>(layout_.block_tokens) * v_row_bytes_; }
+  // One CPU layer's region of a chunk: the K rows of every block slot, then their V rows.
+  size_t chunk_layer_bytes() const {
+    return static_cast<size_t>(blocks_per_chunk_) * (k_block_bytes() + v_block_bytes());
   }
   int32_t pick_chunk();
   void commit_ahead();

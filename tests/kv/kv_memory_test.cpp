@@ -4,9 +4,11 @@
 // mark, and the byte limit closes admission without taking blocks away.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kv/kv_block_pool.h"
@@ -55,8 +57,13 @@ KvLayout chunky_layout() {
   return l;
 }
 
+// Every row of the block: each layer's K rows and V rows (two runs a layer).
 void fill_block(KvBlockPool& pool, int32_t block, uint8_t value) {
-  std::memset(pool.k_block(0, block), value, pool.block_bytes());
+  const size_t bt = static_cast<size_t>(pool.layout().block_tokens);
+  for (int32_t layer = pool.layout().offloaded_layers; layer < pool.layout().n_layers; ++layer) {
+    std::memset(pool.k_block(layer, block), value, bt * pool.k_row_bytes());
+    std::memset(pool.v_block(layer, block), value, bt * pool.v_row_bytes());
+  }
 }
 
 TEST(KvMemory, ReservingCostsNothingAndReleasedChunksLeaveRss) {
@@ -159,8 +166,59 @@ TEST(KvBlockPool, BlocksLargerThanAChunkGetWholeChunksEach) {
   int32_t b = pool->kv_block_alloc().value();
   fill_block(*pool, a, 1);
   fill_block(*pool, b, 2);
-  EXPECT_EQ(pool->k_block(0, a)[pool->block_bytes() - 1], 1);
+  EXPECT_EQ(pool->v_block(79, a)[16 * pool->v_row_bytes() - 1], 1);
+  EXPECT_EQ(pool->k_block(0, a)[0], 1);
   EXPECT_EQ(pool->k_block(0, b)[0], 2);
+}
+
+// Inside a chunk the rows are layer-major, so one layer's keys of a chunk's consecutive blocks
+// are one run (what decode attention streams); every (layer, block) run lies in its block's
+// chunk and no two overlap, and a copy moves every run of the block and nothing else.
+TEST(KvBlockPool, ChunksHoldEachLayersRowsOfTheirBlocksTogether) {
+  KvLayout l = chunky_layout();
+  l.v_row_elems = 256;  // V rows shorter than K rows: the regions must not assume equal sizes
+  l.offloaded_layers = 3;
+  auto pool = KvBlockPool::create(l, 10);
+  ASSERT_TRUE(pool.ok()) << pool.error().to_string();
+  const int32_t bpc = pool->blocks_per_chunk();
+  ASSERT_GT(bpc, 2);
+  const size_t k_run = 16 * pool->k_row_bytes(), v_run = 16 * pool->v_row_bytes();
+  std::vector<std::pair<const uint8_t*, size_t>> runs;
+  for (int32_t layer = 3; layer < l.n_layers; ++layer) {
+    for (int32_t b = 0; b < pool->n_blocks(); ++b) {
+      if (b % bpc != 0) {
+        EXPECT_EQ(pool->k_block(layer, b), pool->k_block(layer, b - 1) + k_run) << layer << " " << b;
+        EXPECT_EQ(pool->v_block(layer, b), pool->v_block(layer, b - 1) + v_run) << layer << " " << b;
+      }
+      runs.emplace_back(pool->k_block(layer, b), k_run);
+      runs.emplace_back(pool->v_block(layer, b), v_run);
+    }
+  }
+  std::sort(runs.begin(), runs.end());
+  for (size_t i = 1; i < runs.size(); ++i) EXPECT_LE(runs[i - 1].first + runs[i - 1].second, runs[i].first);
+  const uint8_t* base = pool->k_block(3, 0);
+  for (const auto& [p, n] : runs) EXPECT_LE(static_cast<size_t>(p + n - base), pool->bytes_reserved());
+  // Chunk c's runs lie in [c * stride, (c + 1) * stride).
+  const size_t stride = pool->bytes_reserved() / static_cast<size_t>((pool->n_blocks() + bpc - 1) / bpc);
+  for (int32_t b = 0; b < pool->n_blocks(); ++b) {
+    const size_t lo = static_cast<size_t>(b / bpc) * stride;
+    for (int32_t layer = 3; layer < l.n_layers; ++layer) {
+      EXPECT_GE(static_cast<size_t>(pool->k_block(layer, b) - base), lo);
+      EXPECT_LE(static_cast<size_t>(pool->v_block(layer, b) + v_run - base), lo + stride);
+    }
+  }
+
+  std::vector<int32_t> held;
+  for (int i = 0; i < 10; ++i) held.push_back(pool->kv_block_alloc().value());
+  for (int32_t b : held) fill_block(*pool, b, static_cast<uint8_t>(b + 1));
+  ASSERT_TRUE(pool->kv_block_copy(1, bpc + 1).ok());  // across chunks
+  for (int32_t layer = 3; layer < l.n_layers; ++layer) {
+    EXPECT_EQ(pool->k_block(layer, bpc + 1)[0], 2);
+    EXPECT_EQ(pool->v_block(layer, bpc + 1)[v_run - 1], 2);
+    EXPECT_EQ(pool->k_block(layer, bpc)[k_run - 1], bpc + 1);      // its neighbours untouched
+    EXPECT_EQ(pool->k_block(layer, bpc + 2)[0], bpc + 3);
+    EXPECT_EQ(pool->v_block(layer, bpc + 2)[0], bpc + 3);
+  }
 }
 
 }  // namespace

@@ -119,11 +119,14 @@ TEST(KvMirror, OffloadedLayersKeepNoRowsInThePool) {
   EXPECT_EQ(split->block_bytes() * 4, full->block_bytes());
   EXPECT_EQ(split->blocks_per_chunk(), 4 * full->blocks_per_chunk());
   EXPECT_EQ(split->bytes_reserved() * 4, full->bytes_reserved());
-  // The CPU layers' rows tile the block: layer 12 starts it, layer 15's V rows end it.
+  // The CPU layers' rows tile the chunk, layer by layer: layer 12's region (its K rows of the
+  // chunk's 16 blocks, then their V rows) starts it, layer 15's V rows of its last block end it.
   const int32_t b = split->kv_block_alloc().value();
-  EXPECT_EQ(split->k_block(12, b) + split->block_bytes(),
-            split->v_block(15, b) + size_t{16} * split->v_row_bytes());
-  EXPECT_EQ(split->k_block(13, b) - split->k_block(12, b), static_cast<ptrdiff_t>(16 * 2 * 1024));
+  ASSERT_EQ(b, 0);
+  const size_t region = size_t{16} * 16 * 2 * 1024;
+  EXPECT_EQ(split->k_block(12, b) + 4 * region, split->v_block(15, 15) + size_t{16} * split->v_row_bytes());
+  EXPECT_EQ(split->k_block(13, b) - split->k_block(12, b), static_cast<ptrdiff_t>(region));
+  EXPECT_EQ(split->v_block(12, b) - split->k_block(12, b), static_cast<ptrdiff_t>(region / 2));
   // The same 20 blocks in use commit a quarter of the memory (whole 2 MiB chunks: 2 vs 5).
   std::vector<int32_t> in_full, in_split = {b};
   for (int i = 0; i < 20; ++i) in_full.push_back(full->kv_block_alloc().value());
