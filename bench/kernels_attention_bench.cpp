@@ -1,10 +1,12 @@
 // Attention kernels at long context on a 1B-class shape (32 query heads, 8 KV heads, head size
-// 64, F16 paged cache of 16-token blocks laid out as the engine's pool lays out one layer's:
-// each block's K rows then its V rows, in one huge-page region), single-threaded, active CPU variant: prefill of the
+// 64, F16 paged cache of 16-token blocks, one layer's alone: each block's K rows then its V
+// rows, in one huge-page region), single-threaded, active CPU variant: prefill of the
 // last `chunk` tokens of an n-token prompt by the per-token path (attention_heads, one token at a
 // time, as decode does) and by the flash tile path (attention_tile, 16-token tiles per KV head),
 // and one decode step at depth n (per-token kernel, for F16, Q8_0 and Q4_0 caches, and tile kernel). Reports GFLOP/s (4 * head_dim * n_head per visible key); rates
 // use CPU time, which stays meaningful on a shared machine. Run with --benchmark_filter to pick.
+// BM_DecodePoolLayers times one token's decode over 16 layers held in a real KvBlockPool, so the
+// rows lie in memory as the engine's do (the one-layer region above flatters the decode kernel).
 //
 // Beside them, the two figures prefill attention is judged against, same thread, same run: the
 // matrix kernels of one llama-1b layer (Q4_0 weights of its shapes, interleaved as the engine
@@ -124,30 +126,44 @@ void BM_DecodeStep(benchmark::State& state) {
   state.counters["GB/s"] = benchmark::Counter(f.kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The step as the engine runs it at depth: parts of kAttentionKeyPart keys (one thread here), then
-// the merge of the partial softmaxes; the cache type as BM_DecodeStep.
+// One decode step at depth n as the engine runs it there: parts of kAttentionKeyPart keys (one
+// thread here), then the merge of the partial softmaxes, head by head.
+class PartedStep {
+ public:
+  explicit PartedStep(int n)
+      : n_(n), n_parts_((n + kPart - 1) / kPart), outs_(static_cast<size_t>(n_parts_) * kHeads * kDim),
+        stats_(static_cast<size_t>(n_parts_) * 2 * kHeads), parts_(n_parts_), part_stats_(n_parts_) {}
+  void run(const float* q, const KvSpan& span, const AttentionParams& p, std::vector<float>& scratch, float* out) {
+    for (int i = 0; i < n_parts_; ++i) {
+      const KeyPart part{i * kPart, (i + 1) * kPart, stats_.data() + static_cast<size_t>(i) * 2 * kHeads};
+      attention_heads_part(q, n_ - 1, n_, span, p, 0, kHeads, part, outs_.data() + static_cast<size_t>(i) * kHeads * kDim,
+                           scratch);
+    }
+    for (int h = 0; h < kHeads; ++h) {
+      for (int i = 0; i < n_parts_; ++i) {
+        parts_[i] = outs_.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
+        part_stats_[i] = stats_.data() + static_cast<size_t>(i) * 2 * kHeads + 2 * h;
+      }
+      attention_merge(n_parts_, parts_.data(), part_stats_.data(), kDim, out + h * kDim);
+    }
+  }
+
+ private:
+  static constexpr int kPart = hearth::model::kAttentionKeyPart;
+  int n_, n_parts_;
+  std::vector<float> outs_, stats_;
+  std::vector<const float*> parts_, part_stats_;
+};
+
+// The step as the engine runs it at depth (PartedStep); the cache type as BM_DecodeStep.
 void BM_DecodeParts(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0};
   Fixture f(n, types[state.range(1)]);
   state.SetLabel(std::string(hearth::dtype_name(types[state.range(1)])));
-  constexpr int kPart = hearth::model::kAttentionKeyPart;
-  const int n_parts = (n + kPart - 1) / kPart;
-  std::vector<float> outs(static_cast<size_t>(n_parts) * kHeads * kDim), stats(static_cast<size_t>(n_parts) * 2 * kHeads);
-  std::vector<const float*> parts(n_parts), part_stats(n_parts);
+  PartedStep step(n);
   for (auto _ : state) {
-    for (int i = 0; i < n_parts; ++i) {
-      const KeyPart part{i * kPart, (i + 1) * kPart, stats.data() + static_cast<size_t>(i) * 2 * kHeads};
-      attention_heads_part(f.q.data(), n - 1, n, f.span, f.p, 0, kHeads, part,
-                           outs.data() + static_cast<size_t>(i) * kHeads * kDim, f.scratch);
-    }
-    for (int h = 0; h < kHeads; ++h) {
-      for (int i = 0; i < n_parts; ++i) {
-        parts[i] = outs.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
-        part_stats[i] = stats.data() + static_cast<size_t>(i) * 2 * kHeads + 2 * h;
-      }
-      attention_merge(n_parts, parts.data(), part_stats.data(), kDim, f.out.data() + h * kDim);
-    }
+    step.run(f.q.data(), f.span, f.p, f.scratch, f.out.data());
     benchmark::DoNotOptimize(f.out.data());
   }
   state.counters["GB/s"] = benchmark::Counter(f.kv_bytes / 1e9, benchmark::Counter::kIsIterationInvariantRate);
@@ -184,26 +200,12 @@ void BM_DecodePoolLayers(benchmark::State& state) {
       v_ptrs[l].push_back(pool->v_block(l, block));
     }
   }
-  constexpr int kPart = hearth::model::kAttentionKeyPart;
-  const int n_parts = (n + kPart - 1) / kPart;
-  std::vector<float> outs(static_cast<size_t>(n_parts) * kHeads * kDim), stats(static_cast<size_t>(n_parts) * 2 * kHeads);
-  std::vector<const float*> parts(n_parts), part_stats(n_parts);
+  PartedStep step(n);
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l) {
       const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
                         hearth::DType::kF16};
-      for (int i = 0; i < n_parts; ++i) {
-        const KeyPart part{i * kPart, (i + 1) * kPart, stats.data() + static_cast<size_t>(i) * 2 * kHeads};
-        attention_heads_part(one.q.data(), n - 1, n, span, one.p, 0, kHeads, part,
-                             outs.data() + static_cast<size_t>(i) * kHeads * kDim, one.scratch);
-      }
-      for (int h = 0; h < kHeads; ++h) {
-        for (int i = 0; i < n_parts; ++i) {
-          parts[i] = outs.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
-          part_stats[i] = stats.data() + static_cast<size_t>(i) * 2 * kHeads + 2 * h;
-        }
-        attention_merge(n_parts, parts.data(), part_stats.data(), kDim, one.out.data() + h * kDim);
-      }
+      step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
     }
     benchmark::DoNotOptimize(one.out.data());
   }
