@@ -344,18 +344,19 @@ KvPoolStats KvBlockPool::stats() const {
   return s;
 }
 
-uint8_t* KvBlockPool::k_block(int32_t layer, int32_t block) {
+uint8_t* KvBlockPool::layer_region(int32_t layer, int32_t block) {
   assert(layer >= layout_.offloaded_layers && layer < layout_.n_layers);
-  const size_t slot = static_cast<size_t>(block % blocks_per_chunk_);
-  return base_ + chunk_start(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * chunk_layer_bytes() +
-         slot * k_block_bytes();
+  return base_ + static_cast<size_t>(block / blocks_per_chunk_) * chunk_stride_ +
+         static_cast<size_t>(layer - layout_.offloaded_layers) * chunk_layer_bytes();
+}
+
+uint8_t* KvBlockPool::k_block(int32_t layer, int32_t block) {
+  return layer_region(layer, block) + static_cast<size_t>(block % blocks_per_chunk_) * k_block_bytes();
 }
 
 uint8_t* KvBlockPool::v_block(int32_t layer, int32_t block) {
-  assert(layer >= layout_.offloaded_layers && layer < layout_.n_layers);
-  const size_t slot = static_cast<size_t>(block % blocks_per_chunk_);
-  return base_ + chunk_start(block) + static_cast<size_t>(layer - layout_.offloaded_layers) * chunk_layer_bytes() +
-         static_cast<size_t>(blocks_per_chunk_) * k_block_bytes() + slot * v_block_bytes();
+  return layer_region(layer, block) + static_cast<size_t>(blocks_per_chunk_) * k_block_bytes() +
+         static_cast<size_t>(block % blocks_per_chunk_) * v_block_bytes();
 }
 
 Status KvBlockPool::kv_block_copy(int32_t src, int32_t dst) {

@@ -176,7 +176,8 @@ class KvBlockPool {
  private:
   struct Shared;  // chunk states and the committer thread, shared with that thread
   KvBlockPool() = default;
-  size_t chunk_start(int32_t block) const { return static_cast<size_t>(block / blocks_per_chunk_) * chunk_stride_; }
+  // Start of `layer`'s region (chunk_layer_bytes) in the chunk that holds `block`.
+  uint8_t* layer_region(int32_t layer, int32_t block);
   size_t k_block_bytes() const { return static_cast<size_t>(layout_.block_tokens) * k_row_bytes_; }
   size_t v_block_bytes() const { return static_cast<size_t>(layout_.block_tokens) * v_row_bytes_; }
   // One CPU layer's region of a chunk: the K rows of every block slot, then their V rows.
