@@ -220,7 +220,10 @@ Result<Options> parse_options(int argc, char** argv) {
   o.json_path = s.get_string("json");
   o.doc_path = s.get_string("write_doc");
   o.doc_section = s.get_string("doc_section");
-  for (int i = 0; i < argc; ++i) o.command_line += (i ? " " : "") + std::string(argv[i]);
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) o.command_line += ' ';
+    o.command_line += argv[i];
+  }
   return o;
 }
 
