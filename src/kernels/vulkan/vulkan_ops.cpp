@@ -21,7 +21,8 @@ namespace {
 constexpr uint32_t kMatmulTile = 4;       // tokens per workgroup, TILE in matmul.comp
 constexpr uint32_t kTiledRows = 128;      // BM in matmul_tiled.comp
 constexpr uint32_t kTiledTokens = 32;     // BN in matmul_tiled.comp
-constexpr uint32_t kMatvecRows = 4;       // ROWS in matvec.comp: rows per subgroup
+constexpr uint32_t kMatvecRows = 4;       // ROWS in matvec.comp: rows per team of subgroups
+constexpr uint32_t kMatvecGroup = 256;    // local_size_x of matvec.comp
 constexpr uint32_t kPointwiseGroup = 256;  // local_size_x of pointwise.comp
 constexpr uint32_t kMaxGroupsX = 65535;
 constexpr uint32_t kReduceGroup = 64;      // local_size_x of the reducing shaders, WG in reduce.glsl
@@ -42,6 +43,10 @@ struct MatmulPush {
   uint32_t cols, rows, n_tokens, row_bytes, x_off, x_stride, y_off, y_stride;
   uint32_t rows_per_group;
   uint32_t w_off, split1, split2;
+};
+struct MatvecPush {
+  MatmulPush m;
+  uint32_t team;  // subgroups sharing a row group
 };
 struct NormPush {
   uint32_t n, has_weight;
@@ -291,16 +296,28 @@ Status VulkanOps::matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
                          const device::Buffer& y1, const device::Buffer& y2, uint32_t split1, uint32_t split2) {
   std::string shader = matmul_shader(w.type);  // matmul_<type> -> matvec_<type>
   shader.replace(0, std::string_view("matmul").size(), "matvec");
-  auto p = pipeline(shader, false, 5, sizeof(MatmulPush));
+  auto p = pipeline(shader, false, 5, sizeof(MatvecPush));
   if (!p.ok()) return p.error();
   const auto rows = static_cast<uint32_t>(w.rows);
-  const uint32_t per_group = kMatvecRows * (kReduceGroup / ctx_.info().subgroup_size);
-  MatmulPush push{static_cast<uint32_t>(w.cols), rows, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, y.offset, 0,
-                  per_group, static_cast<uint32_t>(w.byte_offset), split1, split2};
+  const uint32_t sg = ctx_.info().subgroup_size;
+  const uint32_t team = matvec_team(static_cast<uint32_t>(w.cols), sg);
+  const uint32_t per_group = kMatvecRows * (kMatvecGroup / sg / team);
+  MatvecPush push{{static_cast<uint32_t>(w.cols), rows, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, y.offset,
+                   0, per_group, static_cast<uint32_t>(w.byte_offset), split1, split2},
+                  team};
   uint32_t gx = 0, gz = 0;
   row_groups(rows, per_group, &gx, &gz);
   return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {&y1, 0, 0, true}, {&y2, 0, 0, true}},
                       &push, sizeof push, gx, 1, gz);
+}
+
+uint32_t matvec_team(uint32_t cols, uint32_t subgroup_size) {
+  // About one 32-weight unit per lane: the most subgroups whose lanes the row's units fill.
+  const uint32_t units = (cols + 31) / 32;
+  const uint32_t most = std::max(kMatvecGroup / std::max(subgroup_size, 1u), 1u);
+  uint32_t team = 1;
+  while (team * 2 <= most && team * 2 * subgroup_size <= units) team *= 2;
+  return team;
 }
 
 uint32_t VulkanOps::matmul_rows_per_group() const {

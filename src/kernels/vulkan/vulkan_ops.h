@@ -69,6 +69,10 @@ struct DeviceKv {
 
 // Whether matmul runs weights of this type as stored (others are dequantised to F16).
 bool native_weight_type(DType type);
+// Subgroups of matvec.comp that share one group of rows cols wide: a power of two, so that
+// each lane walks about one of the row's 32-weight units (1 for rows of fewer than 2 x
+// subgroup_size units; at most a workgroup's subgroups).
+uint32_t matvec_team(uint32_t cols, uint32_t subgroup_size);
 
 class VulkanOps {
  public:
@@ -82,8 +86,8 @@ class VulkanOps {
   // Batches of more than 4 tokens through matmul_tiled.comp (the default unless
   // HEARTH_VULKAN_TILED=0); off: matmul.comp's 4-token tiles for every batch.
   void set_use_tiled(bool on) { tiled_ = on; }
-  // One token on a device with subgroups through matvec.comp (4 rows per subgroup sharing the
-  // inputs; the default unless HEARTH_VULKAN_MATVEC=0); off: matmul.comp.
+  // One token on a device with subgroups through matvec.comp (4 rows per team of subgroups
+  // sharing the inputs; the default unless HEARTH_VULKAN_MATVEC=0); off: matmul.comp.
   void set_use_matvec(bool on) { matvec_ = on; }
   bool use_matvec() const { return matvec_ && subgroups_; }
 
