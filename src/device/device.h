@@ -74,6 +74,7 @@ struct DeviceCounters {
   uint64_t fence_waits = 0;
   uint64_t dispatches = 0;
   uint64_t barriers = 0;  // pipeline barriers recorded (between dispatches and around transfers)
+  uint64_t descriptor_sets = 0;  // allocated from pools (none where bindings are pushed)
 };
 
 // A device-local buffer. Move-only; frees its memory (and its accounting) when destroyed.
@@ -203,6 +204,10 @@ class Context {
   Result<uint64_t> address(const Buffer& b) const;
 
   Result<const Pipeline*> pipeline(const PipelineSpec& spec);
+  // Whether dispatches push their bindings into the command buffer (VK_KHR_push_descriptor,
+  // unless HEARTH_VULKAN_PUSH_DESCRIPTORS=0 when the context opened) instead of allocating and
+  // writing a descriptor set from a pool each.
+  bool pushes_descriptors() const;
 
   const DeviceCounters& counters() const;
   // With HEARTH_VK_PROFILE=1 in the environment when the context opened: the GPU time of every

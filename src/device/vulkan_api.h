@@ -92,6 +92,9 @@ struct VulkanInstance {
 };
 Result<VulkanInstance*> vulkan_instance();
 
+// Whether the physical device offers the device extension `name`.
+bool has_extension(const VulkanApi& api, VkPhysicalDevice pd, const char* name);
+
 // Resolves the device-level functions of `device` into api.
 Status load_device_functions(VulkanApi& api, VkDevice device);
 

@@ -69,6 +69,7 @@ Context::~Context() = default;
 const DeviceInfo& Context::info() const { return impl_->info; }
 uint64_t Context::allocated_bytes() const { return impl_->allocated; }
 const DeviceCounters& Context::counters() const { return impl_->counters; }
+bool Context::pushes_descriptors() const { return impl_->push_descriptor_set != nullptr; }
 std::string Context::profile_report() const {
   return impl_->profile.on ? impl_->profile.report(impl_->info.name) : std::string();
 }
@@ -148,15 +149,28 @@ Result<std::unique_ptr<Context>> Context::open(size_t position) {
   want12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
   want12.bufferDeviceAddress = have12.bufferDeviceAddress;
   im->addresses = have12.bufferDeviceAddress == VK_TRUE;
+  // Push descriptors where offered: a decode step's ~170 dispatches each allocated a
+  // descriptor set and wrote it on the host before recording; pushing puts the bindings in the
+  // command buffer instead.
+  const char* push_env = std::getenv("HEARTH_VULKAN_PUSH_DESCRIPTORS");
+  const bool push = (push_env == nullptr || std::string_view(push_env) != "0") &&
+                    has_extension(api, im->physical, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+  const char* extensions[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
   VkDeviceCreateInfo di{};
   di.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
   di.pNext = &want12;
   di.queueCreateInfoCount = 1;
   di.pQueueCreateInfos = &qi;
+  di.enabledExtensionCount = push ? 1 : 0;
+  di.ppEnabledExtensionNames = extensions;
   VkResult r = api.vkCreateDevice(im->physical, &di, nullptr, &im->device);
   if (r != VK_SUCCESS) return vk_error("vkCreateDevice", r);
   Status s = load_device_functions(api, im->device);
   if (!s.ok()) return s.error();
+  if (push) {
+    im->push_descriptor_set =
+        reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(api.vkGetDeviceProcAddr(im->device, "vkCmdPushDescriptorSetKHR"));
+  }
   api.vkGetDeviceQueue(im->device, im->queue_family, 0, &im->queue);
   VkCommandPoolCreateInfo pi{};
   pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -308,6 +322,7 @@ Result<const Pipeline*> Context::pipeline(const PipelineSpec& spec) {
   }
   VkDescriptorSetLayoutCreateInfo li{};
   li.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO;
+  if (im.push_descriptor_set != nullptr) li.flags = VK_DESCRIPTOR_SET_LAYOUT_CREATE_PUSH_DESCRIPTOR_BIT_KHR;
   li.bindingCount = spec.buffers;
   li.pBindings = binds.data();
   VkResult r = im.api.vkCreateDescriptorSetLayout(im.device, &li, nullptr, &p->set_layout);

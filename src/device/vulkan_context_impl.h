@@ -56,6 +56,8 @@ struct Context::Impl {
   uint64_t limit = 0;
   DeviceCounters counters;
   bool addresses = false;  // bufferDeviceAddress enabled: storage buffers get device addresses
+  // VK_KHR_push_descriptor enabled: set layouts are push layouts, dispatches push their bindings.
+  PFN_vkCmdPushDescriptorSetKHR push_descriptor_set = nullptr;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines;
   // Staging: one host-visible, coherent buffer reused by every transfer.
   VkBuffer staging = VK_NULL_HANDLE;

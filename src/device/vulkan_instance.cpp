@@ -122,17 +122,6 @@ DeviceKind kind_of(VkPhysicalDeviceType t) {
   }
 }
 
-bool has_extension(const VulkanApi& api, VkPhysicalDevice pd, const char* name) {
-  uint32_t n = 0;
-  if (api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
-  std::vector<VkExtensionProperties> exts(n);
-  if (api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) != VK_SUCCESS) return false;
-  for (const auto& e : exts) {
-    if (std::strcmp(e.extensionName, name) == 0) return true;
-  }
-  return false;
-}
-
 DeviceInfo describe_physical(const VulkanApi& api, VkPhysicalDevice pd, int index) {
   DeviceInfo d;
   d.physical_index = index;
@@ -203,6 +192,17 @@ Result<VulkanInstance*> vulkan_instance() {
   });
   if (instance == nullptr) return failure;
   return instance;
+}
+
+bool has_extension(const VulkanApi& api, VkPhysicalDevice pd, const char* name) {
+  uint32_t n = 0;
+  if (api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return false;
+  std::vector<VkExtensionProperties> exts(n);
+  if (api.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) != VK_SUCCESS) return false;
+  for (const auto& e : exts) {
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  }
+  return false;
 }
 
 Status load_device_functions(VulkanApi& api, VkDevice device) {

@@ -231,42 +231,49 @@ Status Recorder::dispatch(const Pipeline& p, std::initializer_list<BufferRange> 
     (b.write ? wrote[n_writes++] : reads[n_reads++]) = b.buffer->handle_;
     ++i;
   }
-  if (state_->sets_left == 0) {
-    VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
-    VkDescriptorPoolCreateInfo ci{};
-    ci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
-    ci.maxSets = kSetsPerPool;
-    ci.poolSizeCount = 1;
-    ci.pPoolSizes = &size;
-    VkDescriptorPool pool = VK_NULL_HANDLE;
-    VkResult r = im.api.vkCreateDescriptorPool(im.device, &ci, nullptr, &pool);
-    if (r != VK_SUCCESS) return state_->failed = vk_error("vkCreateDescriptorPool", r);
-    state_->pending->descriptors.push_back(pool);
-    state_->sets_left = kSetsPerPool;
-  }
-  VkDescriptorSetAllocateInfo ai{};
-  ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
-  ai.descriptorPool = state_->pending->descriptors.back();
-  ai.descriptorSetCount = 1;
-  ai.pSetLayouts = &p.set_layout;
-  VkDescriptorSet set = VK_NULL_HANDLE;
-  VkResult r = im.api.vkAllocateDescriptorSets(im.device, &ai, &set);
-  if (r != VK_SUCCESS) return state_->failed = vk_error("vkAllocateDescriptorSets", r);
-  --state_->sets_left;
   for (size_t k = 0; k < i; ++k) {
     writes[k] = VkWriteDescriptorSet{};
     writes[k].sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-    writes[k].dstSet = set;
     writes[k].dstBinding = static_cast<uint32_t>(k);
     writes[k].descriptorCount = 1;
     writes[k].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     writes[k].pBufferInfo = &infos[k];
   }
-  im.api.vkUpdateDescriptorSets(im.device, static_cast<uint32_t>(i), writes, 0, nullptr);
+  VkDescriptorSet set = VK_NULL_HANDLE;
+  if (im.push_descriptor_set == nullptr) {
+    if (state_->sets_left == 0) {
+      VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kSetsPerPool * kMaxBindings};
+      VkDescriptorPoolCreateInfo ci{};
+      ci.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO;
+      ci.maxSets = kSetsPerPool;
+      ci.poolSizeCount = 1;
+      ci.pPoolSizes = &size;
+      VkDescriptorPool pool = VK_NULL_HANDLE;
+      VkResult r = im.api.vkCreateDescriptorPool(im.device, &ci, nullptr, &pool);
+      if (r != VK_SUCCESS) return state_->failed = vk_error("vkCreateDescriptorPool", r);
+      state_->pending->descriptors.push_back(pool);
+      state_->sets_left = kSetsPerPool;
+    }
+    VkDescriptorSetAllocateInfo ai{};
+    ai.sType = VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO;
+    ai.descriptorPool = state_->pending->descriptors.back();
+    ai.descriptorSetCount = 1;
+    ai.pSetLayouts = &p.set_layout;
+    VkResult r = im.api.vkAllocateDescriptorSets(im.device, &ai, &set);
+    if (r != VK_SUCCESS) return state_->failed = vk_error("vkAllocateDescriptorSets", r);
+    --state_->sets_left;
+    ++im.counters.descriptor_sets;
+    for (size_t k = 0; k < i; ++k) writes[k].dstSet = set;
+    im.api.vkUpdateDescriptorSets(im.device, static_cast<uint32_t>(i), writes, 0, nullptr);
+  }
   VkCommandBuffer cb = state_->pending->cb;
   state_->order(im, reads, n_reads, wrote, n_writes);
   im.api.vkCmdBindPipeline(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
-  im.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  if (set != VK_NULL_HANDLE) {
+    im.api.vkCmdBindDescriptorSets(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &set, 0, nullptr);
+  } else {
+    im.push_descriptor_set(cb, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, static_cast<uint32_t>(i), writes);
+  }
   if (push_bytes > 0) {
     im.api.vkCmdPushConstants(cb, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, static_cast<uint32_t>(push_bytes), push);
   }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <string>
@@ -162,6 +163,26 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul,
                          ::testing::Values(MatmulCase{DType::kF16, 70}, MatmulCase{DType::kF16, 33},
                                            MatmulCase{DType::kF16, 400}),
                          [](const auto& info) { return "F16_" + std::to_string(info.param.cols); });
+
+// Rows long enough that several subgroups of the matrix x vector kernel share each row group
+// (matvec_team > 1 on every subgroup size up to 64): 8,192-wide Q4_0 rows as a 1B model's
+// down matrix has, K-quant rows, and an F16 width that leaves the last unit short.
+INSTANTIATE_TEST_SUITE_P(LongRows, VulkanMatmul,
+                         ::testing::Values(MatmulCase{DType::kQ4_0, 8192}, MatmulCase{DType::kQ6_K, 4096},
+                                           MatmulCase{DType::kF16, 4100}),
+                         [](const auto& info) {
+                           return std::string(dtype_name(info.param.type)) + "_" + std::to_string(info.param.cols);
+                         });
+
+TEST(VulkanOps, MatvecTeamsGiveEachLaneAboutOneUnit) {
+  EXPECT_EQ(matvec_team(96, 32), 1u);     // 3 units
+  EXPECT_EQ(matvec_team(2016, 32), 1u);   // 63 units: fewer than two subgroups' lanes
+  EXPECT_EQ(matvec_team(2048, 32), 2u);   // 64 units
+  EXPECT_EQ(matvec_team(8192, 32), 8u);   // 256 units: a 256-invocation workgroup's 8 subgroups
+  EXPECT_EQ(matvec_team(16384, 32), 8u);  // never more subgroups than a workgroup has
+  EXPECT_EQ(matvec_team(8192, 8), 32u);
+  EXPECT_EQ(matvec_team(8192, 64), 4u);
+}
 
 // A layer's Q, K and V (or gate and up) uploaded into one buffer: one matrix x vector fills the
 // three outputs (each from element 0, nothing past its rows), and each part's row range runs
@@ -367,6 +388,43 @@ TEST(VulkanOps, SubgroupKernelsWhereTheDeviceHasThemUnlessTheEnvironmentSaysNo) 
   }
   std::cout << "[ device   ] subgroup arithmetic " << (has ? "yes" : "no") << ", subgroup size "
             << ctx->info().subgroup_size << "\n";
+}
+
+// Dispatches push their bindings where the device offers VK_KHR_push_descriptor (no
+// descriptor set allocated) and allocate sets from pools with HEARTH_VULKAN_PUSH_DESCRIPTORS=0;
+// both give the same results, and a pool's sets run out and a new pool follows (300 dispatches
+// in one list, 256 sets a pool).
+TEST(VulkanOps, PushedAndPooledBindingsGiveTheSameResults) {
+  HEARTH_REQUIRE_DEVICE(ctx);
+  std::string why;
+  setenv("HEARTH_VULKAN_PUSH_DESCRIPTORS", "0", 1);
+  std::unique_ptr<Context> pooled = hearth::test::open_device_for_tests(&why);
+  unsetenv("HEARTH_VULKAN_PUSH_DESCRIPTORS");
+  ASSERT_NE(pooled, nullptr) << why;
+  EXPECT_FALSE(pooled->pushes_descriptors());
+  std::cout << "[ device   ] pushes descriptors: " << (ctx->pushes_descriptors() ? "yes" : "no") << "\n";
+  const uint32_t n = 300;
+  const auto x = kernels::test::random_floats(n, 31);
+  const auto w = kernels::test::random_floats(n, 32);
+  std::vector<std::vector<float>> results;
+  for (Context* c : {ctx, pooled.get()}) {
+    VulkanOps ops(*c);
+    Buffer xb = upload_floats(*c, x), wb = upload_floats(*c, w);
+    Buffer yb = upload_floats(*c, std::vector<float>(n));
+    const device::DeviceCounters before = c->counters();
+    Recorder rec(*c);
+    ASSERT_TRUE(ops.rms_norm(rec, xb, &wb, yb, n, 1, 1e-5f).ok());
+    for (int i = 0; i < 299; ++i) ASSERT_TRUE(ops.scale(rec, yb, 1.001f, n).ok());
+    ASSERT_TRUE(rec.run().ok());
+    const uint64_t sets = c->counters().descriptor_sets - before.descriptor_sets;
+    EXPECT_EQ(sets, c->pushes_descriptors() ? 0u : 300u);
+    results.push_back(download_floats(*c, yb, n));
+  }
+  EXPECT_EQ(results[0], results[1]);
+  double expect0 = 0;
+  for (float v : x) expect0 += static_cast<double>(v) * v;
+  expect0 = x[0] / std::sqrt(expect0 / n + 1e-5) * w[0] * std::pow(1.001, 299);
+  EXPECT_NEAR(results[1][0], expect0, 1e-3 * std::fabs(expect0) + 1e-5);
 }
 
 TEST(VulkanOps, NormsSoftmaxAndPointwiseMatchTheCpu) {
