@@ -319,6 +319,12 @@ Status DeviceOffload::upload_output() {
   return ok_status();
 }
 
+bool DeviceOffload::fuses_decode_step(const Layer& L) const {
+  return L.qkv.valid() && ops_.fused_matvec(L.qkv) && L.gate_up.valid() && ops_.fused_matvec(L.gate_up) &&
+         ops_.fused_matvec(L.wo) && ops_.fused_matvec(L.down) && !L.bo.valid() && !L.post_attn_norm.valid() &&
+         !L.post_ffw_norm.valid();
+}
+
 Status DeviceOffload::ensure_output_scratch(int64_t n_rows) {
   if (n_rows <= out_rows_) return ok_status();
   const ModelHparams& h = model_.hparams();
@@ -467,14 +473,24 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     ap.window = h.layer_is_sliding(static_cast<int32_t>(il)) ? h.sliding_window : 0;
     ap.causal = h.causal;
 
-    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps, pending ? &s_.tmp : nullptr));
-    if (n == 1 && L.qkv.valid() && ops_.fused_matvec(L.qkv)) {
+    // One token through a plain pre-norm layer: the norms go into the matrix x vector
+    // dispatches after them and the projections add straight into s_.x (fuses_decode_step).
+    const bool fused = n == 1 && fuses_decode_step(L);
+    if (fused) {
+      if (pending) HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, d));
+      pending = false;
       const vk::RowsInto qkv[] = {{&s_.q, qd}, {&s_.k, kd}, {&s_.v, vd}};
-      HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.xn, 0}, qkv));
+      HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.x, 0}, qkv, &L.attn_norm, h.norm_eps));
     } else {
-      HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
-      HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
-      HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+      HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps, pending ? &s_.tmp : nullptr));
+      if (n == 1 && L.qkv.valid() && ops_.fused_matvec(L.qkv)) {
+        const vk::RowsInto qkv[] = {{&s_.q, qd}, {&s_.k, kd}, {&s_.v, vd}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.xn, 0}, qkv));
+      } else {
+        HEARTH_TRY(ops_.matmul(rec, L.wq, {&s_.xn, 0}, d, n, {&s_.q, 0}, qd));
+        HEARTH_TRY(ops_.matmul(rec, L.wk, {&s_.xn, 0}, d, n, {&s_.k, 0}, kd));
+        HEARTH_TRY(ops_.matmul(rec, L.wv, {&s_.xn, 0}, d, n, {&s_.v, 0}, vd));
+      }
     }
     if (L.bq.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.q, L.bq, qd, n));
     if (L.bk.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.k, L.bk, kd, n));
@@ -499,25 +515,36 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
       HEARTH_TRY(ops_.attention(rec, s_.q, s_.positions, r.first, r.count, dkv, r.n_kv, ap, s_.scores, s_.attn,
                                 s_.partials.valid() ? &s_.partials : nullptr));
     }
-    HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
-    if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));
-    if (L.post_attn_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_attn_norm, s_.tmp, d, n, h.norm_eps));
-    HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps, &s_.tmp));
-    if (n == 1 && L.gate_up.valid() && ops_.fused_matvec(L.gate_up)) {
+    if (fused) {
+      HEARTH_TRY(ops_.matvec_add(rec, L.wo, {&s_.attn, 0}, s_.x));
       const vk::RowsInto gate_up[] = {{&s_.gate, ff}, {&s_.up, ff}};
-      HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.xn, 0}, gate_up));
+      HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.x, 0}, gate_up, &L.ffn_norm, h.norm_eps));
     } else {
-      HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
-      HEARTH_TRY(ops_.matmul(rec, L.up, {&s_.xn, 0}, d, n, {&s_.up, 0}, ff));
+      HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
+      if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));
+      if (L.post_attn_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_attn_norm, s_.tmp, d, n, h.norm_eps));
+      HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.ffn_norm, s_.xn, d, n, h.norm_eps, &s_.tmp));
+      if (n == 1 && L.gate_up.valid() && ops_.fused_matvec(L.gate_up)) {
+        const vk::RowsInto gate_up[] = {{&s_.gate, ff}, {&s_.up, ff}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.xn, 0}, gate_up));
+      } else {
+        HEARTH_TRY(ops_.matmul(rec, L.gate, {&s_.xn, 0}, d, n, {&s_.gate, 0}, ff));
+        HEARTH_TRY(ops_.matmul(rec, L.up, {&s_.xn, 0}, d, n, {&s_.up, 0}, ff));
+      }
     }
     if (h.ffn_activation == ActivationKind::kGelu) {
       HEARTH_TRY(ops_.gelu_mul(rec, s_.gate, s_.up, n * ff));
     } else {
       HEARTH_TRY(ops_.silu_mul(rec, s_.gate, s_.up, n * ff));
     }
-    HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
-    if (L.post_ffw_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_ffw_norm, s_.tmp, d, n, h.norm_eps));
-    pending = true;
+    if (fused) {
+      HEARTH_TRY(ops_.matvec_add(rec, L.down, {&s_.gate, 0}, s_.x));
+      pending = false;
+    } else {
+      HEARTH_TRY(ops_.matmul(rec, L.down, {&s_.gate, 0}, ff, n, {&s_.tmp, 0}, d));
+      if (L.post_ffw_norm.valid()) HEARTH_TRY(ops_.rms_norm(rec, s_.tmp, &L.post_ffw_norm, s_.tmp, d, n, h.norm_eps));
+      pending = true;
+    }
     if ((il + 1) % kLayersPerSubmit == 0 && il + 1 < layers_.size()) HEARTH_TRY(rec.flush());
   }
   if (pending) HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, n * d));

@@ -21,6 +21,7 @@
 #include "tensor/quantize.h"
 #include "util/thread_pool.h"
 #include "kernel_test_util.h"
+#include "vulkan_test_util.h"
 
 namespace hearth::kernels::vulkan {
 namespace {
@@ -28,34 +29,6 @@ namespace {
 using device::Buffer;
 using device::Context;
 using device::Recorder;
-
-Buffer upload_floats(Context& ctx, const std::vector<float>& v) {
-  auto b = ctx.alloc(std::max<size_t>(v.size(), 1) * sizeof(float));
-  EXPECT_TRUE(b.ok());
-  if (!v.empty()) {
-    EXPECT_TRUE(ctx.upload(*b, 0, v.data(), v.size() * sizeof(float)).ok());
-  }
-  return std::move(*b);
-}
-
-std::vector<float> download_floats(Context& ctx, const Buffer& b, size_t n) {
-  std::vector<float> v(n);
-  EXPECT_TRUE(ctx.download(b, 0, v.data(), n * sizeof(float)).ok());
-  return v;
-}
-
-// The reductions to test: the fallback always, subgroups where the device has them.
-std::vector<bool> reduction_modes(const Context& ctx) {
-  std::vector<bool> modes = {false};
-  if (ctx.info().subgroup_arithmetic) modes.push_back(true);
-  return modes;
-}
-
-double max_abs_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); ++i) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
 
 struct MatmulCase {
   DType type;
@@ -173,16 +146,6 @@ INSTANTIATE_TEST_SUITE_P(LongRows, VulkanMatmul,
                          [](const auto& info) {
                            return std::string(dtype_name(info.param.type)) + "_" + std::to_string(info.param.cols);
                          });
-
-TEST(VulkanOps, MatvecTeamsGiveEachLaneAboutOneUnit) {
-  EXPECT_EQ(matvec_team(96, 32), 1u);     // 3 units
-  EXPECT_EQ(matvec_team(2016, 32), 1u);   // 63 units: fewer than two subgroups' lanes
-  EXPECT_EQ(matvec_team(2048, 32), 2u);   // 64 units
-  EXPECT_EQ(matvec_team(8192, 32), 8u);   // 256 units: a 256-invocation workgroup's 8 subgroups
-  EXPECT_EQ(matvec_team(16384, 32), 8u);  // never more subgroups than a workgroup has
-  EXPECT_EQ(matvec_team(8192, 8), 32u);
-  EXPECT_EQ(matvec_team(8192, 64), 4u);
-}
 
 // A layer's Q, K and V (or gate and up) uploaded into one buffer: one matrix x vector fills the
 // three outputs (each from element 0, nothing past its rows), and each part's row range runs

@@ -23,6 +23,9 @@ constexpr uint32_t kTiledRows = 128;      // BM in matmul_tiled.comp
 constexpr uint32_t kTiledTokens = 32;     // BN in matmul_tiled.comp
 constexpr uint32_t kMatvecRows = 4;       // ROWS in matvec.comp: rows per team of subgroups
 constexpr uint32_t kMatvecGroup = 256;    // local_size_x of matvec.comp
+// Subgroups that keep a large GPU's memory busy (an H200 holds ~8,000): matrices with fewer row
+// groups share them among teams (matvec_team).
+constexpr uint32_t kMatvecBusySubgroups = 4096;
 constexpr uint32_t kPointwiseGroup = 256;  // local_size_x of pointwise.comp
 constexpr uint32_t kMaxGroupsX = 65535;
 constexpr uint32_t kReduceGroup = 64;      // local_size_x of the reducing shaders, WG in reduce.glsl
@@ -47,7 +50,11 @@ struct MatmulPush {
 struct MatvecPush {
   MatmulPush m;
   uint32_t team;  // subgroups sharing a row group
+  uint32_t flags;
+  float eps;
 };
+constexpr uint32_t kMatvecNormX = 1;  // NORM_X in matvec.comp
+constexpr uint32_t kMatvecAddY = 2;   // ADD_Y
 struct NormPush {
   uint32_t n, has_weight;
   float eps;
@@ -277,7 +284,7 @@ Status VulkanOps::matmul(device::Recorder& rec, const DeviceWeight& w, DeviceSpa
 }
 
 Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x,
-                               std::span<const RowsInto> parts) {
+                               std::span<const RowsInto> parts, const device::Buffer* norm_weight, float eps) {
   if (!fused_matvec(w) || !w.valid() || parts.empty() || parts.size() > 3) {
     return make_error(ErrorKind::kInvalidArgument, "device matvec_split: needs matvec kernels and 1 to 3 outputs");
   }
@@ -289,34 +296,46 @@ Status VulkanOps::matvec_split(device::Recorder& rec, const DeviceWeight& w, Dev
   const uint32_t split1 = parts[0].count;
   const uint32_t split2 = parts.size() > 1 ? split1 + parts[1].count : total;
   const auto out = [&](size_t i) -> const device::Buffer& { return *parts[std::min(i, parts.size() - 1)].y; };
-  return matvec(rec, w, x, {&out(0), 0}, out(1), out(2), split1, split2);
+  return matvec(rec, w, x, {&out(0), 0}, out(1), out(2), split1, split2, norm_weight != nullptr ? kMatvecNormX : 0,
+                norm_weight, eps);
+}
+
+Status VulkanOps::matvec_add(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, const device::Buffer& y) {
+  if (!fused_matvec(w) || !w.valid()) {
+    return make_error(ErrorKind::kInvalidArgument, "device matvec_add: needs matvec kernels");
+  }
+  const auto rows = static_cast<uint32_t>(w.rows);
+  return matvec(rec, w, x, {&y, 0}, y, y, rows, rows, kMatvecAddY);
 }
 
 Status VulkanOps::matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, DeviceSpan y,
-                         const device::Buffer& y1, const device::Buffer& y2, uint32_t split1, uint32_t split2) {
+                         const device::Buffer& y1, const device::Buffer& y2, uint32_t split1, uint32_t split2,
+                         uint32_t flags, const device::Buffer* norm_weight, float eps) {
   std::string shader = matmul_shader(w.type);  // matmul_<type> -> matvec_<type>
   shader.replace(0, std::string_view("matmul").size(), "matvec");
-  auto p = pipeline(shader, false, 5, sizeof(MatvecPush));
+  auto p = pipeline(shader, false, 6, sizeof(MatvecPush));
   if (!p.ok()) return p.error();
   const auto rows = static_cast<uint32_t>(w.rows);
   const uint32_t sg = ctx_.info().subgroup_size;
-  const uint32_t team = matvec_team(static_cast<uint32_t>(w.cols), sg);
+  const uint32_t team = matvec_team(static_cast<uint32_t>(w.cols), rows, sg);
   const uint32_t per_group = kMatvecRows * (kMatvecGroup / sg / team);
   MatvecPush push{{static_cast<uint32_t>(w.cols), rows, 1, static_cast<uint32_t>(w.row_bytes), x.offset, 0, y.offset,
                    0, per_group, static_cast<uint32_t>(w.byte_offset), split1, split2},
-                  team};
+                  team, flags, eps};
   uint32_t gx = 0, gz = 0;
   row_groups(rows, per_group, &gx, &gz);
-  return rec.dispatch(**p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {&y1, 0, 0, true}, {&y2, 0, 0, true}},
-                      &push, sizeof push, gx, 1, gz);
+  const device::Buffer* nw = norm_weight != nullptr ? norm_weight : x.buffer;
+  return rec.dispatch(
+      **p, {{w.storage.get()}, {x.buffer}, {y.buffer, 0, 0, true}, {&y1, 0, 0, true}, {&y2, 0, 0, true}, {nw}}, &push,
+      sizeof push, gx, 1, gz);
 }
 
-uint32_t matvec_team(uint32_t cols, uint32_t subgroup_size) {
-  // About one 32-weight unit per lane: the most subgroups whose lanes the row's units fill.
+uint32_t matvec_team(uint32_t cols, uint32_t rows, uint32_t subgroup_size) {
   const uint32_t units = (cols + 31) / 32;
   const uint32_t most = std::max(kMatvecGroup / std::max(subgroup_size, 1u), 1u);
+  const uint32_t row_groups = (rows + kMatvecRows - 1) / kMatvecRows;
   uint32_t team = 1;
-  while (team * 2 <= most && team * 2 * subgroup_size <= units) team *= 2;
+  while (team * 2 <= most && team * 2 * subgroup_size <= units && row_groups * team < kMatvecBusySubgroups) team *= 2;
   return team;
 }
 

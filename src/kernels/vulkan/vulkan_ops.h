@@ -69,10 +69,13 @@ struct DeviceKv {
 
 // Whether matmul runs weights of this type as stored (others are dequantised to F16).
 bool native_weight_type(DType type);
-// Subgroups of matvec.comp that share one group of rows cols wide: a power of two, so that
-// each lane walks about one of the row's 32-weight units (1 for rows of fewer than 2 x
-// subgroup_size units; at most a workgroup's subgroups).
-uint32_t matvec_team(uint32_t cols, uint32_t subgroup_size);
+// Subgroups of matvec.comp that share one group of 4 rows of a rows x cols matrix: a power of
+// two, raised while the matrix has fewer than 4,096 row groups x team subgroups and each lane
+// would still walk at least one of the row's 32-weight units (at most a workgroup's
+// subgroups). On an H200, teams of 2 made a 1B model's Q/K/V (768 row groups) 13% faster and
+// teams of 8 its down matrix (512 row groups, 8,192-wide rows) 46%, while gate/up (4,096 row
+// groups) and the output matrix ran 9-12% slower with teams of 2: they fill the device already.
+uint32_t matvec_team(uint32_t cols, uint32_t rows, uint32_t subgroup_size);
 
 class VulkanOps {
  public:
@@ -106,7 +109,13 @@ class VulkanOps {
   // One token through w (matrices uploaded together) with its rows split over up to three
   // outputs in one dispatch (the parts' counts must add up to w.rows). Only where
   // fused_matvec() says so; elsewhere run the parts' row_range()s one by one.
-  Status matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, std::span<const RowsInto> parts);
+  // With norm_weight, x is first normalised as rms_norm would (x / rms * norm_weight, one row
+  // of w.cols floats) inside the same dispatch: the norm before Q/K/V or gate/up fused away.
+  Status matvec_split(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, std::span<const RowsInto> parts,
+                      const device::Buffer* norm_weight = nullptr, float eps = 0.0f);
+  // One token: y[r] += sum_c W[r][c] x[c] (y from element 0): a projection added into the
+  // residual stream in the same dispatch. Only where fused_matvec(w).
+  Status matvec_add(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, const device::Buffer& y);
   bool fused_matvec(const DeviceWeight& w) const { return use_matvec() && native_weight_type(w.type); }
   // Output rows one matmul workgroup computes: one per subgroup with subgroups (the subgroup
   // sums its row by subgroupAdd), else 1 (the workgroup sums it in shared memory).
@@ -173,8 +182,10 @@ class VulkanOps {
   uint32_t attention_splits(uint32_t n_tokens, uint32_t n_kv) const;
   // matvec.comp over all of w's rows (one token): rows below split1 into y (from its offset),
   // then those below split2 into y1 and the rest into y2, each from element 0.
+  // flags: matvec.comp's NORM_X (x normalised with norm_weight and eps) and ADD_Y (y +=).
   Status matvec(device::Recorder& rec, const DeviceWeight& w, DeviceSpan x, DeviceSpan y, const device::Buffer& y1,
-                const device::Buffer& y2, uint32_t split1, uint32_t split2);
+                const device::Buffer& y2, uint32_t split1, uint32_t split2, uint32_t flags = 0,
+                const device::Buffer* norm_weight = nullptr, float eps = 0.0f);
   // kv_store and kv_store_pair: x's rows to K (values: to V); with v, v's rows to V as well.
   Status kv_rows(device::Recorder& rec, const device::Buffer& x, const device::Buffer* v, const device::Buffer& positions,
                  uint32_t first_token, uint32_t n_tokens, uint32_t row_elems, uint32_t v_elems, const DeviceKv& kv,
