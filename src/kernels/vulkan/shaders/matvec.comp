@@ -12,12 +12,14 @@
 // each from its element 0, so one dispatch fills all three with enough rows to occupy the
 // device.
 // Two fusions save a decode step's small dispatches (each ~4 us of launch and barrier on an
-// H200, and a one-workgroup RMSNorm 9.5): with NORM_X every workgroup first reduces the whole
-// input row and then multiplies each input by 1 / rms and the norm's weight as it loads it (the
-// norm before Q/K/V and before gate/up: 2,048 floats per workgroup, read from cache); with
-// ADD_Y the sums are added to y instead of stored (the attention output and down projections
-// adding into the residual stream; each row is read and written by the one invocation that
-// owns it).
+// H200, and a one-workgroup RMSNorm 9.5). NORM_X: the norm before Q/K/V and before gate/up.
+// sum_c W[r][c] x[c] / rms * n[c] is (sum_c W[r][c] x[c] n[c]) / rms, so the inputs are only
+// multiplied by the norm's weight as they load, and the row's sum of squares rides along: a
+// team's lanes load every input once between them, so their squares summed with the row sums
+// give mean(x^2) at no extra latency (reducing x first, in every workgroup, took longer than
+// the norm dispatch it replaced). ADD_Y: the sums are added to y instead of stored (the
+// attention output and down projections adding into the residual stream; each row is read and
+// written by the one invocation that owns it).
 #extension GL_GOOGLE_include_directive : enable
 #extension GL_KHR_shader_subgroup_basic : enable
 #extension GL_KHR_shader_subgroup_arithmetic : enable
@@ -48,28 +50,8 @@ layout(push_constant) uniform Push {
 
 #define ROWS 4
 #define MAX_SUBGROUPS 64  // 256 invocations in subgroups of 4 or more
-shared float team_part[MAX_SUBGROUPS * ROWS];  // [subgroup][row]: each subgroup's row sums
-
-// NORM_X: 1 / sqrt(mean(x^2) + eps) of the input row, the same in every invocation (the
-// workgroup's sum of squares through team_part, which is free again after the barrier).
-float inverse_rms(bool vec_x) {
-  float sq = 0.0;
-  if (vec_x) {
-    for (uint i = gl_LocalInvocationIndex; i < pc.cols / 4u; i += gl_WorkGroupSize.x) {
-      const vec4 a = x4[pc.x_off / 4u + i];
-      sq += dot(a, a);
-    }
-  } else {
-    for (uint i = gl_LocalInvocationIndex; i < pc.cols; i += gl_WorkGroupSize.x) sq += x[pc.x_off + i] * x[pc.x_off + i];
-  }
-  sq = subgroupAdd(sq);
-  if (subgroupElect()) team_part[gl_SubgroupID] = sq;
-  barrier();
-  float total = 0.0;
-  for (uint j = 0; j < gl_NumSubgroups; ++j) total += team_part[j];
-  barrier();
-  return inversesqrt(total / float(pc.cols) + pc.eps);
-}
+#define SLOTS (ROWS + 1)  // each subgroup's row sums, then (NORM_X) its inputs' sum of squares
+shared float team_part[MAX_SUBGROUPS * SLOTS];
 
 void main() {
   // Row groups beyond the 65535 workgroups one dimension allows continue in z.
@@ -90,11 +72,11 @@ void main() {
   // The same number of passes for every invocation, so all reach both barriers.
   const uint passes = (pc.rows_per_group / ROWS + teams - 1u) / teams;
   const bool norm_x = (pc.flags & NORM_X) != 0u;
-  const float inv_rms = norm_x ? inverse_rms(vec_x) : 1.0;
   for (uint pass = 0; pass < passes; ++pass) {
     const uint r0 = first + (pass * teams + team) * ROWS;
     float acc[ROWS];
     for (uint k = 0; k < ROWS; ++k) acc[k] = 0.0;
+    float sq = 0.0;
     // Uniform in each subgroup (team and r0 are), so every lane reaches subgroupAdd.
     if (team < teams && r0 < end) {
       for (uint u = team_lane; u < units; u += team_lanes) {
@@ -103,7 +85,11 @@ void main() {
         if (vec_x && c0 + 32u <= pc.cols) {
           const uint q0 = (pc.x_off + c0) >> 2;
           for (uint k = 0; k < 8u; ++k) {
-            const vec4 a = norm_x ? x4[q0 + k] * inv_rms * nw4[c0 / 4u + k] : x4[q0 + k];
+            vec4 a = x4[q0 + k];
+            if (norm_x) {
+              sq += dot(a, a);
+              a *= nw4[c0 / 4u + k];
+            }
             xv[4u * k] = a.x;
             xv[4u * k + 1u] = a.y;
             xv[4u * k + 2u] = a.z;
@@ -112,7 +98,8 @@ void main() {
         } else {
           for (uint i = 0; i < 32u; ++i) {
             const float a = c0 + i < pc.cols ? x[pc.x_off + c0 + i] : 0.0;
-            xv[i] = norm_x && c0 + i < pc.cols ? a * inv_rms * nw[c0 + i] : a;
+            sq += a * a;
+            xv[i] = norm_x && c0 + i < pc.cols ? a * nw[c0 + i] : a;
           }
         }
         for (uint k = 0; k < ROWS; ++k) {
@@ -128,7 +115,11 @@ void main() {
     }
     for (uint k = 0; k < ROWS; ++k) {
       const float total = subgroupAdd(acc[k]);
-      if (subgroupElect()) team_part[gl_SubgroupID * ROWS + k] = total;
+      if (subgroupElect()) team_part[gl_SubgroupID * SLOTS + k] = total;
+    }
+    if (norm_x) {
+      const float total_sq = subgroupAdd(sq);
+      if (subgroupElect()) team_part[gl_SubgroupID * SLOTS + ROWS] = total_sq;
     }
     barrier();
     const uint i = gl_LocalInvocationIndex;
@@ -137,8 +128,12 @@ void main() {
       const uint k = i % ROWS;
       const uint r = first + (pass * teams + t) * ROWS + k;
       if (r < end) {
-        float total = 0.0;
-        for (uint j = 0; j < team_size; ++j) total += team_part[(t * team_size + j) * ROWS + k];
+        float total = 0.0, total_sq = 0.0;
+        for (uint j = 0; j < team_size; ++j) {
+          total += team_part[(t * team_size + j) * SLOTS + k];
+          if (norm_x) total_sq += team_part[(t * team_size + j) * SLOTS + ROWS];
+        }
+        if (norm_x) total *= inversesqrt(total_sq / float(pc.cols) + pc.eps);
         if (r < pc.split1) {
           y[pc.y_off + r] = (pc.flags & ADD_Y) != 0u ? y[pc.y_off + r] + total : total;
         } else if (r < pc.split2) {
