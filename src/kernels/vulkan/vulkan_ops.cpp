@@ -106,6 +106,55 @@ void split_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols) {
   }
 }
 
+// Q6_K rows go to the device by 32-weight unit (weight_unit.glsl says why): every unit's low
+// nibbles (16 bytes, byte j holding weights j and j + 16), then every unit's high bits (8 bytes,
+// byte b holding weights b, b + 8, b + 16 and b + 24, two bits each), then every unit's two
+// int8 scales, then every block's F16 d: 210 bytes a block, as in the file.
+void q6k_unit_row(const uint8_t* src, uint8_t* dst, int64_t cols) {
+  const auto blocks = static_cast<size_t>(cols / kQK_K);
+  const size_t units = blocks * (kQK_K / kQK);
+  uint8_t* lo = dst;
+  uint8_t* hi = lo + 16 * units;
+  uint8_t* sc = hi + 8 * units;
+  uint8_t* ds = sc + 2 * units;
+  for (size_t b = 0; b < blocks; ++b) {
+    BlockQ6_K blk;
+    std::memcpy(&blk, src + b * sizeof(BlockQ6_K), sizeof blk);
+    uint8_t q[kQK_K];  // the block's 6-bit values in weight order
+    for (size_t h = 0; h < 2; ++h) {
+      const uint8_t* ql = blk.ql + 64 * h;
+      const uint8_t* qh = blk.qh + 32 * h;
+      for (size_t l = 0; l < 32; ++l) {
+        q[128 * h + l] = static_cast<uint8_t>((ql[l] & 15) | ((qh[l] & 3) << 4));
+        q[128 * h + l + 32] = static_cast<uint8_t>((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4));
+        q[128 * h + l + 64] = static_cast<uint8_t>((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4));
+        q[128 * h + l + 96] = static_cast<uint8_t>((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4));
+      }
+    }
+    for (size_t j = 0; j < kQK_K / kQK; ++j) {
+      const size_t u = b * (kQK_K / kQK) + j;
+      const uint8_t* qu = q + kQK * j;
+      for (size_t t = 0; t < 16; ++t) lo[16 * u + t] = static_cast<uint8_t>((qu[t] & 15) | ((qu[t + 16] & 15) << 4));
+      for (size_t t = 0; t < 8; ++t) {
+        hi[8 * u + t] = static_cast<uint8_t>((qu[t] >> 4) | ((qu[t + 8] >> 4) << 2) | ((qu[t + 16] >> 4) << 4) |
+                                             ((qu[t + 24] >> 4) << 6));
+      }
+      std::memcpy(sc + 2 * u, blk.scales + 2 * j, 2);
+    }
+    std::memcpy(ds + 2 * b, &blk.d, 2);
+  }
+}
+
+// Whether rows of this type are rearranged on upload, and the rearrangement.
+bool rearranged(DType t) { return split_quant_bytes(t) != 0 || t == DType::kQ6_K; }
+void rearrange_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols) {
+  if (t == DType::kQ6_K) {
+    q6k_unit_row(src, dst, cols);
+  } else {
+    split_row(t, src, dst, cols);
+  }
+}
+
 bool kv_ok(const DeviceKv& kv) {
   return kv.chunks != nullptr && kv.table != nullptr && kv.block_tokens != 0 && kv.blocks_per_chunk != 0 &&
          kv.slot_words != 0;
@@ -171,7 +220,7 @@ Result<DeviceWeight> VulkanOps::device_layout(const WeightView& w) const {
 
 Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t first_row) {
   const size_t at = d.byte_offset + static_cast<size_t>(first_row) * d.row_bytes;
-  const bool split = d.type == w.type && split_quant_bytes(d.type) != 0;
+  const bool split = d.type == w.type && rearranged(d.type);
   if (d.type == w.type && !split) return ctx_.upload(*d.storage, at, w.data, w.row_bytes * static_cast<size_t>(w.rows));
   // Split or converted row by row, in pieces of ~4 MiB (so the host copy stays small).
   const size_t elem = d.type == DType::kF32 ? 4 : 2;
@@ -185,7 +234,7 @@ Status VulkanOps::write_rows(const WeightView& w, const DeviceWeight& d, int64_t
       const uint8_t* src = w.data + static_cast<size_t>(r) * w.row_bytes;
       uint8_t* out = piece.data() + static_cast<size_t>(r - r0) * d.row_bytes;
       if (split) {
-        split_row(d.type, src, out, w.cols);
+        rearrange_row(d.type, src, out, w.cols);
         continue;
       }
       HEARTH_TRY(dequantize_row(w.type, src, row.data(), w.cols));

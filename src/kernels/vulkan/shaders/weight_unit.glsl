@@ -5,11 +5,11 @@
 // splits (VulkanOps::write_rows): every block's quants first, then every block's F16 scale,
 // so that a unit's quants are one aligned 16- or 32-byte run and a subgroup's lanes read one
 // contiguous range (the file's 18- and 34-byte blocks cost each lane six or ten unaligned
-// word loads and split the subgroup's reads across many cache lines).
+// word loads and split the subgroup's reads across many cache lines). Q6_K rows are regrouped
+// by unit the same way (unit_scaled says how).
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 w4[]; };  // the same weights
 
 uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
-float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
 
 // The N bytes at byte offset `off` (any alignment; blocks of 18, 34 and 210 bytes leave rows
 // 2-byte aligned) as N / 4 little-endian words: N / 4 + 1 word loads, not one per byte, and
@@ -25,6 +25,7 @@ float i8_at(uint off) { return float(int(byte_at(off) << 24) >> 24); }
     r[N / 4] = sh != 0u ? w[i + N / 4] : 0u;                                         \
     for (uint k = 0; k < N / 4; ++k) q[k] = sh == 0u ? r[k] : (r[k] >> sh) | (r[k + 1u] << (32u - sh)); \
   }
+HEARTH_LOAD_WORDS(load8, 8)
 HEARTH_LOAD_WORDS(load16, 16)
 HEARTH_LOAD_WORDS(load32, 32)
 uint byte_of(uint q, uint k) { return (q >> ((k & 3u) * 8u)) & 0xFFu; }
@@ -72,6 +73,25 @@ void unit_scaled(uint base, uint u, out float v[32], out float d) {
     v[j] = minus(q & 15u, 8.0);
     v[j + 16u] = minus(q >> 4, 8.0);
   }
+#elif defined(TYPE_Q6_K)
+  // Rows regrouped by unit (VulkanOps::write_rows): 16 bytes of low nibbles per unit, then 8
+  // of high bits per unit, then 2 int8 scales per unit, then an F16 d per 256-weight block.
+  // The file's blocks interleave a unit's bits over 64 bytes in two runs (9 + 9 unaligned
+  // word loads a unit); an H200 read the 1B model's Q6_K output matrix at ~0.8 TB/s.
+  const uint units = pc.cols / 32u;
+  d = f16_even_at(base + 26u * units + 2u * (u >> 3));
+  uint lo[4], hi[2];
+  load16_run(base + 16u * u, lo);
+  load8(base + 16u * units + 8u * u, hi);
+  const uint so = base + 24u * units + 2u * u;
+  const uint sw = w[so >> 2] >> ((so & 2u) * 8u);
+  const float s0 = float(int(sw << 24) >> 24);
+  const float s1 = float(int(sw << 16) >> 24);
+  for (uint i = 0; i < 32u; ++i) {
+    const uint low = (byte_of(lo[(i & 15u) >> 2], i & 15u) >> (4u * (i >> 4))) & 15u;
+    const uint high = (byte_of(hi[(i & 7u) >> 2], i & 7u) >> (2u * (i >> 3))) & 3u;
+    v[i] = (i < 16u ? s0 : s1) * minus(low | (high << 4), 32.0);
+  }
 #else
   unit(base, u, v);
   d = 1.0;
@@ -116,22 +136,9 @@ void unit(uint base, uint u, out float v[32]) {
   load32(b + 16u + 32u * (j >> 1), q);
   for (uint i = 0; i < 32u; ++i) v[i] = ds * minus((byte_of(q[i >> 2], i) >> shift) & 15u, 0.0) - dm;
 #elif defined(TYPE_Q6_K)
-  const uint b = base + (u >> 3) * 210u;
-  const uint j = u & 7u;
-  const uint h = j >> 2;
-  const uint jr = j & 3u;  // which 32 of the 128-element half
-  const float d = f16_even_at(b + 208u);
-  const uint lshift = (jr >> 1) * 4u;
-  const uint hshift = 2u * jr;
-  uint ql[8], qh[8];
-  load32(b + 64u * h + 32u * (jr & 1u), ql);
-  load32(b + 128u + 32u * h, qh);
-  const float d0 = d * i8_at(b + 192u + 2u * j);
-  const float d1 = d * i8_at(b + 193u + 2u * j);
-  for (uint i = 0; i < 32u; ++i) {
-    const uint q = ((byte_of(ql[i >> 2], i) >> lshift) & 15u) | (((byte_of(qh[i >> 2], i) >> hshift) & 3u) << 4);
-    v[i] = (i < 16u ? d0 : d1) * minus(q, 32.0);
-  }
+  float d;
+  unit_scaled(base, u, v, d);
+  for (uint i = 0; i < 32u; ++i) v[i] *= d;
 #else
 #error "matmul.comp: compile with one TYPE_* defined"
 #endif
