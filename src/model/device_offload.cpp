@@ -320,9 +320,10 @@ Status DeviceOffload::upload_output() {
 }
 
 bool DeviceOffload::fuses_decode_step(const Layer& L) const {
-  return L.qkv.valid() && ops_.fused_matvec(L.qkv) && L.gate_up.valid() && ops_.fused_matvec(L.gate_up) &&
-         ops_.fused_matvec(L.wo) && ops_.fused_matvec(L.down) && !L.bo.valid() && !L.post_attn_norm.valid() &&
-         !L.post_ffw_norm.valid();
+  for (const kernels::vulkan::DeviceWeight* w : {&L.wq, &L.wk, &L.wv, &L.wo, &L.gate, &L.up, &L.down}) {
+    if (!w->valid() || !ops_.fused_matvec(*w)) return false;
+  }
+  return !L.bo.valid() && !L.post_attn_norm.valid() && !L.post_ffw_norm.valid();
 }
 
 Status DeviceOffload::ensure_output_scratch(int64_t n_rows) {
@@ -479,8 +480,15 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     if (fused) {
       if (pending) HEARTH_TRY(ops_.add(rec, s_.x, s_.tmp, d));
       pending = false;
-      const vk::RowsInto qkv[] = {{&s_.q, qd}, {&s_.k, kd}, {&s_.v, vd}};
-      HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.x, 0}, qkv, &L.attn_norm, h.norm_eps));
+      if (L.qkv.valid()) {
+        const vk::RowsInto qkv[] = {{&s_.q, qd}, {&s_.k, kd}, {&s_.v, vd}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.qkv, {&s_.x, 0}, qkv, &L.attn_norm, h.norm_eps));
+      } else {  // types apart (Q4_K_M files keep some V matrices in Q6_K): each with the norm
+        const vk::RowsInto q[] = {{&s_.q, qd}}, k[] = {{&s_.k, kd}}, v[] = {{&s_.v, vd}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.wq, {&s_.x, 0}, q, &L.attn_norm, h.norm_eps));
+        HEARTH_TRY(ops_.matvec_split(rec, L.wk, {&s_.x, 0}, k, &L.attn_norm, h.norm_eps));
+        HEARTH_TRY(ops_.matvec_split(rec, L.wv, {&s_.x, 0}, v, &L.attn_norm, h.norm_eps));
+      }
     } else {
       HEARTH_TRY(ops_.rms_norm(rec, s_.x, &L.attn_norm, s_.xn, d, n, h.norm_eps, pending ? &s_.tmp : nullptr));
       if (n == 1 && L.qkv.valid() && ops_.fused_matvec(L.qkv)) {
@@ -517,8 +525,14 @@ Status DeviceOffload::run(std::span<const BatchToken> batch, const kv::KvCache& 
     }
     if (fused) {
       HEARTH_TRY(ops_.matvec_add(rec, L.wo, {&s_.attn, 0}, s_.x));
-      const vk::RowsInto gate_up[] = {{&s_.gate, ff}, {&s_.up, ff}};
-      HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.x, 0}, gate_up, &L.ffn_norm, h.norm_eps));
+      if (L.gate_up.valid()) {
+        const vk::RowsInto gate_up[] = {{&s_.gate, ff}, {&s_.up, ff}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.gate_up, {&s_.x, 0}, gate_up, &L.ffn_norm, h.norm_eps));
+      } else {
+        const vk::RowsInto gate[] = {{&s_.gate, ff}}, up[] = {{&s_.up, ff}};
+        HEARTH_TRY(ops_.matvec_split(rec, L.gate, {&s_.x, 0}, gate, &L.ffn_norm, h.norm_eps));
+        HEARTH_TRY(ops_.matvec_split(rec, L.up, {&s_.x, 0}, up, &L.ffn_norm, h.norm_eps));
+      }
     } else {
       HEARTH_TRY(ops_.matmul(rec, L.wo, {&s_.attn, 0}, od, n, {&s_.tmp, 0}, d));
       if (L.bo.valid()) HEARTH_TRY(ops_.add_rows(rec, s_.tmp, L.bo, d, n));

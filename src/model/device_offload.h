@@ -124,9 +124,9 @@ class DeviceOffload {
   Status record_output(device::Recorder& rec, uint32_t n_rows, float* out);
   Status ensure_scratch(int64_t tokens, int64_t table_entries, int64_t score_floats);
   // Whether a one-token step runs L with its norms inside the Q/K/V and gate/up matrix x
-  // vector dispatches and its output and down projections adding into the residual stream:
-  // both groups stored together, every matrix on the matvec kernel, no output bias and no
-  // post-norms (gemma's layers take the separate dispatches).
+  // vector dispatches (one for each group stored together, else one per matrix) and its
+  // output and down projections adding into the residual stream: every matrix on the matvec
+  // kernel, no output bias and no post-norms (gemma's layers take the separate dispatches).
   bool fuses_decode_step(const Layer& L) const;
 
   const Model& model_;
