@@ -139,10 +139,11 @@ INSTANTIATE_TEST_SUITE_P(OddWidths, VulkanMatmul,
 
 // Rows long enough that several subgroups of the matrix x vector kernel share each row group
 // (matvec_team > 1 on every subgroup size up to 64): 8,192-wide Q4_0 rows as a 1B model's
-// down matrix has, K-quant rows, and an F16 width that leaves the last unit short.
+// down matrix has, K-quant rows of many blocks (their units regrouped on upload), and an F16
+// width that leaves the last unit short.
 INSTANTIATE_TEST_SUITE_P(LongRows, VulkanMatmul,
                          ::testing::Values(MatmulCase{DType::kQ4_0, 8192}, MatmulCase{DType::kQ6_K, 4096},
-                                           MatmulCase{DType::kF16, 4100}),
+                                           MatmulCase{DType::kQ4_K, 2048}, MatmulCase{DType::kF16, 4100}),
                          [](const auto& info) {
                            return std::string(dtype_name(info.param.type)) + "_" + std::to_string(info.param.cols);
                          });

@@ -145,11 +145,39 @@ void q6k_unit_row(const uint8_t* src, uint8_t* dst, int64_t cols) {
   }
 }
 
+// Q4_K rows likewise: every unit's nibbles (16 bytes, byte j holding weights j and j + 16),
+// then every block's 12 scale bytes as in the file, then every block's F16 d and dmin.
+void q4k_unit_row(const uint8_t* src, uint8_t* dst, int64_t cols) {
+  const auto blocks = static_cast<size_t>(cols / kQK_K);
+  const size_t units = blocks * (kQK_K / kQK);
+  uint8_t* nibbles = dst;
+  uint8_t* scales = nibbles + 16 * units;
+  uint8_t* ds = scales + sizeof(BlockQ4_K::scales) * blocks;
+  for (size_t b = 0; b < blocks; ++b) {
+    BlockQ4_K blk;
+    std::memcpy(&blk, src + b * sizeof(BlockQ4_K), sizeof blk);
+    for (size_t j = 0; j < kQK_K / kQK; ++j) {
+      // Unit j holds the low (j even) or high nibbles of the 32 bytes at 32 * (j / 2).
+      const uint8_t* q = blk.qs + 32 * (j / 2);
+      const int shift = (j % 2) * 4;
+      uint8_t* out = nibbles + 16 * (b * (kQK_K / kQK) + j);
+      for (size_t t = 0; t < 16; ++t) {
+        out[t] = static_cast<uint8_t>(((q[t] >> shift) & 15) | (((q[t + 16] >> shift) & 15) << 4));
+      }
+    }
+    std::memcpy(scales + sizeof(BlockQ4_K::scales) * b, blk.scales, sizeof blk.scales);
+    std::memcpy(ds + 4 * b, &blk.d, 2);
+    std::memcpy(ds + 4 * b + 2, &blk.dmin, 2);
+  }
+}
+
 // Whether rows of this type are rearranged on upload, and the rearrangement.
-bool rearranged(DType t) { return split_quant_bytes(t) != 0 || t == DType::kQ6_K; }
+bool rearranged(DType t) { return split_quant_bytes(t) != 0 || t == DType::kQ6_K || t == DType::kQ4_K; }
 void rearrange_row(DType t, const uint8_t* src, uint8_t* dst, int64_t cols) {
   if (t == DType::kQ6_K) {
     q6k_unit_row(src, dst, cols);
+  } else if (t == DType::kQ4_K) {
+    q4k_unit_row(src, dst, cols);
   } else {
     split_row(t, src, dst, cols);
   }

@@ -27,7 +27,6 @@ uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
   }
 HEARTH_LOAD_WORDS(load8, 8)
 HEARTH_LOAD_WORDS(load16, 16)
-HEARTH_LOAD_WORDS(load32, 32)
 uint byte_of(uint q, uint k) { return (q >> ((k & 3u) * 8u)) & 0xFFu; }
 // float(q) - offset for 0 <= q < 2^23, exactly, without an integer-to-float conversion: q's
 // bits as the mantissa of 2^23, then one subtraction. The conversion runs at a quarter of the
@@ -116,11 +115,15 @@ void unit(uint base, uint u, out float v[32]) {
   unit_scaled(base, u, v, d);
   for (uint i = 0; i < 32u; ++i) v[i] *= d;
 #elif defined(TYPE_Q4_K)
-  const uint b = base + (u >> 3) * 144u;
+  // Rows regrouped by unit (VulkanOps::write_rows): 16 bytes of nibbles per unit (byte i
+  // holding weights i and i + 16), then each block's 12 scale bytes as in the file, then each
+  // block's F16 d and dmin. In the file a unit is the low or high nibbles of 32 bytes.
+  const uint units = pc.cols / 32u;
   const uint j = u & 7u;
-  const float d = f16_even_at(b);
-  const float dmin = f16_even_at(b + 2u);
-  const uint s = b + 4u;
+  const uint s = base + 16u * units + 12u * (u >> 3);
+  const uint db = base + 16u * units + 12u * (units >> 3) + 4u * (u >> 3);  // past nibbles and scales
+  const float d = f16_even_at(db);
+  const float dmin = f16_even_at(db + 2u);
   uint sc, m;
   if (j < 4u) {
     sc = byte_at(s + j) & 63u;
@@ -131,10 +134,13 @@ void unit(uint base, uint u, out float v[32]) {
   }
   const float ds = d * float(sc);
   const float dm = dmin * float(m);
-  const uint shift = (j & 1u) * 4u;
-  uint q[8];
-  load32(b + 16u + 32u * (j >> 1), q);
-  for (uint i = 0; i < 32u; ++i) v[i] = ds * minus((byte_of(q[i >> 2], i) >> shift) & 15u, 0.0) - dm;
+  uint q[4];
+  load16_run(base + 16u * u, q);
+  for (uint i = 0; i < 16u; ++i) {
+    const uint b = byte_of(q[i >> 2], i);
+    v[i] = ds * minus(b & 15u, 0.0) - dm;
+    v[i + 16u] = ds * minus(b >> 4, 0.0) - dm;
+  }
 #elif defined(TYPE_Q6_K)
   float d;
   unit_scaled(base, u, v, d);
