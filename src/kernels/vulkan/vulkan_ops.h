@@ -21,8 +21,9 @@ namespace hearth::kernels::vulkan {
 
 // A weight matrix in device memory: rows of cols elements of `type` (the GGUF bytes for the
 // native types, Q4_0 and Q8_0 rows split into quants then scales and Q4_K and Q6_K rows
-// regrouped by 32-weight unit, as weight_unit.glsl says; F16 for the others), from byte_offset of a buffer that matrices uploaded together
-// (upload_weights) share. Every row keeps the file's row_bytes.
+// regrouped by 32-weight unit, as weight_unit.glsl says; F16 for the others), from
+// byte_offset of a buffer that matrices uploaded together (upload_weights) share. Every row
+// keeps the file's row_bytes.
 struct DeviceWeight {
   DType type = DType::kF32;
   DType source_type = DType::kF32;  // the file's type

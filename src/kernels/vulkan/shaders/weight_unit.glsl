@@ -5,8 +5,8 @@
 // splits (VulkanOps::write_rows): every block's quants first, then every block's F16 scale,
 // so that a unit's quants are one aligned 16- or 32-byte run and a subgroup's lanes read one
 // contiguous range (the file's 18- and 34-byte blocks cost each lane six or ten unaligned
-// word loads and split the subgroup's reads across many cache lines). Q6_K rows are regrouped
-// by unit the same way (unit_scaled says how).
+// word loads and split the subgroup's reads across many cache lines). Q4_K and Q6_K rows are
+// regrouped by unit the same way (unit() and unit_scaled() say how).
 layout(std430, binding = 0) readonly buffer Weights4 { uvec4 w4[]; };  // the same weights
 
 uint byte_at(uint off) { return (w[off >> 2] >> ((off & 3u) * 8u)) & 0xFFu; }
@@ -48,9 +48,10 @@ void load16_run(uint off, out uint q[4]) {
   }
 }
 
-// Unit u's 32 weights before their block's one scale, and the scale (Q4_0 and Q8_0): the
-// matrix x vector kernel multiplies a unit's dot product by it once instead of every weight.
-// Other types: unit()'s weights and 1.
+// Unit u's 32 weights before their block's one scale, and the scale (Q4_0, Q8_0; Q6_K with
+// its per-16 int8 scales already applied, d being the block's): the matrix x vector kernel
+// multiplies a unit's dot product by it once instead of every weight. Other types: unit()'s
+// weights and 1.
 void unit(uint base, uint u, out float v[32]);
 void unit_scaled(uint base, uint u, out float v[32], out float d) {
 #if defined(TYPE_Q8_0)
@@ -110,7 +111,7 @@ void unit(uint base, uint u, out float v[32]) {
     v[2u * i] = h.x;
     v[2u * i + 1u] = h.y;
   }
-#elif defined(TYPE_Q8_0) || defined(TYPE_Q4_0)
+#elif defined(TYPE_Q8_0) || defined(TYPE_Q4_0) || defined(TYPE_Q6_K)
   float d;
   unit_scaled(base, u, v, d);
   for (uint i = 0; i < 32u; ++i) v[i] *= d;
@@ -141,10 +142,6 @@ void unit(uint base, uint u, out float v[32]) {
     v[i] = ds * minus(b & 15u, 0.0) - dm;
     v[i + 16u] = ds * minus(b >> 4, 0.0) - dm;
   }
-#elif defined(TYPE_Q6_K)
-  float d;
-  unit_scaled(base, u, v, d);
-  for (uint i = 0; i < 32u; ++i) v[i] *= d;
 #else
 #error "matmul.comp: compile with one TYPE_* defined"
 #endif
