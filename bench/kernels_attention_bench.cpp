@@ -45,7 +45,7 @@ struct Fixture {
   std::vector<float> q, out, scratch;
   double kv_bytes = 0;  // K and V bytes of n keys
 
-  explicit Fixture(int n, hearth::DType type = hearth::DType::kF16) {
+  explicit Fixture(int n, hearth::DType type = hearth::DType::kF16, bool k_transposed = false) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     const size_t row = *hearth::dtype_row_bytes(type, kKvHeads * kDim);
@@ -60,12 +60,16 @@ struct Fixture {
       v_ptrs.push_back(k + row * kBlock);
       for (int j = 0; j < kBlock; ++j) {
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(type, x.data(), k + j * row, kKvHeads * kDim);
+        if (k_transposed) {
+          kv_store_key_transposed(x.data(), k, kBlock, j, kKvHeads * kDim);
+        } else {
+          (void)kv_store_row(type, x.data(), k + j * row, kKvHeads * kDim);
+        }
         for (auto& v : x) v = dist(rng);
         (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
       }
     }
-    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type};
+    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type, k_transposed};
     kv_bytes = 2.0 * static_cast<double>(row) * n;
     p.n_head = kHeads;
     p.n_head_kv = kKvHeads;
@@ -98,7 +102,8 @@ void BM_PrefillPerToken(benchmark::State& state) {
 
 void BM_PrefillTile(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  Fixture f(n);
+  Fixture f(n, hearth::DType::kF16, state.range(1) != 0);
+  if (state.range(1) != 0) state.SetLabel("K transposed");
   for (auto _ : state) {
     for (int t0 = 0; t0 < kChunk; t0 += 16) {
       for (int kvh = 0; kvh < kKvHeads; ++kvh) {
@@ -112,13 +117,20 @@ void BM_PrefillTile(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(chunk_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// One decode step at depth n (range 0) over a cache of type range 1 (0: F16, 1: Q8_0, 2: Q4_0);
+// The cache kinds range 1 of the decode benchmarks picks: F16, Q8_0, Q4_0, and F16 with K
+// stored transposed (KvSpan::k_transposed, as the engine keeps an F16 cache).
+Fixture cache_kind_fixture(benchmark::State& state, int n) {
+  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0, hearth::DType::kF16};
+  const auto kind = static_cast<size_t>(state.range(1));
+  state.SetLabel(std::string(hearth::dtype_name(types[kind])) + (kind == 3 ? " K transposed" : ""));
+  return Fixture(n, types[kind], kind == 3);
+}
+
+// One decode step at depth n (range 0) over a cache of kind range 1 (cache_kind_fixture);
 // GB/s counts the K and V bytes the step reads.
 void BM_DecodeStep(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0};
-  Fixture f(n, types[state.range(1)]);
-  state.SetLabel(std::string(hearth::dtype_name(types[state.range(1)])));
+  Fixture f = cache_kind_fixture(state, n);
   for (auto _ : state) {
     attention(f.q.data(), n - 1, n, f.span, f.p, f.out.data(), f.scratch);
     benchmark::DoNotOptimize(f.out.data());
@@ -158,9 +170,7 @@ class PartedStep {
 // The step as the engine runs it at depth (PartedStep); the cache type as BM_DecodeStep.
 void BM_DecodeParts(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0};
-  Fixture f(n, types[state.range(1)]);
-  state.SetLabel(std::string(hearth::dtype_name(types[state.range(1)])));
+  Fixture f = cache_kind_fixture(state, n);
   PartedStep step(n);
   for (auto _ : state) {
     step.run(f.q.data(), f.span, f.p, f.scratch, f.out.data());
@@ -174,9 +184,12 @@ void BM_DecodeParts(benchmark::State& state) {
 // layer's among the other layers' in every chunk; Fixture gives one layer a region of its own),
 // and each layer's step runs as the engine runs it at depth (parts of kAttentionKeyPart keys,
 // then the merge). The 16 layers' KV (8 MiB each at 4k keys) comes from memory, not cache, as
-// in a real decode step. GB/s counts the K and V bytes of all 16 layers.
+// in a real decode step. GB/s counts the K and V bytes of all 16 layers. range 1: K stored
+// transposed (1, as the engine keeps an F16 cache) or by rows (0).
 void BM_DecodePoolLayers(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
+  const bool k_transposed = state.range(1) != 0;
+  state.SetLabel(k_transposed ? "K transposed" : "K rows");
   constexpr int kLayers = 16;
   hearth::kv::KvLayout layout;
   layout.n_layers = kLayers;
@@ -188,7 +201,7 @@ void BM_DecodePoolLayers(benchmark::State& state) {
   const int n_blocks = (n + kBlock - 1) / kBlock;
   auto pool = hearth::kv::KvBlockPool::create(layout, n_blocks, opts);
   if (!pool.ok()) std::abort();
-  Fixture one(kBlock);  // one block of random rows, copied into every block of every layer
+  Fixture one(kBlock, hearth::DType::kF16, k_transposed);  // one block of random rows, copied into every block
   const size_t run = pool->k_row_bytes() * kBlock;
   std::vector<std::vector<const uint8_t*>> k_ptrs(kLayers), v_ptrs(kLayers);
   for (int b = 0; b < n_blocks; ++b) {
@@ -204,7 +217,7 @@ void BM_DecodePoolLayers(benchmark::State& state) {
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l) {
       const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
-                        hearth::DType::kF16};
+                        hearth::DType::kF16, k_transposed};
       step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
     }
     benchmark::DoNotOptimize(one.out.data());
@@ -330,10 +343,10 @@ void BM_F32FmaPeak(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_PrefillTile)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DecodeStep)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodePoolLayers)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PrefillTile)->ArgsProduct({{1024, 4096, 16384}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeStep)->ArgsProduct({{256, 512, 4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodePoolLayers)->ArgsProduct({{4096, 16384}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillMatmul)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_F32FmaPeak)->Unit(benchmark::kMillisecond);

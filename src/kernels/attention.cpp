@@ -1,5 +1,5 @@
 // Attention of one query token over a paged KV span, and the conversions of KV rows to and
-// from the cache's storage type. The F16 path mimics the ecosystem's CPU arithmetic: Q rounded
+// from the cache's storage type (and of K to and from a block stored by element). The F16 path mimics the ecosystem's CPU arithmetic: Q rounded
 // to F16, Q.K products summed in F32, scale and softcap in F32, softmax in F32 (sum in
 // double), probabilities rounded to F16 before they weight the F16 V rows. For a Q8_0 or Q4_0
 // cache Q is quantized to Q8_0 once per head (as the ecosystem converts Q to the key type's dot
@@ -113,9 +113,10 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   scratch.resize(static_cast<size_t>(n_kv) + static_cast<size_t>(std::max(dk, dv)));
   float* scores = scratch.data();
   float* deq = scratch.data() + n_kv;
-  thread_local std::vector<uint16_t> q16;
+  thread_local std::vector<uint16_t> q16, k16;  // k16: one key head gathered from a transposed block
   thread_local std::vector<BlockQ8_0> q8;
   q16.resize(static_cast<size_t>(dk));
+  k16.resize(static_cast<size_t>(dk));
   q8.resize(static_cast<size_t>(dk / kQK));
 
   for (int h = head_begin; h < head_end; ++h) {
@@ -126,14 +127,18 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
     const size_t k_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dk);
     const size_t v_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dv);
     for (int32_t j = lo; j <= hi; ++j) {
-      const uint8_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, j) + k_off;
       float s;
-      if (f16) {
+      if (f16 && kv.k_transposed) {
+        kv_load_key_transposed(kv.k_blocks[j / kv.block_tokens], kv.block_tokens, j % kv.block_tokens,
+                               static_cast<int64_t>(kvh) * dk, dk, k16.data());
+        s = k.dot_f16(dk, q16.data(), k16.data());
+      } else if (f16) {
+        const uint8_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, j) + k_off;
         s = k.dot_f16(dk, q16.data(), reinterpret_cast<const uint16_t*>(krow));
-      } else if (quantized) {
-        s = k.vec_dot[static_cast<int>(kv.type)](dk, krow, q8.data());
       } else {
-        s = k.vec_dot[static_cast<int>(DType::kF32)](dk, krow, qh);
+        const uint8_t* krow = kv_row(kv.k_blocks, kv.block_tokens, kv.k_row_bytes, j) + k_off;
+        s = quantized ? k.vec_dot[static_cast<int>(kv.type)](dk, krow, q8.data())
+                      : k.vec_dot[static_cast<int>(DType::kF32)](dk, krow, qh);
       }
       s *= p.scale;
       if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * inv_softcap);
@@ -193,6 +198,17 @@ Status kv_store_row(DType type, const float* x, void* dst, int64_t n) {
       return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(type)) +
                                                      " is not supported (F16, F32, Q8_0 or Q4_0)");
   }
+}
+
+void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n) {
+  auto* col = reinterpret_cast<uint16_t*>(block) + offset;
+  for (int64_t e = 0; e < n; ++e) col[e * block_tokens] = fp32_to_fp16(x[e]);
+}
+
+void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
+                            uint16_t* dst) {
+  const auto* col = reinterpret_cast<const uint16_t*>(block) + first * block_tokens + offset;
+  for (int64_t e = 0; e < n; ++e) dst[e] = col[e * block_tokens];
 }
 
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {

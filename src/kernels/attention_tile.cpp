@@ -31,6 +31,18 @@ void load_head(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes,
   if (!offset.ok() || !dequantize_row(kv.type, row + *offset, dst, d).ok()) std::fill(dst, dst + d, 0.0f);
 }
 
+// Head kvh's dk key elements at pos as floats, for either K layout (KvSpan::k_transposed).
+void load_key_head(const KvSpan& kv, int32_t pos, int kvh, int dk, float* dst) {
+  if (!kv.k_transposed) {
+    load_head(kv, kv.k_blocks, kv.k_row_bytes, pos, kvh, dk, dst);
+    return;
+  }
+  const auto* col = reinterpret_cast<const uint16_t*>(kv.k_blocks[pos / kv.block_tokens]) + pos % kv.block_tokens;
+  for (int c = 0; c < dk; ++c) {
+    dst[c] = fp16_to_fp32(col[(static_cast<int64_t>(kvh) * dk + c) * kv.block_tokens]);
+  }
+}
+
 }  // namespace
 
 bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, float* work) {
@@ -57,7 +69,7 @@ bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const At
         const int nk = std::min<int32_t>(kFlashKeys, hi - j0 + 1);
         float tile_max = -INFINITY;
         for (int j = 0; j < nk; ++j) {
-          load_head(kv, kv.k_blocks, kv.k_row_bytes, j0 + j, t.kv_head, dk, kf);
+          load_key_head(kv, j0 + j, t.kv_head, dk, kf);
           float d = 0.0f;
           for (int c = 0; c < dk; ++c) d += qh[c] * kf[c];
           d *= p.scale;

@@ -8,7 +8,8 @@
 // scores at once, and the online softmax (running max, sum, rescale) runs lane-wise with no
 // horizontal reduction. Qt[c][r] (Q transposed, F16-rounded for an F16 cache), St/Pt[j][r]
 // (scores, then probabilities), Ot[d][r] (the running output) are all row-vectorized; K and V
-// tiles are converted to F32 rows once and used by every row of the sub-tile.
+// tiles are converted to F32 rows once and used by every row of the sub-tile (a transposed K,
+// KvSpan::k_transposed, to F32 [element][key] instead, its runs converted whole).
 #pragma once
 
 #include <algorithm>
@@ -50,17 +51,29 @@ inline size_t flash_head_bytes(DType type, int d) {
   }
 }
 
+// Keys a group of a transposed K (KvSpan::k_transposed) holds: one run of each element.
+constexpr int kFlashKeyGroup = kTransposedKeyGroup;
+
 // Where each key of a tile keeps its head's K and V slices: n keys from position j0, walked
-// block by block (one division per tile instead of one per key).
+// block by block (one division per tile instead of one per key). A transposed K is found per
+// group of 16 keys instead (kcols: the group's first element of the head; a tile starts at a
+// multiple of kFlashKeys, and block_tokens is a multiple of 16, so a group is in one block).
 struct FlashTileRows {
   const uint8_t* k[kFlashKeys];
   const uint8_t* v[kFlashKeys];
-  int n = 0;
+  const uint8_t* kcols[kFlashKeys / kFlashKeyGroup];
+  int n = 0, groups = 0;
 };
-inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, size_t v_head, FlashTileRows& r) {
+inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, size_t v_head, int kv_head, int dk,
+                            FlashTileRows& r) {
   int32_t b = j0 / kv.block_tokens, o = j0 % kv.block_tokens;
   for (int j = 0; j < n; ++j) {
-    r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
+    if (kv.k_transposed && j % kFlashKeyGroup == 0) {
+      r.kcols[j / kFlashKeyGroup] =
+          kv.k_blocks[b] + 2 * (static_cast<size_t>(kv_head) * dk * kv.block_tokens + static_cast<size_t>(o));
+    } else if (!kv.k_transposed) {
+      r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
+    }
     r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
     if (++o == kv.block_tokens) {
       o = 0;
@@ -68,6 +81,7 @@ inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, 
     }
   }
   r.n = n;
+  r.groups = kv.k_transposed ? (n + kFlashKeyGroup - 1) / kFlashKeyGroup : 0;
 }
 
 // Prefetches of the next key tile's head slices (every cache line they touch), handed out a few
@@ -110,6 +124,20 @@ void flash_load_rows(DType type, const uint8_t* const* rows, int n, int d, float
   }
 }
 
+// A tile's transposed K (groups of 16 keys, each element's run block_tokens apart) as F32 in
+// [element][kFlashKeys] order; a group's lanes past the tile's keys convert whatever the block
+// holds there, and no score reads them.
+template <class S>
+void flash_load_key_columns(const uint8_t* const* groups, int n_groups, int block_tokens, int dk, float* dst) {
+  for (int g = 0; g < n_groups; ++g) {
+    const auto* col = reinterpret_cast<const uint16_t*>(groups[g]);
+    for (int c = 0; c < dk; ++c) {
+      S::f16_to_f32(col + static_cast<size_t>(c) * block_tokens, dst + static_cast<size_t>(c) * kFlashKeys + g * kFlashKeyGroup,
+                    kFlashKeyGroup);
+    }
+  }
+}
+
 // Register blocking: JB keys (DB value dimensions) by NV row vectors of accumulators, plus the
 // JB (DB) broadcast K (V) elements and one Q (P) vector in flight, must fit the ISA's kRegs vector
 // registers, or the compiler spills accumulators to the stack in the hottest loop (AVX2's 16
@@ -121,18 +149,20 @@ constexpr int flash_block(int widest) {
   return b;
 }
 
-// St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV row vectors.
-template <class S, int JB, int NV>
+// St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV row vectors (KT: Kf is
+// [c][kFlashKeys], from a transposed K).
+template <class S, int JB, int NV, bool KT>
 inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j0, float* st) {
   using V = typename S::V;
   V acc[JB][NV];
   for (int i = 0; i < JB; ++i) {
     for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
   }
-  const float* k0 = kf + static_cast<size_t>(j0) * dk;
+  const size_t key_step = KT ? 1 : static_cast<size_t>(dk), elem_step = KT ? kFlashKeys : 1;
+  const float* k0 = kf + static_cast<size_t>(j0) * key_step;
   for (int c = 0; c < dk; ++c) {
     V k[JB];
-    for (int i = 0; i < JB; ++i) k[i] = S::set1(k0[static_cast<size_t>(i) * dk + c]);
+    for (int i = 0; i < JB; ++i) k[i] = S::set1(k0[static_cast<size_t>(i) * key_step + c * elem_step]);
     for (int v = 0; v < NV; ++v) {
       const V q = S::load(qt + static_cast<size_t>(c) * rp + v * S::kLanes);
       for (int i = 0; i < JB; ++i) acc[i][v] = S::fmadd(k[i], q, acc[i][v]);
@@ -218,11 +248,17 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
 
   const size_t k_head = flash_head_bytes(kv.type, dk), v_head = flash_head_bytes(kv.type, dv);
   const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
+  // A transposed K's group: every element's run of 16 keys, block_tokens apart.
+  const bool kt = kv.k_transposed;
+  const size_t k_group_bytes = 2 * (static_cast<size_t>(dk - 1) * kv.block_tokens + kFlashKeyGroup);
+  auto k_prefetch = [&](const FlashTileRows& r) {
+    return kt ? FlashPrefetch<S>(r.kcols, r.groups, k_group_bytes) : FlashPrefetch<S>(r.k, r.n, k_head);
+  };
   FlashTileRows tiles[2];
   int cur = 0;
   if (key_lo <= key_hi) {
-    flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, tiles[0]);
-    FlashPrefetch<S>(tiles[0].k, tiles[0].n, k_head).issue(1 << 30);
+    flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, t.kv_head, dk, tiles[0]);
+    k_prefetch(tiles[0]).issue(1 << 30);
     FlashPrefetch<S>(tiles[0].v, tiles[0].n, v_head).issue(1 << 30);
   }
   constexpr int JB = flash_block<S, NV>(4);
@@ -233,20 +269,37 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     FlashTileRows& next = tiles[cur ^ 1];
     const int nk = rows.n;
     const int32_t j1 = j0 + kFlashKeys;
-    flash_tile_rows(kv, j1, j1 <= key_hi ? std::min<int32_t>(kFlashKeys, key_hi - j1 + 1) : 0, k_off, v_off, next);
-    FlashPrefetch<S> next_k(next.k, next.n, k_head), next_v(next.v, next.n, v_head);
+    flash_tile_rows(kv, j1, j1 <= key_hi ? std::min<int32_t>(kFlashKeys, key_hi - j1 + 1) : 0, k_off, v_off, t.kv_head,
+                    dk, next);
+    FlashPrefetch<S> next_k = k_prefetch(next), next_v(next.v, next.n, v_head);
     // The next tile's K lines spread over this tile's score blocks, its V lines over the value blocks.
-    const int k_lines = next.n * static_cast<int>((k_head + 127) / 64), v_lines = next.n * static_cast<int>((v_head + 127) / 64);
+    const int k_lines = kt ? next.groups * static_cast<int>((k_group_bytes + 127) / 64)
+                           : next.n * static_cast<int>((k_head + 127) / 64);
+    const int v_lines = next.n * static_cast<int>((v_head + 127) / 64);
     const int k_step = (k_lines + nk / JB) / (nk / JB + 1) + 1, v_step = (v_lines + dv / DB - 1) / (dv / DB) + 1;
-    flash_load_rows<S>(kv.type, rows.k, nk, dk, kf);
+    if (kt) {
+      flash_load_key_columns<S>(rows.kcols, rows.groups, kv.block_tokens, dk, kf);
+    } else {
+      flash_load_rows<S>(kv.type, rows.k, nk, dk, kf);
+    }
     flash_load_rows<S>(kv.type, rows.v, nk, dv, vf);
     int j = 0;
     for (; j + JB <= nk; j += JB) {
       next_k.issue(k_step);
-      flash_scores<S, JB, NV>(qt, RP, kf, dk, j, st);
+      if (kt) {
+        flash_scores<S, JB, NV, true>(qt, RP, kf, dk, j, st);
+      } else {
+        flash_scores<S, JB, NV, false>(qt, RP, kf, dk, j, st);
+      }
     }
     next_k.issue(1 << 30);
-    for (; j < nk; ++j) flash_scores<S, 1, NV>(qt, RP, kf, dk, j, st);
+    for (; j < nk; ++j) {
+      if (kt) {
+        flash_scores<S, 1, NV, true>(qt, RP, kf, dk, j, st);
+      } else {
+        flash_scores<S, 1, NV, false>(qt, RP, kf, dk, j, st);
+      }
+    }
     // Masks are needed only where some row's range cuts the tile.
     const bool full = j0 + nk - 1 <= (p.causal ? std::min(pos_first, t.n_kv - 1) : t.n_kv - 1) &&
                       (p.window <= 0 || j0 >= pos_last - p.window + 1);
@@ -313,6 +366,7 @@ bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams&
   if (dv % 32 != 0 && !(dv % 16 == 0 && !blocks)) return false;
   if (dk > kFlashMaxHeadDim || dv > kFlashMaxHeadDim) return false;
   if (kv.type != DType::kF16 && kv.type != DType::kF32 && !blocks) return false;
+  if (kv.k_transposed && (kv.type != DType::kF16 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
   const int group = p.n_head / p.n_head_kv;
   constexpr int kMaxRows = kFlashRowVecs * S::kLanes;
   if (group > kMaxRows) return false;

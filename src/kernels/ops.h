@@ -127,6 +127,13 @@ void softcap(float* y, float cap, int64_t n);           // y = cap * tanh(y / ca
 // Keys and values of one sequence in one layer, as the paged KV cache stores them: block b
 // holds positions [b*block_tokens, (b+1)*block_tokens); inside a block, token rows are
 // contiguous, each k_row_bytes (v_row_bytes) long, holding all KV heads.
+// k_transposed (F16 caches only): a block's K is stored by element instead, element e of the
+// block's token o at index e * block_tokens + o, so one element of a block's keys is a run, a
+// decode step scores 16 keys per vector with no sums across lanes, and a head's keys of a
+// block are one contiguous range (k_row_bytes still gives the bytes of one token's K).
+// The SIMD decode kernels read a transposed K in groups of this many keys, which must not
+// straddle blocks (block_tokens a multiple of it; otherwise they leave it to the portable path).
+constexpr int32_t kTransposedKeyGroup = 16;
 struct KvSpan {
   const uint8_t* const* k_blocks = nullptr;
   const uint8_t* const* v_blocks = nullptr;
@@ -134,6 +141,7 @@ struct KvSpan {
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
   DType type = DType::kF16;
+  bool k_transposed = false;
 };
 
 struct AttentionParams {
@@ -207,5 +215,10 @@ void attention_tile(const AttentionTile& t, const KvSpan& kv, const AttentionPar
 // Converts n floats to the KV cache's storage type (F16, F32, Q8_0 or Q4_0) and back.
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
+// The same for one token's K in a block stored by element (KvSpan::k_transposed, F16): token
+// `offset` of a block of block_tokens, elements [first, first + n) of its row.
+void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
+void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
+                            uint16_t* dst);
 
 }  // namespace hearth::kernels

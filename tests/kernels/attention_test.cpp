@@ -44,14 +44,16 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
   mha.n_head_kv = 4;
   mha.head_dim_v = 32;
   cases.push_back({"mha, dv 32", mha, 10});
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
+  for (const CacheKind& kind : cache_kinds()) {
+    const DType type = kind.type;
     for (const Case& c : cases) {
-      const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40);
+      const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40,
+                                 kind.k_transposed);
       const std::vector<float> q = random_floats(static_cast<size_t>(c.p.n_head) * c.p.head_dim_k, 41, -2.0f, 2.0f);
       const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p, true);
       std::vector<float> scalar_out;
       for (CpuVariant v : test::variants_under_test()) {
-        SCOPED_TRACE(std::string(dtype_name(type)) + " " + c.name + " " + test::variant_label(v));
+        SCOPED_TRACE(kind.name() + " " + c.name + " " + test::variant_label(v));
         test::VariantScope scope(v);
         std::vector<float> out(want.size(), 123.0f), scratch;
         attention(q.data(), c.q_pos, n_kv, kv.span, c.p, out.data(), scratch);
@@ -81,18 +83,20 @@ TEST(Attention, LongSpansGroupedHeads) {
     p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     AttentionParams window = p;
     window.window = 100;
-    const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60);
+    for (bool transposed : {false, true}) {
+    const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60, transposed);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
       const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
-        SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) + " " +
-                     test::variant_label(v));
+        SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) +
+                     (transposed ? " K transposed " : " ") + test::variant_label(v));
         test::VariantScope scope(v);
         std::vector<float> out(want.size(), 123.0f), scratch;
         attention(q.data(), q_pos, n_kv, kv.span, params, out.data(), scratch);
         for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-3) << "at " << i;
       }
+    }
     }
   }
 }
@@ -107,10 +111,11 @@ TEST(Attention, HeadRangesMatchTheWholeCall) {
   p.head_dim_k = head_dim;
   p.head_dim_v = head_dim;
   p.scale = 0.125f;
-  const PagedKv kv = make_kv(DType::kF16, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70);
+  for (bool transposed : {false, true}) {
+  const PagedKv kv = make_kv(DType::kF16, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70, transposed);
   const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 71, -2.0f, 2.0f);
   for (CpuVariant v : test::variants_under_test()) {
-    SCOPED_TRACE(test::variant_label(v));
+    SCOPED_TRACE(test::variant_label(v) + (transposed ? " K transposed" : ""));
     test::VariantScope scope(v);
     std::vector<float> whole(static_cast<size_t>(p.n_head) * head_dim), scratch;
     attention(q.data(), 69, n_kv, kv.span, p, whole.data(), scratch);
@@ -126,6 +131,7 @@ TEST(Attention, HeadRangesMatchTheWholeCall) {
         }
       }
     }
+  }
   }
 }
 
@@ -143,15 +149,16 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
   AttentionParams window = p;
   window.window = 40;
   const std::vector<std::vector<int>> cuts = {{0, 150}, {0, 64, 128, 150}, {0, 1, 100, 101, 150}, {0, 37, 150}};
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
-    const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80);
+  for (const CacheKind& kind : cache_kinds()) {
+    const DType type = kind.type;
+    const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80, kind.k_transposed);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 81, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 149}, std::pair{p, 90}, std::pair{window, 120}}) {
       const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
         test::VariantScope scope(v);
         for (const auto& cut : cuts) {
-          SCOPED_TRACE(std::string(dtype_name(type)) + " q_pos " + std::to_string(q_pos) + " parts " +
+          SCOPED_TRACE(kind.name() + " q_pos " + std::to_string(q_pos) + " parts " +
                        std::to_string(cut.size() - 1) + " " + test::variant_label(v));
           const int n_parts = static_cast<int>(cut.size()) - 1;
           std::vector<std::vector<float>> outs(n_parts, std::vector<float>(want.size(), 123.0f));
@@ -187,7 +194,8 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
 // reference with the query as decode multiplies it.
 TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
   std::mt19937 rng(2311);
-  for (DType type : {DType::kF16, DType::kF32, DType::kQ8_0, DType::kQ4_0}) {
+  for (const CacheKind& kind : cache_kinds()) {
+    const DType type = kind.type;
     const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
     for (int head_dim : {32, 64, 80, 96, 128, 256}) {
       if (quantized && head_dim % 32 != 0) continue;
@@ -206,12 +214,12 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
         const int q_pos = std::uniform_int_distribution<int>(n_kv / 2, n_kv - 1)(rng);
         const int cut = std::uniform_int_distribution<int>(1, q_pos)(rng);
         const auto seed = static_cast<uint32_t>(rng());
-        const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed);
+        const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed, kind.k_transposed);
         const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, seed + 1, -2.0f, 2.0f);
         const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, p, true);
         const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
         for (CpuVariant v : test::variants_under_test()) {
-          SCOPED_TRACE(std::string(dtype_name(type)) + " head_dim " + std::to_string(head_dim) + " group " +
+          SCOPED_TRACE(kind.name() + " head_dim " + std::to_string(head_dim) + " group " +
                        std::to_string(group) + " n_kv " + std::to_string(n_kv) + " q_pos " + std::to_string(q_pos) +
                        " cut " + std::to_string(cut) + " " + test::variant_label(v));
           test::VariantScope scope(v);

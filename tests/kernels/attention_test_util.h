@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "kernel_test_util.h"
@@ -24,7 +25,9 @@ struct PagedKv {
   std::vector<std::vector<float>> k_values, v_values;  // what the cache holds, as floats
 };
 
-PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, int dv, uint32_t seed) {
+// k_transposed: K stored by element (KvSpan::k_transposed; F16 only).
+PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, int dv, uint32_t seed,
+                bool k_transposed = false) {
   PagedKv kv;
   const int64_t k_elems = static_cast<int64_t>(n_head_kv) * dk, v_elems = static_cast<int64_t>(n_head_kv) * dv;
   const size_t k_row = *dtype_row_bytes(type, k_elems), v_row = *dtype_row_bytes(type, v_elems);
@@ -36,18 +39,37 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
     const std::vector<float> v = random_floats(v_elems, seed + 2 * j + 1, -2.0f, 2.0f);
     uint8_t* kd = kv.k_storage[j / block_tokens].data() + (j % block_tokens) * k_row;
     uint8_t* vd = kv.v_storage[j / block_tokens].data() + (j % block_tokens) * v_row;
-    EXPECT_TRUE(kv_store_row(type, k.data(), kd, k_elems).ok());
-    EXPECT_TRUE(kv_store_row(type, v.data(), vd, v_elems).ok());
     std::vector<float> kf(k_elems), vf(v_elems);
-    EXPECT_TRUE(kv_load_row(type, kd, kf.data(), k_elems).ok());
+    if (k_transposed) {
+      uint8_t* block = kv.k_storage[j / block_tokens].data();
+      kv_store_key_transposed(k.data(), block, block_tokens, j % block_tokens, k_elems);
+      std::vector<uint16_t> k16(k_elems);
+      kv_load_key_transposed(block, block_tokens, j % block_tokens, 0, k_elems, k16.data());
+      for (int64_t e = 0; e < k_elems; ++e) kf[e] = fp16_to_fp32(k16[e]);
+    } else {
+      EXPECT_TRUE(kv_store_row(type, k.data(), kd, k_elems).ok());
+      EXPECT_TRUE(kv_load_row(type, kd, kf.data(), k_elems).ok());
+    }
+    EXPECT_TRUE(kv_store_row(type, v.data(), vd, v_elems).ok());
     EXPECT_TRUE(kv_load_row(type, vd, vf.data(), v_elems).ok());
     kv.k_values.push_back(kf);
     kv.v_values.push_back(vf);
   }
   for (auto& b : kv.k_storage) kv.k_ptrs.push_back(b.data());
   for (auto& b : kv.v_storage) kv.v_ptrs.push_back(b.data());
-  kv.span = KvSpan{kv.k_ptrs.data(), kv.v_ptrs.data(), block_tokens, k_row, v_row, type};
+  kv.span = KvSpan{kv.k_ptrs.data(), kv.v_ptrs.data(), block_tokens, k_row, v_row, type, k_transposed};
   return kv;
+}
+
+// The caches the attention tests cover: every storage type, and F16 with K transposed (the
+// layout the engine gives an F16 cache).
+struct CacheKind {
+  DType type;
+  bool k_transposed;
+  std::string name() const { return std::string(dtype_name(type)) + (k_transposed ? " K transposed" : ""); }
+};
+inline std::vector<CacheKind> cache_kinds() {
+  return {{DType::kF16, false}, {DType::kF16, true}, {DType::kF32, false}, {DType::kQ8_0, false}, {DType::kQ4_0, false}};
 }
 
 // The query as a decode step multiplies it with the keys: rounded to F16 for an F16 cache and

@@ -1,8 +1,8 @@
 // The flash-style attention tile (ops.h attention_tile) in every CPU variant against the
 // double-precision per-token reference and against the scalar variant, on shapes the SIMD
 // sub-tiles do not divide evenly: head sizes 64/80/128/256, GQA ratios 1/4/8, windows, softcap,
-// non-causal, a cached prefix before the tile, F16/F32/Q8_0 caches. Also: the work space does
-// not grow with the tile or the context.
+// non-causal, a cached prefix before the tile, F16 (K by rows and transposed)/F32/Q8_0 caches.
+// Also: the work space does not grow with the tile or the context.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,7 +31,7 @@ std::string label(const TileCase& c) {
          std::string(dtype_name(c.type));
 }
 
-void check_tile(const TileCase& c) {
+void check_tile_layout(const TileCase& c, bool k_transposed) {
   const int n_head_kv = 2, q_pos0 = 29, n_q = 45, block_tokens = 16;
   const int n_kv = q_pos0 + n_q + (c.causal ? 0 : 7);
   AttentionParams p;
@@ -43,7 +43,7 @@ void check_tile(const TileCase& c) {
   p.window = c.window;
   p.softcap = c.softcap;
   p.causal = c.causal;
-  const PagedKv kv = make_kv(c.type, n_kv, block_tokens, n_head_kv, c.head_dim, c.head_dim, 90 + c.head_dim);
+  const PagedKv kv = make_kv(c.type, n_kv, block_tokens, n_head_kv, c.head_dim, c.head_dim, 90 + c.head_dim, k_transposed);
   const int64_t q_dim = static_cast<int64_t>(p.n_head) * c.head_dim;
   const std::vector<float> q = random_floats(static_cast<size_t>(n_q * q_dim), 91, -2.0f, 2.0f);
   std::vector<std::vector<double>> want;
@@ -53,7 +53,7 @@ void check_tile(const TileCase& c) {
   }
   std::vector<float> scalar_out;
   for (CpuVariant v : test::variants_under_test()) {
-    SCOPED_TRACE(label(c) + " " + test::variant_label(v));
+    SCOPED_TRACE(label(c) + (k_transposed ? " K transposed " : " ") + test::variant_label(v));
     test::VariantScope scope(v);
     std::vector<float> out(static_cast<size_t>(n_q * q_dim), 123.0f), scratch;
     for (int kvh = 0; kvh < n_head_kv; ++kvh) {
@@ -80,6 +80,12 @@ void check_tile(const TileCase& c) {
       for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar_out[i], 2e-5) << "at " << i;
     }
   }
+}
+
+// Each case over both K layouts of an F16 cache (rows, and transposed as the engine keeps it).
+void check_tile(const TileCase& c) {
+  check_tile_layout(c, false);
+  if (c.type == DType::kF16) check_tile_layout(c, true);
 }
 
 TEST(AttentionTile, HeadSizesAndGroupRatios) {

@@ -26,6 +26,8 @@
 #include <vector>
 
 #include "kernels/avx2/avx2_helpers.h"
+#include "kernels/avx2/attention_decode_kt_avx2.h"
+#include "kernels/avx2/decode_softmax_avx2.h"
 #include "kernels/avx2/vector_math_avx2.h"
 #include "kernels/decode_prefetch.h"
 #include "kernels/decode_step_span.h"
@@ -294,7 +296,6 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   head_begin = span.head_begin;
   head_end = span.head_end;
   const int32_t lo = span.lo, hi = span.hi;
-  float* stats = part != nullptr ? part->stats : nullptr;
   const int full_group = p.n_head / p.n_head_kv;
   const int n_heads = head_end - head_begin;
   const int32_t n = hi - lo + 1;
@@ -346,38 +347,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   }
 
   for (int h = 0; h < n_heads; ++h) {
-    float* s = scores + static_cast<size_t>(h) * n_pad;
-    for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
-    __m256 mx = _mm256_set1_ps(-INFINITY);
-    for (int32_t j = 0; j < n_pad; j += 8) mx = _mm256_max_ps(mx, _mm256_loadu_ps(s + j));
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, mx);
-    // a sink (never in a part: the merge adds it) joins the maximum and the sum
-    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
-    const float max_s = std::max(*std::max_element(lanes, lanes + 8), sink);
-    const __m256 max = _mm256_set1_ps(max_s);
-    __m256d sum0 = _mm256_setzero_pd(), sum1 = _mm256_setzero_pd();
-    for (int32_t j = 0; j < n_pad; j += 8) {
-      const __m256 e = exp_ps(_mm256_sub_ps(_mm256_loadu_ps(s + j), max));
-      _mm256_storeu_ps(s + j, e);
-      sum0 = _mm256_add_pd(sum0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
-      sum1 = _mm256_add_pd(sum1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
-    }
-    alignas(32) double dl[4];
-    _mm256_store_pd(dl, _mm256_add_pd(sum0, sum1));
-    double total = (dl[0] + dl[1]) + (dl[2] + dl[3]);
-    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
-    if (stats != nullptr) {
-      stats[2 * (head_begin + h)] = max_s;
-      stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
-    }
-    const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / total));
-    for (int32_t j = 0; j < n_pad; j += 8) {
-      __m256 pr = _mm256_mul_ps(_mm256_loadu_ps(s + j), inv);
-      if constexpr (T == DType::kF16) pr = _mm256_cvtph_ps(_mm256_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT));
-      _mm256_storeu_ps(s + j, pr);
-    }
+    for (int32_t j = n; j < n_pad; ++j) scores[static_cast<size_t>(h) * n_pad + j] = -INFINITY;
   }
+  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);
@@ -403,6 +375,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
+  if (kv.k_transposed) return attention_decode_kt_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

@@ -26,6 +26,8 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/avx512/attention_kt_avx512.h"
+#include "kernels/avx512/decode_softmax_avx512.h"
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
@@ -517,36 +519,9 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 
   // Softmax per head: probabilities (F16-rounded for an F16 cache) replace the scores.
   for (int h = 0; h < n_heads; ++h) {
-    float* s = scores + static_cast<size_t>(h) * n_pad;
-    for (int32_t j = n; j < n_pad; ++j) s[j] = -INFINITY;
-    __m512 mx = _mm512_set1_ps(-INFINITY);
-    for (int32_t j = 0; j < n_pad; j += 16) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + j));
-    // a sink (never in a part: the merge adds it) joins the maximum and the sum
-    const float sink = part == nullptr && p.sinks != nullptr ? p.sinks[head_begin + h] : -INFINITY;
-    const float max_s = std::max(_mm512_reduce_max_ps(mx), sink);
-    const __m512 max = _mm512_set1_ps(max_s);
-    __m512d sum0 = _mm512_setzero_pd(), sum1 = _mm512_setzero_pd();
-    for (int32_t j = 0; j < n_pad; j += 16) {
-      const __m512 e = exp_ps(_mm512_sub_ps(_mm512_loadu_ps(s + j), max));
-      _mm512_storeu_ps(s + j, e);
-      sum0 = _mm512_add_pd(sum0, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-      sum1 = _mm512_add_pd(sum1, _mm512_cvtps_pd(_mm512_extractf32x8_ps(e, 1)));
-    }
-    double total = _mm512_reduce_add_pd(_mm512_add_pd(sum0, sum1));
-    if (sink != -INFINITY) total += std::exp(static_cast<double>(sink - max_s));
-    if (part != nullptr && part->stats != nullptr) {
-      part->stats[2 * (head_begin + h)] = max_s;
-      part->stats[2 * (head_begin + h) + 1] = static_cast<float>(total);
-    }
-    const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / total));
-    for (int32_t j = 0; j < n_pad; j += 16) {
-      __m512 pr = _mm512_mul_ps(_mm512_loadu_ps(s + j), inv);
-      if constexpr (T == DType::kF16) {
-        pr = _mm512_cvtph_ps(_mm512_cvtps_ph(pr, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
-      }
-      _mm512_storeu_ps(s + j, pr);
-    }
+    for (int32_t j = n; j < n_pad; ++j) scores[static_cast<size_t>(h) * n_pad + j] = -INFINITY;
   }
+  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
 
   // Values: per block of 16 keys, every KV head; each value vector is converted once and
   // multiply-added (one FMA) to the accumulators of its group's heads, which stay in registers
@@ -574,6 +549,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
+  if (kv.k_transposed) return attention_decode_kt_avx512(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kF32: return attention_step<DType::kF32>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

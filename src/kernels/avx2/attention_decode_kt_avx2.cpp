@@ -1,0 +1,163 @@
+// AVX2 attention of one query token over an F16 paged cache whose K is stored transposed
+// (KvSpan::k_transposed), the layout the engine gives an F16 cache; the AVX-512 kernel's
+// scheme (attention_kt_avx512.cpp) on 8-lane vectors:
+// - keys go in 16-key groups aligned to the cache blocks, each as two halves of 8: per element
+//   of a KV head, two F16 runs converted and multiply-added with that element of up to 4 query
+//   heads (broadcast), so the scores build up in registers with no sums across lanes;
+// - a group's value rows are contiguous in its block and walked by address, 16 values of a row
+//   at a time into the accumulators of up to 4 heads, which stay in registers over the keys;
+// - what comes next is prefetched one line per inner-loop step (kernels/decode_kt_stream.h).
+// Keys outside the step's range score -inf; the softmax is decode_softmax's; Q is rounded to
+// F16: the scalar path's arithmetic, the products summed in another order.
+#include "kernels/avx2/attention_decode_kt_avx2.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/avx2/decode_softmax_avx2.h"
+#include "kernels/decode_kt_stream.h"
+#include "kernels/decode_step_span.h"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kGroup = kTransposedKeyGroup;
+static_assert(kGroup == 16, "a group is two 8-lane halves");
+constexpr int kMaxHeadDim = 256;
+constexpr int kHeadsPerPass = 4;
+
+inline __m256 load_f16x8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// Scores of one group (element d of its keys: the run of 16 at kt + d * block_tokens) for gn
+// (<= 4) query heads (qf: F16-rounded, dk floats apart), 8 chains for a full pass; then scale,
+// softcap, and -inf for keys outside [lo, hi] (key0: the group's first position).
+void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn, const AttentionParams& p,
+                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf) {
+  __m256 acc[kHeadsPerPass][2];
+  for (int h = 0; h < gn; ++h) acc[h][0] = acc[h][1] = _mm256_setzero_ps();
+  const size_t stride = static_cast<size_t>(block_tokens);
+  for (int d = 0; d < dk; ++d) {
+    if ((d & 1) == 0) pf.issue(1);
+    const __m256 k0 = load_f16x8(kt + d * stride), k1 = load_f16x8(kt + d * stride + 8);
+    for (int h = 0; h < kHeadsPerPass; ++h) {
+      if (h >= gn) break;
+      const __m256 qd = _mm256_broadcast_ss(qf + static_cast<size_t>(h) * dk + d);
+      acc[h][0] = _mm256_fmadd_ps(qd, k0, acc[h][0]);
+      acc[h][1] = _mm256_fmadd_ps(qd, k1, acc[h][1]);
+    }
+  }
+  alignas(32) float lanes[kGroup];
+  for (int h = 0; h < gn; ++h) {
+    _mm256_store_ps(lanes, acc[h][0]);
+    _mm256_store_ps(lanes + 8, acc[h][1]);
+    float* out = dst + static_cast<size_t>(h) * n_pad;
+    for (int i = 0; i < kGroup; ++i) {
+      float s = lanes[i] * p.scale;
+      if (p.softcap != 0.0f) s = p.softcap * std::tanh(s * (1.0f / p.softcap));
+      out[i] = key0 + i >= lo && key0 + i <= hi ? s : -INFINITY;
+    }
+  }
+}
+
+// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
+// from v (the KV head's slice of the group's first row), for gn (<= 4) heads (output rows dv
+// apart, probabilities n_pad apart), 16 values at a time with the accumulators in registers.
+void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn,
+                 float* out, int dv, PrefetchRun& pf, int pf_per_key) {
+  for (int c = 0; c < dv; c += 16) {
+    const bool two = c + 8 < dv;  // dv is a multiple of 8: the last chunk may be single
+    __m256 acc[kHeadsPerPass][2];
+    for (int h = 0; h < gn; ++h) {
+      const float* o = out + static_cast<int64_t>(h) * dv + c;
+      acc[h][0] = _mm256_loadu_ps(o);
+      acc[h][1] = two ? _mm256_loadu_ps(o + 8) : _mm256_setzero_ps();
+    }
+    for (int i = i0; i < i1; ++i) {
+      if (c == 0) pf.issue(pf_per_key);
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes) + c;
+      const __m256 x0 = load_f16x8(row), x1 = two ? load_f16x8(row + 8) : _mm256_setzero_ps();
+      for (int h = 0; h < kHeadsPerPass; ++h) {
+        if (h >= gn) break;
+        const __m256 pr = _mm256_broadcast_ss(probs + static_cast<size_t>(h) * n_pad + i);
+        acc[h][0] = _mm256_fmadd_ps(x0, pr, acc[h][0]);
+        acc[h][1] = _mm256_fmadd_ps(x1, pr, acc[h][1]);
+      }
+    }
+    for (int h = 0; h < gn; ++h) {
+      float* o = out + static_cast<int64_t>(h) * dv + c;
+      _mm256_storeu_ps(o, acc[h][0]);
+      if (two) _mm256_storeu_ps(o + 8, acc[h][1]);
+    }
+  }
+}
+
+}  // namespace
+
+bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                              int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                              std::vector<float>& scratch) {
+  const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
+  if (kv.type != DType::kF16 || bt % kGroup != 0 || dk % 8 != 0 || dv % 8 != 0 || dk > kMaxHeadDim ||
+      dv > kMaxHeadDim || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
+    return false;
+  }
+  const DecodeStepSpan span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
+  if (!span.has_work()) return true;
+  head_begin = span.head_begin;
+  head_end = span.head_end;
+  const int32_t lo = span.lo, hi = span.hi;
+  const int group = p.n_head / p.n_head_kv;
+  const int n_heads = head_end - head_begin;
+  const int kvh_first = head_begin / group, kvh_last = (head_end - 1) / group;
+  // Score j of a head belongs to key st.base + j (base: the start of lo's group).
+  const KtStream st = kt_stream(kv, lo, hi, dk, kvh_first, kvh_last);
+  const int32_t n_pad = st.n_groups * kGroup;
+  scratch.resize(static_cast<size_t>(n_heads) * (n_pad + dk));
+  float* scores = scratch.data();
+  float* qf = scores + static_cast<size_t>(n_heads) * n_pad;  // Q rounded to F16, [n_heads][dk]
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
+    for (int c = 0; c < dk; c += 8) {
+      const __m256 x = _mm256_loadu_ps(qh + c);
+      _mm256_storeu_ps(qf + static_cast<size_t>(h) * dk + c, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+    }
+  }
+
+  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
+      PrefetchRun pf = st.ahead(gi, kvh - kvh_first, st.n_kvh);
+      for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
+        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
+        score_group(st.k_runs(gi, kvh), bt, dk, qf + r * dk, std::min(kHeadsPerPass, g.n - g0), p, st.key0(gi), lo, hi,
+                    n_pad, scores + r * n_pad + gi * kGroup, pf);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+
+  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, true);
+
+  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
+    const int i0 = st.first_key(gi), i1 = st.end_key(gi);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
+      PrefetchRun pf = st.ahead(st.n_groups + gi, kvh - kvh_first, st.n_kvh);
+      const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
+      const uint8_t* v = st.v_rows(gi) + static_cast<size_t>(kvh) * dv * 2;
+      for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
+        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
+        value_group(v, kv.v_row_bytes, i0, i1, scores + r * n_pad + gi * kGroup, n_pad, std::min(kHeadsPerPass, g.n - g0),
+                    out + static_cast<int64_t>(g.h0 + g0) * dv, dv, pf, per_key);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+  return true;
+}
+
+}  // namespace hearth::kernels

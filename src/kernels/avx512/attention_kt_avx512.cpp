@@ -1,0 +1,197 @@
+// AVX-512 attention of one query token over an F16 paged cache whose K is stored transposed
+// (KvSpan::k_transposed: element e of a block's token o at e * block_tokens + o), the layout
+// the engine gives an F16 cache, written so that decode at depth streams K and V:
+// - keys go in 16-key groups aligned to the cache blocks: for each group and each KV head of
+//   the call, one F16 run per element is converted and multiply-added with that element of
+//   every query head of the GQA group (broadcast), so each head's 16 scores build up in one
+//   register with no sums across lanes (the row layout needs a reduction tree per 16 keys);
+// - the value rows of a group are contiguous in its block and are walked by address (no table
+//   of row pointers); each converted value vector is multiply-added into the accumulators of
+//   the group's heads, which stay in registers;
+// - what comes next is prefetched one line per inner-loop step, a share per KV head
+//   (kernels/decode_kt_stream.h).
+// Keys of a group outside the step's range score -inf; the softmax is decode_softmax's (sum in
+// double, probabilities rounded to F16), Q is rounded to F16: the scalar path's arithmetic, the
+// products summed in another order.
+#include "kernels/avx512/attention_kt_avx512.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/avx512/decode_softmax_avx512.h"
+#include "kernels/decode_kt_stream.h"
+#include "kernels/decode_step_span.h"
+
+namespace hearth::kernels {
+namespace {
+
+constexpr int kGroup = kTransposedKeyGroup;  // keys per group: one F16 run per element, one register of scores
+static_assert(kGroup == 16, "a group is one AVX-512 register of scores");
+constexpr int kMaxHeadDim = 256;
+
+// Scores of one group (element d of its keys: the 16-value run at kt + d * block_tokens) for
+// gn (<= 4) query heads (qf: F16-rounded, dk floats apart): two registers per head (even and
+// odd elements: 8 chains for a full group), then scale, softcap, and -inf for the keys outside
+// [lo, hi] (key0: the group's first position). One prefetch line per element pair.
+template <bool FULL>
+void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn_rt, const AttentionParams& p,
+                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf) {
+  const int gn = FULL ? 4 : gn_rt;
+  __m512 acc[4][2];
+  for (int h = 0; h < 4; ++h) {
+    if (h >= gn) break;
+    acc[h][0] = _mm512_setzero_ps();
+    acc[h][1] = _mm512_setzero_ps();
+  }
+  const size_t stride = static_cast<size_t>(block_tokens);
+  for (int d = 0; d < dk; d += 2) {
+    pf.issue(1);
+    const __m512 k0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kt + d * stride)));
+    const __m512 k1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kt + (d + 1) * stride)));
+    for (int h = 0; h < 4; ++h) {
+      if (h >= gn) break;
+      const float* qh = qf + static_cast<size_t>(h) * dk + d;
+      acc[h][0] = _mm512_fmadd_ps(_mm512_set1_ps(qh[0]), k0, acc[h][0]);
+      acc[h][1] = _mm512_fmadd_ps(_mm512_set1_ps(qh[1]), k1, acc[h][1]);
+    }
+  }
+  const __m512i lane = _mm512_add_epi32(_mm512_set1_epi32(key0),
+                                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+  const __mmask16 visible =
+      _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(lo)) & _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(hi));
+  const __m512 scale = _mm512_set1_ps(p.scale), neg_inf = _mm512_set1_ps(-INFINITY);
+  for (int h = 0; h < 4; ++h) {
+    if (h >= gn) break;
+    __m512 s = _mm512_mul_ps(_mm512_add_ps(acc[h][0], acc[h][1]), scale);
+    if (p.softcap != 0.0f) {
+      alignas(64) float lanes[kGroup];
+      _mm512_store_ps(lanes, s);
+      for (float& x : lanes) x = p.softcap * std::tanh(x * (1.0f / p.softcap));
+      s = _mm512_load_ps(lanes);
+    }
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, _mm512_mask_blend_ps(visible, neg_inf, s));
+  }
+}
+
+// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
+// from v (the KV head's slice of the group's first row), for gn heads (output rows dv apart,
+// probabilities n_pad apart). VC (vectors per head, 4 or 8): the 16 / VC heads' accumulators
+// stay in registers; 0: any dv, accumulators in memory. FULL (VC > 0): gn is 16 / VC.
+template <int VC, bool FULL>
+void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn_rt,
+                 float* out, int dv, PrefetchRun& pf, int pf_per_key) {
+  if constexpr (VC > 0) {
+    constexpr int kHeads = 16 / VC;
+    const int gn = FULL ? kHeads : gn_rt;
+    __m512 acc[kHeads][VC];
+    for (int h = 0; h < kHeads; ++h) {
+      if (h >= gn) break;
+      for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
+    }
+    for (int i = i0; i < i1; ++i) {
+      pf.issue(pf_per_key);
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes);
+      __m512 x[VC];
+      for (int c = 0; c < VC; ++c) x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
+      for (int h = 0; h < kHeads; ++h) {
+        if (h >= gn) break;
+        const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_fmadd_ps(x[c], pr, acc[h][c]);
+      }
+    }
+    for (int h = 0; h < kHeads; ++h) {
+      if (h >= gn) break;
+      for (int c = 0; c < VC; ++c) _mm512_storeu_ps(out + static_cast<int64_t>(h) * dv + 16 * c, acc[h][c]);
+    }
+  } else {
+    for (int i = i0; i < i1; ++i) {
+      pf.issue(pf_per_key);
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes);
+      for (int h = 0; h < gn_rt; ++h) {
+        float* oh = out + static_cast<int64_t>(h) * dv;
+        const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
+        for (int c = 0; c < dv; c += 16) {
+          const __m512 x = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + c)));
+          _mm512_storeu_ps(oh + c, _mm512_fmadd_ps(x, pr, _mm512_loadu_ps(oh + c)));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                                int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                                std::vector<float>& scratch) {
+  const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
+  if (kv.type != DType::kF16 || bt % kGroup != 0 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim ||
+      dv > kMaxHeadDim || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
+    return false;
+  }
+  const DecodeStepSpan span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
+  if (!span.has_work()) return true;
+  head_begin = span.head_begin;
+  head_end = span.head_end;
+  const int32_t lo = span.lo, hi = span.hi;
+  const int group = p.n_head / p.n_head_kv;
+  const int n_heads = head_end - head_begin;
+  const int kvh_first = head_begin / group, kvh_last = (head_end - 1) / group;
+  // Score j of a head belongs to key st.base + j (base: the start of lo's group).
+  const KtStream st = kt_stream(kv, lo, hi, dk, kvh_first, kvh_last);
+  const int32_t n_pad = st.n_groups * kGroup;
+  scratch.resize(static_cast<size_t>(n_heads) * (n_pad + dk));
+  float* scores = scratch.data();
+  float* qf = scores + static_cast<size_t>(n_heads) * n_pad;  // Q rounded to F16, [n_heads][dk]
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
+    for (int c = 0; c < dk; c += 16) {
+      const __m512 x = _mm512_loadu_ps(qh + c);
+      _mm512_storeu_ps(qf + static_cast<size_t>(h) * dk + c,
+                       _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    }
+  }
+
+  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
+      PrefetchRun pf = st.ahead(gi, kvh - kvh_first, st.n_kvh);
+      for (int g0 = 0; g0 < g.n; g0 += 4) {
+        const int gn = std::min(4, g.n - g0);
+        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
+        (gn == 4 ? score_group<true> : score_group<false>)(st.k_runs(gi, kvh), bt, dk, qf + r * dk, gn, p, st.key0(gi),
+                                                           lo, hi, n_pad, scores + r * n_pad + gi * kGroup, pf);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+
+  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, true);
+
+  const int vc = dv / 16;
+  const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
+  using ValueFn = void (*)(const uint8_t*, size_t, int, int, const float*, int32_t, int, float*, int, PrefetchRun&, int);
+  const ValueFn value_fns[2] = {vc == 4 ? value_group<4, false> : vc == 8 ? value_group<8, false> : value_group<0, false>,
+                                vc == 4 ? value_group<4, true> : vc == 8 ? value_group<8, true> : value_group<0, false>};
+  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
+    const int i0 = st.first_key(gi), i1 = st.end_key(gi);
+    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
+      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
+      PrefetchRun pf = st.ahead(st.n_groups + gi, kvh - kvh_first, st.n_kvh);
+      const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
+      const uint8_t* v = st.v_rows(gi) + static_cast<size_t>(kvh) * dv * 2;
+      for (int g0 = 0; g0 < g.n; g0 += per_pass) {
+        const int gn = std::min(per_pass, g.n - g0);
+        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
+        value_fns[gn == per_pass ? 1 : 0](v, kv.v_row_bytes, i0, i1, scores + r * n_pad + gi * kGroup, n_pad, gn,
+                                           out + static_cast<int64_t>(g.h0 + g0) * dv, dv, pf, per_key);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+  return true;
+}
+
+}  // namespace hearth::kernels

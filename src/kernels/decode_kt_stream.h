@@ -1,0 +1,91 @@
+// What the SIMD decode steps over a transposed K (KvSpan::k_transposed: avx512/ and avx2/
+// attention_*kt*) share besides their arithmetic: the step's 16-key groups aligned to the cache
+// blocks, the stream they read (every group's K runs for the call's heads, then every group's
+// value rows), and the prefetch of what lies kDecodePrefetchKeys ahead, handed out one line
+// per inner-loop step so the loads spread over the compute instead of arriving as a burst that
+// fills the miss queue. Internal linkage (see isa_local.h): each ISA file gets its own copy.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/decode_prefetch.h"
+#include "kernels/ops.h"
+
+namespace hearth::kernels {
+namespace {
+
+// Cache lines still to prefetch (into L1: measured on 16 layers at 16k keys, one thread, L2
+// hints issued per row as the row-layout kernels do 43.4 ms a step, L1 hints 38.9).
+struct PrefetchRun {
+  const uint8_t* next = nullptr;
+  const uint8_t* end = nullptr;
+  [[gnu::always_inline]] void issue(int count) {
+    for (; count > 0 && next < end; --count, next += 64) __builtin_prefetch(next, 0, 3);
+  }
+  int lines() const { return static_cast<int>((end - next) / 64); }
+};
+
+// The call's heads that belong to KV head kvh: heads [h0, h0 + n).
+struct KtHeads {
+  int h0, n;
+};
+inline KtHeads kt_heads(int kvh, int group, int head_begin, int head_end) {
+  const int h0 = std::max(kvh * group, head_begin);
+  return {h0, std::min((kvh + 1) * group, head_end) - h0};
+}
+
+// The groups of one step: keys [lo, hi] in groups of kTransposedKeyGroup from base (lo's
+// group), KV heads kvh_first .. + n_kvh of the call.
+struct KtStream {
+  const KvSpan* kv;
+  int32_t lo, hi, base, n_groups;
+  int dk, kvh_first, n_kvh;
+
+  // Share `share` of `shares` of what the step reads kDecodePrefetchKeys after stream item s
+  // (items 0 .. n_groups - 1: the groups' K runs of the call's heads; then their value rows).
+  PrefetchRun ahead(int32_t s, int share, int shares) const {
+    s += kDecodePrefetchKeys / kTransposedKeyGroup;
+    if (s >= 2 * n_groups) return {};
+    const int32_t bt = kv->block_tokens, key0 = base + (s % n_groups) * kTransposedKeyGroup;
+    const uint8_t* at;
+    size_t bytes;
+    if (s < n_groups) {
+      at = kv->k_blocks[key0 / bt] + 2 * (static_cast<size_t>(kvh_first) * dk * bt + key0 % bt);
+      bytes = 2 * (static_cast<size_t>(n_kvh * dk - 1) * bt + kTransposedKeyGroup);
+    } else {
+      const int32_t first = std::max(key0, lo);
+      at = kv->v_blocks[first / bt] + static_cast<size_t>(first % bt) * kv->v_row_bytes;
+      bytes = static_cast<size_t>(std::min(hi, key0 + kTransposedKeyGroup - 1) - first + 1) * kv->v_row_bytes;
+    }
+    const uintptr_t first_line = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
+    const size_t lines = (reinterpret_cast<uintptr_t>(at) + bytes - first_line + 63) / 64;
+    const auto* line0 = reinterpret_cast<const uint8_t*>(first_line);
+    return {line0 + 64 * (lines * static_cast<size_t>(share) / static_cast<size_t>(shares)),
+            line0 + 64 * (lines * static_cast<size_t>(share + 1) / static_cast<size_t>(shares))};
+  }
+  int32_t key0(int32_t g) const { return base + g * kTransposedKeyGroup; }
+  // The first element of KV head kvh's K runs in group g.
+  const uint16_t* k_runs(int32_t g, int kvh) const {
+    const int32_t bt = kv->block_tokens, k0 = key0(g);
+    return reinterpret_cast<const uint16_t*>(kv->k_blocks[k0 / bt]) + static_cast<size_t>(kvh) * dk * bt + k0 % bt;
+  }
+  // The group's first value row (the group's keys' rows follow, v_row_bytes apart).
+  const uint8_t* v_rows(int32_t g) const {
+    const int32_t bt = kv->block_tokens, k0 = key0(g);
+    return kv->v_blocks[k0 / bt] + static_cast<size_t>(k0 % bt) * kv->v_row_bytes;
+  }
+  // The keys of group g inside [lo, hi], as offsets [i0, i1) in the group.
+  int first_key(int32_t g) const { return std::max(lo, key0(g)) - key0(g); }
+  int end_key(int32_t g) const { return std::min(hi, key0(g) + kTransposedKeyGroup - 1) - key0(g) + 1; }
+};
+
+inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int kvh_first, int kvh_last) {
+  const int32_t base = lo / kTransposedKeyGroup * kTransposedKeyGroup;
+  const int32_t n_groups = (hi + 1 - base + kTransposedKeyGroup - 1) / kTransposedKeyGroup;
+  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1};
+}
+
+}  // namespace
+}  // namespace hearth::kernels
