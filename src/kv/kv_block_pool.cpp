@@ -118,6 +118,9 @@ Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks
     return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(layout.type)) +
                                                    " is not supported (use f16, f32, q8_0 or q4_0)");
   }
+  if (layout.k_transposed && layout.type != DType::kF16) {
+    return make_error(ErrorKind::kInvalidArgument, "a transposed K needs an F16 cache");
+  }
   if (options.reserve_chunks < 0) return make_error(ErrorKind::kInvalidArgument, "reserve_chunks must not be negative");
   HEARTH_ASSIGN(size_t need, bytes_needed(layout, n_blocks));
   if (memory == nullptr || memory->reserved_bytes() < need || memory->chunk_bytes() != kKvChunkBytes) {

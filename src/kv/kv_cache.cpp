@@ -340,12 +340,16 @@ KvCacheStats KvCache::stats() const {
   return s;
 }
 
-uint8_t* KvCache::k_row(int32_t layer, int32_t id, int32_t pos) {
+uint8_t* KvCache::k_block_at(int32_t layer, int32_t id, int32_t pos) {
   assert(pos >= 0 && pos < seq(id).length);
-  const int32_t bt = block_tokens();
-  const int32_t block = block_table(id, layer)[static_cast<size_t>(pos / bt)];
+  const int32_t block = block_table(id, layer)[static_cast<size_t>(pos / block_tokens())];
   assert(block >= 0);
-  return const_cast<uint8_t*>(k_block(layer, block)) + static_cast<size_t>(pos % bt) * pool_.k_row_bytes();
+  return const_cast<uint8_t*>(k_block(layer, block));
+}
+
+uint8_t* KvCache::k_row(int32_t layer, int32_t id, int32_t pos) {
+  assert(!pool_.layout().k_transposed);
+  return k_block_at(layer, id, pos) + static_cast<size_t>(pos % block_tokens()) * pool_.k_row_bytes();
 }
 
 uint8_t* KvCache::v_row(int32_t layer, int32_t id, int32_t pos) {

@@ -81,7 +81,12 @@ void ForwardPass::rope_qk(int32_t il, float* q, float* k, int32_t pos) const {
 void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
                            const AttentionDims& dims) {
   const DType kv_type = kv.pool().layout().type;
-  (void)kernels::kv_store_row(kv_type, k, kv.k_row(il, token.seq, token.pos), dims.k);
+  if (kv.pool().layout().k_transposed) {
+    kernels::kv_store_key_transposed(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(),
+                                     token.pos % kv.block_tokens(), dims.k);
+  } else {
+    (void)kernels::kv_store_row(kv_type, k, kv.k_row(il, token.seq, token.pos), dims.k);
+  }
   (void)kernels::kv_store_row(kv_type, v, kv.v_row(il, token.seq, token.pos), dims.v);
 }
 
@@ -197,6 +202,7 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         span.k_row_bytes = blocks.k_row_bytes();
         span.v_row_bytes = blocks.v_row_bytes();
         span.type = work.kv_type;
+        span.k_transposed = blocks.layout().k_transposed;
         span_seq = bt.seq;
       }
       const float* q = work.self->q_.data() + static_cast<int64_t>(item.first) * work.q_dim;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/ops.h"
 #include "model/weight_interleaving.h"
 
 namespace hearth::model {
@@ -82,6 +83,8 @@ kv::KvLayout Model::kv_layout(DType type, int32_t block_tokens) const {
   l.v_row_elems = hparams_.n_head_kv * hparams_.head_dim_v;
   l.block_tokens = block_tokens;
   l.type = type;
+  // An F16 cache keeps K transposed where the decode kernels read it in whole key groups.
+  l.k_transposed = type == DType::kF16 && block_tokens % kernels::kTransposedKeyGroup == 0;
   return l;
 }
 

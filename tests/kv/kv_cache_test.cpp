@@ -4,6 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "tensor/fp16.h"
 
 namespace hearth::kv {
 namespace {
@@ -120,6 +124,55 @@ TEST(KvCache, ExhaustionIsAnErrorThatChangesNothing) {
   EXPECT_EQ(r.error().kind, ErrorKind::kOutOfRange);
   EXPECT_EQ(kv->seq_length(s), 7);
   EXPECT_TRUE(kv->seq_append(s, 1).ok());
+}
+
+// A transposed K (F16 only): each token's K goes to the block k_block_at names, at its offset
+// there, element by element block_tokens apart; tokens, layers and sequences do not overlap,
+// a fork's copy-on-write carries them, and other cache types refuse the layout.
+TEST(KvCache, TransposedKeysRoundTripPerToken) {
+  KvLayout l = small_layout();
+  l.type = DType::kF16;
+  l.k_transposed = true;
+  auto kv = KvCache::create(l, 8);
+  ASSERT_TRUE(kv.ok());
+  const int32_t a = kv->seq_create(), b = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(a, 7).ok());
+  ASSERT_TRUE(kv->seq_append(b, 3).ok());
+  auto key = [](int32_t seq, int32_t pos, int32_t layer, int e) {
+    return static_cast<float>(seq * 512 + layer * 256 + pos * 16 + e);  // exact in F16
+  };
+  auto write = [&](int32_t seq, int32_t pos) {
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      float k[8];
+      for (int e = 0; e < 8; ++e) k[e] = key(seq, pos, layer, e);
+      kernels::kv_store_key_transposed(k, kv->k_block_at(layer, seq, pos), kv->block_tokens(), pos % kv->block_tokens(), 8);
+    }
+  };
+  auto check = [&](int32_t seq, int32_t pos, int32_t as) {
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      uint16_t k[8];
+      kernels::kv_load_key_transposed(kv->k_block_at(layer, seq, pos), kv->block_tokens(), pos % kv->block_tokens(), 0, 8, k);
+      for (int e = 0; e < 8; ++e) ASSERT_EQ(fp16_to_fp32(k[e]), key(as, pos, layer, e)) << seq << " " << pos << " " << e;
+      // element e sits block_tokens halves after element e - 1
+      const auto* block = reinterpret_cast<const uint16_t*>(kv->k_block_at(layer, seq, pos));
+      ASSERT_EQ(fp16_to_fp32(block[5 * kv->block_tokens() + pos % kv->block_tokens()]), key(as, pos, layer, 5));
+    }
+  };
+  for (int32_t p = 0; p < 7; ++p) write(a, p);
+  for (int32_t p = 0; p < 3; ++p) write(b, p);
+  for (int32_t p = 0; p < 7; ++p) check(a, p, a);
+  for (int32_t p = 0; p < 3; ++p) check(b, p, b);
+  auto fork = kv->seq_fork(a);
+  ASSERT_TRUE(fork.ok());
+  ASSERT_TRUE(kv->seq_truncate(*fork, 6).ok());
+  ASSERT_TRUE(kv->seq_append(*fork, 1).ok());  // position 6 in the shared second block: copied
+  write(*fork, 6);
+  for (int32_t p = 0; p < 6; ++p) check(*fork, p, a);
+  check(*fork, 6, *fork);
+  check(a, 6, a);
+
+  l.type = DType::kF32;
+  EXPECT_FALSE(KvBlockPool::create(l, 4).ok());
 }
 
 TEST(KvBlockPool, RowSizesFollowTheType) {
