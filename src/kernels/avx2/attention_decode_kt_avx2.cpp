@@ -34,9 +34,14 @@ inline __m256 load_f16x8(const uint16_t* p) {
 
 // Scores of one group (element d of its keys: the run of 16 at kt + d * block_tokens) for gn
 // (<= 4) query heads (qf: F16-rounded, dk floats apart), 8 chains for a full pass; then scale,
-// softcap, and -inf for keys outside [lo, hi] (key0: the group's first position).
-void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn, const AttentionParams& p,
-                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf) {
+// softcap, and -inf for keys outside [lo, hi] (key0: the group's first position). FULL: gn is
+// 4, a constant, so the accumulators stay in registers (with a run-time count GCC keeps them
+// on the stack: 2x slower).
+template <bool FULL>
+void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn_rt, const AttentionParams& p,
+                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf_io) {
+  PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
+  const int gn = FULL ? kHeadsPerPass : gn_rt;
   __m256 acc[kHeadsPerPass][2];
   for (int h = 0; h < gn; ++h) acc[h][0] = acc[h][1] = _mm256_setzero_ps();
   const size_t stride = static_cast<size_t>(block_tokens);
@@ -61,13 +66,18 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
       out[i] = key0 + i >= lo && key0 + i <= hi ? s : -INFINITY;
     }
   }
+  pf_io = pf;
 }
 
 // out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
 // from v (the KV head's slice of the group's first row), for gn (<= 4) heads (output rows dv
-// apart, probabilities n_pad apart), 16 values at a time with the accumulators in registers.
-void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn,
-                 float* out, int dv, PrefetchRun& pf, int pf_per_key) {
+// apart, probabilities n_pad apart), 16 values at a time with the accumulators in registers
+// (FULL: gn is 4, as for score_group).
+template <bool FULL>
+void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn_rt,
+                 float* out, int dv, PrefetchRun& pf_io, int pf_per_key) {
+  PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
+  const int gn = FULL ? kHeadsPerPass : gn_rt;
   for (int c = 0; c < dv; c += 16) {
     const bool two = c + 8 < dv;  // dv is a multiple of 8: the last chunk may be single
     __m256 acc[kHeadsPerPass][2];
@@ -93,6 +103,7 @@ void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float
       if (two) _mm256_storeu_ps(o + 8, acc[h][1]);
     }
   }
+  pf_io = pf;
 }
 
 }  // namespace
@@ -133,8 +144,10 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
       PrefetchRun pf = st.ahead(gi, kvh - kvh_first, st.n_kvh);
       for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
         const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
-        score_group(st.k_runs(gi, kvh), bt, dk, qf + r * dk, std::min(kHeadsPerPass, g.n - g0), p, st.key0(gi), lo, hi,
-                    n_pad, scores + r * n_pad + gi * kGroup, pf);
+        const int gn = std::min(kHeadsPerPass, g.n - g0);
+        (gn == kHeadsPerPass ? score_group<true> : score_group<false>)(st.k_runs(gi, kvh), bt, dk, qf + r * dk, gn, p,
+                                                                       st.key0(gi), lo, hi, n_pad,
+                                                                       scores + r * n_pad + gi * kGroup, pf);
       }
       pf.issue(1 << 30);
     }
@@ -151,8 +164,11 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
       const uint8_t* v = st.v_rows(gi) + static_cast<size_t>(kvh) * dv * 2;
       for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
         const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
-        value_group(v, kv.v_row_bytes, i0, i1, scores + r * n_pad + gi * kGroup, n_pad, std::min(kHeadsPerPass, g.n - g0),
-                    out + static_cast<int64_t>(g.h0 + g0) * dv, dv, pf, per_key);
+        const int gn = std::min(kHeadsPerPass, g.n - g0);
+        (gn == kHeadsPerPass ? value_group<true> : value_group<false>)(v, kv.v_row_bytes, i0, i1,
+                                                                       scores + r * n_pad + gi * kGroup, n_pad, gn,
+                                                                       out + static_cast<int64_t>(g.h0 + g0) * dv, dv,
+                                                                       pf, per_key);
       }
       pf.issue(1 << 30);
     }

@@ -37,7 +37,8 @@ constexpr int kMaxHeadDim = 256;
 // [lo, hi] (key0: the group's first position). One prefetch line per element pair.
 template <bool FULL>
 void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn_rt, const AttentionParams& p,
-                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf) {
+                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf_io) {
+  PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
   const int gn = FULL ? 4 : gn_rt;
   __m512 acc[4][2];
   for (int h = 0; h < 4; ++h) {
@@ -73,6 +74,7 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
     }
     _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, _mm512_mask_blend_ps(visible, neg_inf, s));
   }
+  pf_io = pf;
 }
 
 // out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
@@ -81,7 +83,8 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
 // stay in registers; 0: any dv, accumulators in memory. FULL (VC > 0): gn is 16 / VC.
 template <int VC, bool FULL>
 void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn_rt,
-                 float* out, int dv, PrefetchRun& pf, int pf_per_key) {
+                 float* out, int dv, PrefetchRun& pf_io, int pf_per_key) {
+  PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
   if constexpr (VC > 0) {
     constexpr int kHeads = 16 / VC;
     const int gn = FULL ? kHeads : gn_rt;
@@ -119,6 +122,7 @@ void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float
       }
     }
   }
+  pf_io = pf;
 }
 
 }  // namespace
