@@ -10,7 +10,10 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <vector>
+
 #include "kernels/decode_prefetch.h"
+#include "kernels/decode_step_span.h"
 #include "kernels/ops.h"
 
 namespace hearth::kernels {
@@ -85,6 +88,43 @@ inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int 
   const int32_t base = lo / kTransposedKeyGroup * kTransposedKeyGroup;
   const int32_t n_groups = (hi + 1 - base + kTransposedKeyGroup - 1) / kTransposedKeyGroup;
   return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1};
+}
+
+// What a transposed-K step knows once it has begun: its heads and keys (begin_decode_step),
+// its KV heads, its groups, and where its scores and F16-rounded queries live in the scratch.
+struct KtStep {
+  DecodeStepSpan span;
+  int group = 0, n_heads = 0, kvh_first = 0, kvh_last = 0;
+  KtStream st{};
+  int32_t n_pad = 0;         // scores per head: every key of the groups (score j is key st.base + j)
+  float* scores = nullptr;   // [n_heads][n_pad]
+  float* qf = nullptr;       // [n_heads][head_dim_k], for the caller to fill
+};
+
+// Begins a step (attention_heads_part's contract) for a kernel whose vectors hold dim_step
+// floats: false where the path does not apply (not F16, blocks not a multiple of the group,
+// head sizes not a multiple of dim_step or over max_dim), and the caller falls back to the
+// portable path; otherwise *s is filled (nothing to do when !s->span.has_work()).
+inline bool kt_step_begin(int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, int32_t head_begin,
+                          int32_t head_end, const KeyPart* part, float* out, int dim_step, int max_dim,
+                          std::vector<float>& scratch, KtStep* s) {
+  const int dk = p.head_dim_k, dv = p.head_dim_v;
+  if (kv.type != DType::kF16 || kv.block_tokens % kTransposedKeyGroup != 0 || dk % dim_step != 0 ||
+      dv % dim_step != 0 || dk > max_dim || dv > max_dim || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
+    return false;
+  }
+  s->span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
+  if (!s->span.has_work()) return true;
+  s->group = p.n_head / p.n_head_kv;
+  s->n_heads = s->span.head_end - s->span.head_begin;
+  s->kvh_first = s->span.head_begin / s->group;
+  s->kvh_last = (s->span.head_end - 1) / s->group;
+  s->st = kt_stream(kv, s->span.lo, s->span.hi, dk, s->kvh_first, s->kvh_last);
+  s->n_pad = s->st.n_groups * kTransposedKeyGroup;
+  scratch.resize(static_cast<size_t>(s->n_heads) * (s->n_pad + dk));
+  s->scores = scratch.data();
+  s->qf = s->scores + static_cast<size_t>(s->n_heads) * s->n_pad;
+  return true;
 }
 
 }  // namespace

@@ -131,24 +131,16 @@ bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, con
                                 int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                                 std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
-  if (kv.type != DType::kF16 || bt % kGroup != 0 || dk % 16 != 0 || dv % 16 != 0 || dk > kMaxHeadDim ||
-      dv > kMaxHeadDim || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
-    return false;
-  }
-  const DecodeStepSpan span = begin_decode_step(q_pos, n_kv, p, head_begin, head_end, part, out);
-  if (!span.has_work()) return true;
-  head_begin = span.head_begin;
-  head_end = span.head_end;
-  const int32_t lo = span.lo, hi = span.hi;
-  const int group = p.n_head / p.n_head_kv;
-  const int n_heads = head_end - head_begin;
-  const int kvh_first = head_begin / group, kvh_last = (head_end - 1) / group;
-  // Score j of a head belongs to key st.base + j (base: the start of lo's group).
-  const KtStream st = kt_stream(kv, lo, hi, dk, kvh_first, kvh_last);
-  const int32_t n_pad = st.n_groups * kGroup;
-  scratch.resize(static_cast<size_t>(n_heads) * (n_pad + dk));
-  float* scores = scratch.data();
-  float* qf = scores + static_cast<size_t>(n_heads) * n_pad;  // Q rounded to F16, [n_heads][dk]
+  KtStep step;
+  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 16, kMaxHeadDim, scratch, &step)) return false;
+  if (!step.span.has_work()) return true;
+  head_begin = step.span.head_begin;
+  head_end = step.span.head_end;
+  const int32_t lo = step.span.lo, hi = step.span.hi, n_pad = step.n_pad;
+  const int group = step.group, n_heads = step.n_heads, kvh_first = step.kvh_first, kvh_last = step.kvh_last;
+  const KtStream& st = step.st;
+  float* scores = step.scores;
+  float* qf = step.qf;  // Q rounded to F16
   for (int h = 0; h < n_heads; ++h) {
     const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
     for (int c = 0; c < dk; c += 16) {
