@@ -127,5 +127,46 @@ inline bool kt_step_begin(int32_t q_pos, int32_t n_kv, const KvSpan& kv, const A
   return true;
 }
 
+// The score pass of a step: for every group and KV head, score(k_runs, r, gn, g, pf) on passes
+// of at most per_pass of the KV head's query heads (r: the pass's first row of the step's
+// scores and queries, g: the group), with the KV head's share of what comes next to prefetch as
+// it goes (what it leaves is asked for after).
+template <class Score>
+inline void kt_score_pass(const KtStep& s, int per_pass, Score&& score) {
+  for (int32_t g = 0; g < s.st.n_groups; ++g) {
+    for (int kvh = s.kvh_first; kvh <= s.kvh_last; ++kvh) {
+      const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
+      PrefetchRun pf = s.st.ahead(g, kvh - s.kvh_first, s.st.n_kvh);
+      for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
+        score(s.st.k_runs(g, kvh), static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
+              g, pf);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+}
+
+// The value pass: for every group and KV head, value(v, i0, i1, r, gn, head, g, pf, per_key)
+// on passes of at most per_pass query heads: v the KV head's slice of the group's first value
+// row (the keys' rows v_row_bytes apart), keys [i0, i1) of the group inside the step, head the
+// pass's first query head (its output row), per_key the prefetch lines to issue per key.
+template <class Value>
+inline void kt_value_pass(const KtStep& s, int dv, int per_pass, Value&& value) {
+  for (int32_t g = 0; g < s.st.n_groups; ++g) {
+    const int i0 = s.st.first_key(g), i1 = s.st.end_key(g);
+    for (int kvh = s.kvh_first; kvh <= s.kvh_last; ++kvh) {
+      const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
+      PrefetchRun pf = s.st.ahead(s.st.n_groups + g, kvh - s.kvh_first, s.st.n_kvh);
+      const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
+      const uint8_t* v = s.st.v_rows(g) + static_cast<size_t>(kvh) * dv * 2;
+      for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
+        value(v, i0, i1, static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
+              heads.h0 + g0, g, pf, per_key);
+      }
+      pf.issue(1 << 30);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace hearth::kernels

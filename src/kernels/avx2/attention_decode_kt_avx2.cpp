@@ -112,59 +112,28 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
                               int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                               std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
-  KtStep step;
-  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 8, kMaxHeadDim, scratch, &step)) return false;
-  if (!step.span.has_work()) return true;
-  head_begin = step.span.head_begin;
-  head_end = step.span.head_end;
-  const int32_t lo = step.span.lo, hi = step.span.hi, n_pad = step.n_pad;
-  const int group = step.group, n_heads = step.n_heads, kvh_first = step.kvh_first, kvh_last = step.kvh_last;
-  const KtStream& st = step.st;
-  float* scores = step.scores;
-  float* qf = step.qf;  // Q rounded to F16
-  for (int h = 0; h < n_heads; ++h) {
-    const float* qh = q + static_cast<int64_t>(head_begin + h) * dk;
+  KtStep s;
+  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 8, kMaxHeadDim, scratch, &s)) return false;
+  if (!s.span.has_work()) return true;
+  for (int h = 0; h < s.n_heads; ++h) {  // Q rounded to F16
+    const float* qh = q + static_cast<int64_t>(s.span.head_begin + h) * dk;
     for (int c = 0; c < dk; c += 8) {
       const __m256 x = _mm256_loadu_ps(qh + c);
-      _mm256_storeu_ps(qf + static_cast<size_t>(h) * dk + c, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
+      _mm256_storeu_ps(s.qf + static_cast<size_t>(h) * dk + c, _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT)));
     }
   }
-
-  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
-    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
-      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
-      PrefetchRun pf = st.ahead(gi, kvh - kvh_first, st.n_kvh);
-      for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
-        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
-        const int gn = std::min(kHeadsPerPass, g.n - g0);
-        (gn == kHeadsPerPass ? score_group<true> : score_group<false>)(st.k_runs(gi, kvh), bt, dk, qf + r * dk, gn, p,
-                                                                       st.key0(gi), lo, hi, n_pad,
-                                                                       scores + r * n_pad + gi * kGroup, pf);
-      }
-      pf.issue(1 << 30);
-    }
-  }
-
-  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, true);
-
-  for (int32_t gi = 0; gi < st.n_groups; ++gi) {
-    const int i0 = st.first_key(gi), i1 = st.end_key(gi);
-    for (int kvh = kvh_first; kvh <= kvh_last; ++kvh) {
-      const KtHeads g = kt_heads(kvh, group, head_begin, head_end);
-      PrefetchRun pf = st.ahead(st.n_groups + gi, kvh - kvh_first, st.n_kvh);
-      const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
-      const uint8_t* v = st.v_rows(gi) + static_cast<size_t>(kvh) * dv * 2;
-      for (int g0 = 0; g0 < g.n; g0 += kHeadsPerPass) {
-        const size_t r = static_cast<size_t>(g.h0 - head_begin + g0);
-        const int gn = std::min(kHeadsPerPass, g.n - g0);
-        (gn == kHeadsPerPass ? value_group<true> : value_group<false>)(v, kv.v_row_bytes, i0, i1,
-                                                                       scores + r * n_pad + gi * kGroup, n_pad, gn,
-                                                                       out + static_cast<int64_t>(g.h0 + g0) * dv, dv,
-                                                                       pf, per_key);
-      }
-      pf.issue(1 << 30);
-    }
-  }
+  kt_score_pass(s, kHeadsPerPass, [&](const uint16_t* kt, size_t r, int gn, int32_t g, PrefetchRun& pf) {
+    (gn == kHeadsPerPass ? score_group<true> : score_group<false>)(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g),
+                                                                   s.span.lo, s.span.hi, s.n_pad,
+                                                                   s.scores + r * s.n_pad + g * kGroup, pf);
+  });
+  decode_softmax(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
+  kt_value_pass(s, dv, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+                                          PrefetchRun& pf, int per_key) {
+    (gn == kHeadsPerPass ? value_group<true> : value_group<false>)(v, kv.v_row_bytes, i0, i1,
+                                                                   s.scores + r * s.n_pad + g * kGroup, s.n_pad, gn,
+                                                                   out + static_cast<int64_t>(head) * dv, dv, pf, per_key);
+  });
   return true;
 }
 
