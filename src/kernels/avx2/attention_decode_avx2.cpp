@@ -1,6 +1,7 @@
 // AVX2 attention of one query token (a decode step) over an F16, Q8_0 or Q4_0 paged KV cache,
 // which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
-// AVX2 machines; F32 caches keep that path.
+// AVX2 machines; F32 caches keep that path, and a transposed K (as the engine keeps an F16
+// cache) goes to attention_decode_kt_avx2.cpp.
 // - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
 //   heads of the GQA group, Q.K and the values multiply-added in F32 (FMA: one rounding where
 //   the scalar path multiplies, then adds), probabilities rounded to F16, as the scalar path;

@@ -1,5 +1,6 @@
 // AVX-512 attention of one query token (a decode step) over an F16, F32, Q8_0 or Q4_0 paged KV
-// cache, written to stream the cache at memory speed:
+// cache whose K is stored in rows (a transposed K, as the engine keeps an F16 cache, goes to
+// attention_kt_avx512.cpp), written to stream the cache at memory speed:
 // - keys are walked in blocks of 16, and for each block every KV head of the call is done
 //   before the next block, so each K (then V) row is read whole and once, front to back, while
 //   the rows two blocks ahead are prefetched into L2 a share of the rows per KV head
