@@ -201,14 +201,14 @@ Status kv_store_row(DType type, const float* x, void* dst, int64_t n) {
 }
 
 void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n) {
-  auto* col = reinterpret_cast<uint16_t*>(block) + offset;
-  for (int64_t e = 0; e < n; ++e) col[e * block_tokens] = fp32_to_fp16(x[e]);
+  auto* k = reinterpret_cast<uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) k[kv_key_transposed_index(block_tokens, e, offset)] = fp32_to_fp16(x[e]);
 }
 
 void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
                             uint16_t* dst) {
-  const auto* col = reinterpret_cast<const uint16_t*>(block) + first * block_tokens + offset;
-  for (int64_t e = 0; e < n; ++e) dst[e] = col[e * block_tokens];
+  const auto* k = reinterpret_cast<const uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) dst[e] = k[kv_key_transposed_index(block_tokens, first + e, offset)];
 }
 
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {

@@ -37,10 +37,11 @@ void load_key_head(const KvSpan& kv, int32_t pos, int kvh, int dk, float* dst) {
     load_head(kv, kv.k_blocks, kv.k_row_bytes, pos, kvh, dk, dst);
     return;
   }
-  const auto* col = reinterpret_cast<const uint16_t*>(kv.k_blocks[pos / kv.block_tokens]) + pos % kv.block_tokens;
-  for (int c = 0; c < dk; ++c) {
-    dst[c] = fp16_to_fp32(col[(static_cast<int64_t>(kvh) * dk + c) * kv.block_tokens]);
-  }
+  thread_local std::vector<uint16_t> k;
+  k.resize(static_cast<size_t>(dk));
+  kv_load_key_transposed(kv.k_blocks[pos / kv.block_tokens], kv.block_tokens, pos % kv.block_tokens,
+                         static_cast<int64_t>(kvh) * dk, dk, k.data());
+  for (int c = 0; c < dk; ++c) dst[c] = fp16_to_fp32(k[static_cast<size_t>(c)]);
 }
 
 }  // namespace

@@ -55,8 +55,8 @@ struct KtStream {
     const uint8_t* at;
     size_t bytes;
     if (s < n_groups) {
-      at = kv->k_blocks[key0 / bt] + 2 * (static_cast<size_t>(kvh_first) * dk * bt + key0 % bt);
-      bytes = 2 * (static_cast<size_t>(n_kvh * dk - 1) * bt + kTransposedKeyGroup);
+      at = kv->k_blocks[key0 / bt] + 2 * kv_key_transposed_index(bt, static_cast<int64_t>(kvh_first) * dk, key0 % bt);
+      bytes = 2 * kv_key_transposed_index(bt, static_cast<int64_t>(n_kvh) * dk - 1, kTransposedKeyGroup);
     } else {
       const int32_t first = std::max(key0, lo);
       at = kv->v_blocks[first / bt] + static_cast<size_t>(first % bt) * kv->v_row_bytes;
@@ -72,7 +72,8 @@ struct KtStream {
   // The first element of KV head kvh's K runs in group g.
   const uint16_t* k_runs(int32_t g, int kvh) const {
     const int32_t bt = kv->block_tokens, k0 = key0(g);
-    return reinterpret_cast<const uint16_t*>(kv->k_blocks[k0 / bt]) + static_cast<size_t>(kvh) * dk * bt + k0 % bt;
+    return reinterpret_cast<const uint16_t*>(kv->k_blocks[k0 / bt]) +
+           kv_key_transposed_index(bt, static_cast<int64_t>(kvh) * dk, k0 % bt);
   }
   // The group's first value row (the group's keys' rows follow, v_row_bytes apart).
   const uint8_t* v_rows(int32_t g) const {

@@ -70,7 +70,7 @@ inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, 
   for (int j = 0; j < n; ++j) {
     if (kv.k_transposed && j % kFlashKeyGroup == 0) {
       r.kcols[j / kFlashKeyGroup] =
-          kv.k_blocks[b] + 2 * (static_cast<size_t>(kv_head) * dk * kv.block_tokens + static_cast<size_t>(o));
+          kv.k_blocks[b] + 2 * kv_key_transposed_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
     } else if (!kv.k_transposed) {
       r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
     }
@@ -250,7 +250,7 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
   // A transposed K's group: every element's run of 16 keys, block_tokens apart.
   const bool kt = kv.k_transposed;
-  const size_t k_group_bytes = 2 * (static_cast<size_t>(dk - 1) * kv.block_tokens + kFlashKeyGroup);
+  const size_t k_group_bytes = 2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kFlashKeyGroup);
   auto k_prefetch = [&](const FlashTileRows& r) {
     return kt ? FlashPrefetch<S>(r.kcols, r.groups, k_group_bytes) : FlashPrefetch<S>(r.k, r.n, k_head);
   };

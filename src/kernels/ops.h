@@ -134,6 +134,12 @@ void softcap(float* y, float cap, int64_t n);           // y = cap * tanh(y / ca
 // The SIMD decode kernels read a transposed K in groups of this many keys, which must not
 // straddle blocks (block_tokens a multiple of it; otherwise they leave it to the portable path).
 constexpr int32_t kTransposedKeyGroup = 16;
+// Where a transposed K keeps element `element` of the block's token `token`, in F16 values from
+// the block's start: the layout's one formula (runs of a group, a head's range and its byte
+// lengths all follow from it).
+constexpr size_t kv_key_transposed_index(int32_t block_tokens, int64_t element, int32_t token) {
+  return static_cast<size_t>(element) * static_cast<size_t>(block_tokens) + static_cast<size_t>(token);
+}
 struct KvSpan {
   const uint8_t* const* k_blocks = nullptr;
   const uint8_t* const* v_blocks = nullptr;
