@@ -51,16 +51,15 @@ struct KtStream {
   PrefetchRun ahead(int32_t s, int share, int shares) const {
     s += kDecodePrefetchKeys / kTransposedKeyGroup;
     if (s >= 2 * n_groups) return {};
-    const int32_t bt = kv->block_tokens, key0 = base + (s % n_groups) * kTransposedKeyGroup;
+    const int32_t g = s % n_groups;
     const uint8_t* at;
     size_t bytes;
-    if (s < n_groups) {
-      at = kv->k_blocks[key0 / bt] + 2 * kv_key_transposed_index(bt, static_cast<int64_t>(kvh_first) * dk, key0 % bt);
-      bytes = 2 * kv_key_transposed_index(bt, static_cast<int64_t>(n_kvh) * dk - 1, kTransposedKeyGroup);
+    if (s < n_groups) {  // the call's heads' runs: from the first head's, up to the last one's last run
+      at = reinterpret_cast<const uint8_t*>(k_runs(g, kvh_first));
+      bytes = 2 * kv_key_transposed_index(kv->block_tokens, static_cast<int64_t>(n_kvh) * dk - 1, kTransposedKeyGroup);
     } else {
-      const int32_t first = std::max(key0, lo);
-      at = kv->v_blocks[first / bt] + static_cast<size_t>(first % bt) * kv->v_row_bytes;
-      bytes = static_cast<size_t>(std::min(hi, key0 + kTransposedKeyGroup - 1) - first + 1) * kv->v_row_bytes;
+      at = v_rows(g) + static_cast<size_t>(first_key(g)) * kv->v_row_bytes;
+      bytes = static_cast<size_t>(end_key(g) - first_key(g)) * kv->v_row_bytes;
     }
     const uintptr_t first_line = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
     const size_t lines = (reinterpret_cast<uintptr_t>(at) + bytes - first_line + 63) / 64;
