@@ -30,6 +30,7 @@
 #include "tensor/dtype.h"
 #include "tensor/quantize.h"
 #include "util/anonymous_memory.h"
+#include "util/thread_pool.h"
 
 namespace {
 
@@ -146,11 +147,26 @@ class PartedStep {
       : n_(n), n_parts_((n + kPart - 1) / kPart), outs_(static_cast<size_t>(n_parts_) * kHeads * kDim),
         stats_(static_cast<size_t>(n_parts_) * 2 * kHeads), parts_(n_parts_), part_stats_(n_parts_) {}
   void run(const float* q, const KvSpan& span, const AttentionParams& p, std::vector<float>& scratch, float* out) {
-    for (int i = 0; i < n_parts_; ++i) {
-      const KeyPart part{i * kPart, (i + 1) * kPart, stats_.data() + static_cast<size_t>(i) * 2 * kHeads};
-      attention_heads_part(q, n_ - 1, n_, span, p, 0, kHeads, part, outs_.data() + static_cast<size_t>(i) * kHeads * kDim,
-                           scratch);
-    }
+    for (int i = 0; i < n_parts_; ++i) run_part(i, q, span, p, scratch);
+    merge(out);
+  }
+  // The parts spread over a pool's threads as the engine spreads them (claimed one at a time,
+  // the last keys first), each thread with its own scratch; then the merge on the caller.
+  void run(const float* q, const KvSpan& span, const AttentionParams& p, std::vector<std::vector<float>>& scratch,
+           hearth::ThreadPool& pool, float* out) {
+    pool.parallel_for_dynamic(static_cast<size_t>(n_parts_), 1, [&](size_t begin, size_t end, int thread) {
+      for (size_t i = begin; i < end; ++i) run_part(n_parts_ - 1 - static_cast<int>(i), q, span, p, scratch[thread]);
+    });
+    merge(out);
+  }
+
+ private:
+  void run_part(int i, const float* q, const KvSpan& span, const AttentionParams& p, std::vector<float>& scratch) {
+    const KeyPart part{i * kPart, (i + 1) * kPart, stats_.data() + static_cast<size_t>(i) * 2 * kHeads};
+    attention_heads_part(q, n_ - 1, n_, span, p, 0, kHeads, part, outs_.data() + static_cast<size_t>(i) * kHeads * kDim,
+                         scratch);
+  }
+  void merge(float* out) {
     for (int h = 0; h < kHeads; ++h) {
       for (int i = 0; i < n_parts_; ++i) {
         parts_[i] = outs_.data() + (static_cast<size_t>(i) * kHeads + h) * kDim;
@@ -160,7 +176,6 @@ class PartedStep {
     }
   }
 
- private:
   static constexpr int kPart = hearth::model::kAttentionKeyPart;
   int n_, n_parts_;
   std::vector<float> outs_, stats_;
@@ -185,7 +200,9 @@ void BM_DecodeParts(benchmark::State& state) {
 // and each layer's step runs as the engine runs it at depth (parts of kAttentionKeyPart keys,
 // then the merge). The 16 layers' KV (8 MiB each at 4k keys) comes from memory, not cache, as
 // in a real decode step. GB/s counts the K and V bytes of all 16 layers. range 1: K stored
-// transposed (1, as the engine keeps an F16 cache) or by rows (0).
+// transposed (1, as the engine keeps an F16 cache) or by rows (0). range 2: threads (1, or 2
+// as the engine at depth: the parts of each layer claimed by both, then the merge), so CPU time
+// is not the step's time: rates here use real time.
 void BM_DecodePoolLayers(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const bool k_transposed = state.range(1) != 0;
@@ -214,11 +231,18 @@ void BM_DecodePoolLayers(benchmark::State& state) {
     }
   }
   PartedStep step(n);
+  const int threads = static_cast<int>(state.range(2));
+  hearth::ThreadPool threads_pool(threads);
+  std::vector<std::vector<float>> scratch(threads);
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l) {
       const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
                         hearth::DType::kF16, k_transposed};
-      step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
+      if (threads == 1) {
+        step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
+      } else {
+        step.run(one.q.data(), span, one.p, scratch, threads_pool, one.out.data());
+      }
     }
     benchmark::DoNotOptimize(one.out.data());
   }
@@ -346,7 +370,10 @@ BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark:
 BENCHMARK(BM_PrefillTile)->ArgsProduct({{1024, 4096, 16384}, {0, 1}})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DecodeStep)->ArgsProduct({{256, 512, 4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodePoolLayers)->ArgsProduct({{4096, 16384}, {0, 1}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodePoolLayers)
+    ->ArgsProduct({{4096, 16384}, {0, 1}, {1, 2}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PrefillMatmul)->Arg(128)->Arg(512)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_F32FmaPeak)->Unit(benchmark::kMillisecond);
