@@ -27,6 +27,12 @@ struct PrefetchRun {
   [[gnu::always_inline]] void issue(int count) {
     for (; count > 0 && next < end; --count, next += 64) __builtin_prefetch(next, 0, 3);
   }
+  [[gnu::always_inline]] void issue1() {
+    if (next < end) {
+      __builtin_prefetch(next, 0, 3);
+      next += 64;
+    }
+  }
   int lines() const { return static_cast<int>((end - next) / 64); }
 };
 
@@ -39,55 +45,75 @@ inline KtHeads kt_heads(int kvh, int group, int head_begin, int head_end) {
   return {h0, std::min((kvh + 1) * group, head_end) - h0};
 }
 
+// Where group g of a step starts: its cache block and the offset of its first key there,
+// advanced group by group without a division.
+struct KtGroupAt {
+  int32_t block, offset;
+  void next(int32_t block_tokens) {
+    offset += kTransposedKeyGroup;
+    if (offset == block_tokens) {
+      offset = 0;
+      ++block;
+    }
+  }
+};
+
 // The groups of one step: keys [lo, hi] in groups of kTransposedKeyGroup from base (lo's
 // group), KV heads kvh_first .. + n_kvh of the call.
 struct KtStream {
   const KvSpan* kv;
   int32_t lo, hi, base, n_groups;
   int dk, kvh_first, n_kvh;
+  int32_t k_run_bytes;  // from a KV head's first run in a group to the end of its last
 
-  // Share `share` of `shares` of what the step reads kDecodePrefetchKeys after stream item s
-  // (items 0 .. n_groups - 1: the groups' K runs of the call's heads; then their value rows).
-  PrefetchRun ahead(int32_t s, int share, int shares) const {
-    s += kDecodePrefetchKeys / kTransposedKeyGroup;
-    if (s >= 2 * n_groups) return {};
-    const int32_t g = s % n_groups;
-    const uint8_t* at;
-    size_t bytes;
-    if (s < n_groups) {  // the call's heads' runs: from the first head's, up to the last one's last run
-      at = reinterpret_cast<const uint8_t*>(k_runs(g, kvh_first));
-      bytes = 2 * kv_key_transposed_index(kv->block_tokens, static_cast<int64_t>(n_kvh) * dk - 1, kTransposedKeyGroup);
-    } else {
-      at = v_rows(g) + static_cast<size_t>(first_key(g)) * kv->v_row_bytes;
-      bytes = static_cast<size_t>(end_key(g) - first_key(g)) * kv->v_row_bytes;
-    }
-    const uintptr_t first_line = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
-    const size_t lines = (reinterpret_cast<uintptr_t>(at) + bytes - first_line + 63) / 64;
-    const auto* line0 = reinterpret_cast<const uint8_t*>(first_line);
-    return {line0 + 64 * (lines * static_cast<size_t>(share) / static_cast<size_t>(shares)),
-            line0 + 64 * (lines * static_cast<size_t>(share + 1) / static_cast<size_t>(shares))};
+  KtGroupAt at(int32_t g) const {
+    const int32_t k0 = key0(g);
+    return {k0 / kv->block_tokens, k0 % kv->block_tokens};
   }
   int32_t key0(int32_t g) const { return base + g * kTransposedKeyGroup; }
-  // The first element of KV head kvh's K runs in group g.
-  const uint16_t* k_runs(int32_t g, int kvh) const {
-    const int32_t bt = kv->block_tokens, k0 = key0(g);
-    return reinterpret_cast<const uint16_t*>(kv->k_blocks[k0 / bt]) +
-           kv_key_transposed_index(bt, static_cast<int64_t>(kvh) * dk, k0 % bt);
+  // The first element of KV head kvh's K runs in the group at a.
+  const uint16_t* k_runs(KtGroupAt a, int kvh) const {
+    return reinterpret_cast<const uint16_t*>(kv->k_blocks[a.block]) +
+           kv_key_transposed_index(kv->block_tokens, static_cast<int64_t>(kvh) * dk, a.offset);
   }
-  // The group's first value row (the group's keys' rows follow, v_row_bytes apart).
-  const uint8_t* v_rows(int32_t g) const {
-    const int32_t bt = kv->block_tokens, k0 = key0(g);
-    return kv->v_blocks[k0 / bt] + static_cast<size_t>(k0 % bt) * kv->v_row_bytes;
+  // The first value row of the group at a (the group's keys' rows follow, v_row_bytes apart).
+  const uint8_t* v_rows(KtGroupAt a) const {
+    return kv->v_blocks[a.block] + static_cast<size_t>(a.offset) * kv->v_row_bytes;
   }
   // The keys of group g inside [lo, hi], as offsets [i0, i1) in the group.
   int first_key(int32_t g) const { return std::max(lo, key0(g)) - key0(g); }
   int end_key(int32_t g) const { return std::min(hi, key0(g) + kTransposedKeyGroup - 1) - key0(g) + 1; }
+
+  // What to prefetch while KV head kvh's part of the stream item before `ahead` is read: the
+  // stream is every group's K runs of the call's heads, then every group's value rows;
+  // `ahead` is the item kDecodePrefetchKeys further on (at: where its group starts), of
+  // which kvh takes its own K runs, or its share of the group's value rows.
+  PrefetchRun prefetch(int32_t ahead, KtGroupAt at, int kvh) const {
+    if (ahead < n_groups) return lines_of(reinterpret_cast<const uint8_t*>(k_runs(at, kvh)), k_run_bytes, 0, 1);
+    if (ahead >= 2 * n_groups) return {};
+    const int32_t g = ahead - n_groups;
+    const int i0 = first_key(g);
+    return lines_of(v_rows(at) + static_cast<size_t>(i0) * kv->v_row_bytes,
+                    static_cast<size_t>(end_key(g) - i0) * kv->v_row_bytes, kvh - kvh_first, n_kvh);
+  }
+  // Share `share` of `shares` of the cache lines of [at, at + bytes).
+  static PrefetchRun lines_of(const uint8_t* at, size_t bytes, int share, int shares) {
+    const uintptr_t first_line = reinterpret_cast<uintptr_t>(at) & ~uintptr_t{63};
+    const auto lines = static_cast<uint32_t>((reinterpret_cast<uintptr_t>(at) + bytes - first_line + 63) / 64);
+    const uint32_t per_share = (lines + static_cast<uint32_t>(shares) - 1) / static_cast<uint32_t>(shares);
+    const uint32_t begin = std::min(lines, per_share * static_cast<uint32_t>(share));
+    const uint32_t end = std::min(lines, begin + per_share);
+    const auto* line0 = reinterpret_cast<const uint8_t*>(first_line);
+    return {line0 + 64 * static_cast<size_t>(begin), line0 + 64 * static_cast<size_t>(end)};
+  }
 };
 
 inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int kvh_first, int kvh_last) {
   const int32_t base = lo / kTransposedKeyGroup * kTransposedKeyGroup;
   const int32_t n_groups = (hi + 1 - base + kTransposedKeyGroup - 1) / kTransposedKeyGroup;
-  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1};
+  const auto run_bytes =
+      static_cast<int32_t>(2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kTransposedKeyGroup));
+  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1, run_bytes};
 }
 
 // What a transposed-K step knows once it has begun: its heads and keys (begin_decode_step),
@@ -127,22 +153,43 @@ inline bool kt_step_begin(int32_t q_pos, int32_t n_kv, const KvSpan& kv, const A
   return true;
 }
 
+// The stream items kDecodePrefetchKeys apart.
+constexpr int32_t kKtAheadGroups = kDecodePrefetchKeys / kTransposedKeyGroup;
+
+// Where the item kKtAheadGroups after group g of a pass starts (K pass: first = 0; value pass:
+// first = n_groups), advanced with the pass.
+inline KtGroupAt kt_ahead_at(const KtStream& st, int32_t first) {
+  const int32_t a = (first + kKtAheadGroups) % st.n_groups;
+  return first + kKtAheadGroups < 2 * st.n_groups ? st.at(a) : KtGroupAt{0, 0};
+}
+inline void kt_advance(const KtStream& st, int32_t ahead, KtGroupAt* at) {
+  if (ahead + 1 == st.n_groups) {
+    *at = st.at(0);
+  } else {
+    at->next(st.kv->block_tokens);
+  }
+}
+
 // The score pass of a step: for every group and KV head, score(k_runs, r, gn, g, pf) on passes
 // of at most per_pass of the KV head's query heads (r: the pass's first row of the step's
 // scores and queries, g: the group), with the KV head's share of what comes next to prefetch as
 // it goes (what it leaves is asked for after).
 template <class Score>
-inline void kt_score_pass(const KtStep& s, int per_pass, Score&& score) {
+[[gnu::always_inline]] inline void kt_score_pass(const KtStep& s, int per_pass, Score&& score) {
+  KtGroupAt at = s.st.at(0), ahead_at = kt_ahead_at(s.st, 0);
   for (int32_t g = 0; g < s.st.n_groups; ++g) {
+    const int32_t ahead = g + kKtAheadGroups;
     for (int kvh = s.kvh_first; kvh <= s.kvh_last; ++kvh) {
       const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
-      PrefetchRun pf = s.st.ahead(g, kvh - s.kvh_first, s.st.n_kvh);
+      PrefetchRun pf = s.st.prefetch(ahead, ahead_at, kvh);
+      const uint16_t* kt = s.st.k_runs(at, kvh);
       for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
-        score(s.st.k_runs(g, kvh), static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
-              g, pf);
+        score(kt, static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0), g, pf);
       }
       pf.issue(1 << 30);
     }
+    at.next(s.st.kv->block_tokens);
+    kt_advance(s.st, ahead, &ahead_at);
   }
 }
 
@@ -151,20 +198,25 @@ inline void kt_score_pass(const KtStep& s, int per_pass, Score&& score) {
 // row (the keys' rows v_row_bytes apart), keys [i0, i1) of the group inside the step, head the
 // pass's first query head (its output row), per_key the prefetch lines to issue per key.
 template <class Value>
-inline void kt_value_pass(const KtStep& s, int dv, int per_pass, Value&& value) {
+[[gnu::always_inline]] inline void kt_value_pass(const KtStep& s, int dv, int per_pass, Value&& value) {
+  KtGroupAt at = s.st.at(0), ahead_at = kt_ahead_at(s.st, s.st.n_groups);
   for (int32_t g = 0; g < s.st.n_groups; ++g) {
+    const int32_t ahead = s.st.n_groups + g + kKtAheadGroups;
     const int i0 = s.st.first_key(g), i1 = s.st.end_key(g);
+    const uint8_t* rows = s.st.v_rows(at);
     for (int kvh = s.kvh_first; kvh <= s.kvh_last; ++kvh) {
       const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
-      PrefetchRun pf = s.st.ahead(s.st.n_groups + g, kvh - s.kvh_first, s.st.n_kvh);
+      PrefetchRun pf = s.st.prefetch(ahead, ahead_at, kvh);
       const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
-      const uint8_t* v = s.st.v_rows(g) + static_cast<size_t>(kvh) * dv * 2;
+      const uint8_t* v = rows + static_cast<size_t>(kvh) * dv * 2;
       for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
         value(v, i0, i1, static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
               heads.h0 + g0, g, pf, per_key);
       }
       pf.issue(1 << 30);
     }
+    at.next(s.st.kv->block_tokens);
+    kt_advance(s.st, ahead, &ahead_at);
   }
 }
 

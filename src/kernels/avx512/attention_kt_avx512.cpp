@@ -31,13 +31,22 @@ constexpr int kGroup = kTransposedKeyGroup;  // keys per group: one F16 run per 
 static_assert(kGroup == 16, "a group is one AVX-512 register of scores");
 constexpr int kMaxHeadDim = 256;
 
+// c * tanh(x / c) lane by lane (a softcap: rare, kept out of the scores' register path).
+[[gnu::noinline]] __m512 softcap_lanes(__m512 x, float c) {
+  alignas(64) float lanes[kGroup];
+  _mm512_store_ps(lanes, x);
+  for (float& v : lanes) v = c * std::tanh(v * (1.0f / c));
+  return _mm512_load_ps(lanes);
+}
+
 // Scores of one group (element d of its keys: the 16-value run at kt + d * block_tokens) for
 // gn (<= 4) query heads (qf: F16-rounded, dk floats apart): two registers per head (even and
 // odd elements: 8 chains for a full group), then scale, softcap, and -inf for the keys outside
 // [lo, hi] (key0: the group's first position). One prefetch line per element pair.
 template <bool FULL>
-void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn_rt, const AttentionParams& p,
-                 int32_t key0, int32_t lo, int32_t hi, int32_t n_pad, float* dst, PrefetchRun& pf_io) {
+[[gnu::always_inline]] inline void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, int gn_rt,
+                                               const AttentionParams& p, int32_t key0, int32_t lo, int32_t hi,
+                                               int32_t n_pad, float* dst, PrefetchRun& pf_io) {
   PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
   const int gn = FULL ? 4 : gn_rt;
   __m512 acc[4][2];
@@ -48,7 +57,7 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
   }
   const size_t stride = static_cast<size_t>(block_tokens);
   for (int d = 0; d < dk; d += 2) {
-    pf.issue(1);
+    pf.issue1();
     const __m512 k0 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kt + d * stride)));
     const __m512 k1 = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(kt + (d + 1) * stride)));
     for (int h = 0; h < 4; ++h) {
@@ -63,16 +72,17 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
   const __mmask16 visible =
       _mm512_cmpge_epi32_mask(lane, _mm512_set1_epi32(lo)) & _mm512_cmple_epi32_mask(lane, _mm512_set1_epi32(hi));
   const __m512 scale = _mm512_set1_ps(p.scale), neg_inf = _mm512_set1_ps(-INFINITY);
+  __m512 s[4];
   for (int h = 0; h < 4; ++h) {
     if (h >= gn) break;
-    __m512 s = _mm512_mul_ps(_mm512_add_ps(acc[h][0], acc[h][1]), scale);
-    if (p.softcap != 0.0f) {
-      alignas(64) float lanes[kGroup];
-      _mm512_store_ps(lanes, s);
-      for (float& x : lanes) x = p.softcap * std::tanh(x * (1.0f / p.softcap));
-      s = _mm512_load_ps(lanes);
-    }
-    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, _mm512_mask_blend_ps(visible, neg_inf, s));
+    s[h] = _mm512_mul_ps(_mm512_add_ps(acc[h][0], acc[h][1]), scale);
+  }
+  if (p.softcap != 0.0f) [[unlikely]] {
+    for (int h = 0; h < gn; ++h) s[h] = softcap_lanes(s[h], p.softcap);
+  }
+  for (int h = 0; h < 4; ++h) {
+    if (h >= gn) break;
+    _mm512_storeu_ps(dst + static_cast<size_t>(h) * n_pad, _mm512_mask_blend_ps(visible, neg_inf, s[h]));
   }
   pf_io = pf;
 }
@@ -82,8 +92,9 @@ void score_group(const uint16_t* kt, int block_tokens, int dk, const float* qf, 
 // probabilities n_pad apart). VC (vectors per head, 4 or 8): the 16 / VC heads' accumulators
 // stay in registers; 0: any dv, accumulators in memory. FULL (VC > 0): gn is 16 / VC.
 template <int VC, bool FULL>
-void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs, int32_t n_pad, int gn_rt,
-                 float* out, int dv, PrefetchRun& pf_io, int pf_per_key) {
+[[gnu::always_inline]] inline void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs,
+                                               int32_t n_pad, int gn_rt, float* out, int dv, PrefetchRun& pf_io,
+                                               int pf_per_key) {
   PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
   if constexpr (VC > 0) {
     constexpr int kHeads = 16 / VC;
@@ -94,10 +105,13 @@ void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float
       for (int c = 0; c < VC; ++c) acc[h][c] = _mm512_loadu_ps(out + static_cast<int64_t>(h) * dv + 16 * c);
     }
     for (int i = i0; i < i1; ++i) {
-      pf.issue(pf_per_key);
+      pf.issue1();  // most often the lines per key are 1 or 2 (dv 64: 2)
+      if (pf_per_key > 1) pf.issue(pf_per_key - 1);
       const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes);
       __m512 x[VC];
-      for (int c = 0; c < VC; ++c) x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
+      for (int c = 0; c < VC; ++c) {
+        x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
+      }
       for (int h = 0; h < kHeads; ++h) {
         if (h >= gn) break;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
@@ -125,6 +139,24 @@ void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float
   pf_io = pf;
 }
 
+// The step's value pass with VC vectors per head (value_group), as many heads per pass as
+// their accumulators fit 16 registers. Inlined whole (the lambdas too): called per group and
+// KV head, the kernels' calls cost as much as a tenth of a step in cache.
+template <int VC>
+void value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
+  const int per_pass = VC > 0 ? 16 / VC : std::max(1, 256 / dv);
+  kt_value_pass(s, dv, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+                                     PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
+    const float* probs = s.scores + r * s.n_pad + g * kGroup;
+    float* o = out + static_cast<int64_t>(head) * dv;
+    if (VC > 0 && gn == per_pass) {
+      value_group<VC, VC != 0>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+    } else {
+      value_group<VC, false>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+    }
+  });
+}
+
 }  // namespace
 
 bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
@@ -142,21 +174,26 @@ bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, con
                        _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     }
   }
-  kt_score_pass(s, 4, [&](const uint16_t* kt, size_t r, int gn, int32_t g, PrefetchRun& pf) {
-    (gn == 4 ? score_group<true> : score_group<false>)(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g), s.span.lo,
-                                                       s.span.hi, s.n_pad, s.scores + r * s.n_pad + g * kGroup, pf);
+  kt_score_pass(s, 4, [&](const uint16_t* kt, size_t r, int gn, int32_t g,
+                          PrefetchRun& pf) __attribute__((always_inline)) {
+    float* dst = s.scores + r * s.n_pad + g * kGroup;
+    if (gn == 4) {
+      score_group<true>(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g), s.span.lo, s.span.hi, s.n_pad, dst, pf);
+    } else {
+      score_group<false>(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g), s.span.lo, s.span.hi, s.n_pad, dst, pf);
+    }
   });
   decode_softmax(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
-  const int vc = dv / 16;
-  const int per_pass = std::max(1, 16 / vc);  // heads whose accumulators fit 16 registers
-  using ValueFn = void (*)(const uint8_t*, size_t, int, int, const float*, int32_t, int, float*, int, PrefetchRun&, int);
-  const ValueFn value_fns[2] = {vc == 4 ? value_group<4, false> : vc == 8 ? value_group<8, false> : value_group<0, false>,
-                                vc == 4 ? value_group<4, true> : vc == 8 ? value_group<8, true> : value_group<0, false>};
-  kt_value_pass(s, dv, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
-                                     PrefetchRun& pf, int per_key) {
-    value_fns[gn == per_pass ? 1 : 0](v, kv.v_row_bytes, i0, i1, s.scores + r * s.n_pad + g * kGroup, s.n_pad, gn,
-                                       out + static_cast<int64_t>(head) * dv, dv, pf, per_key);
-  });
+  switch (dv / 16) {
+    case 4:
+      value_pass<4>(s, kv, dv, out);
+      break;
+    case 8:
+      value_pass<8>(s, kv, dv, out);
+      break;
+    default:
+      value_pass<0>(s, kv, dv, out);
+  }
   return true;
 }
 
