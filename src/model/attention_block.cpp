@@ -178,7 +178,8 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
     DType kv_type;
     const kernels::AttentionParams* ap;
     int64_t q_dim, o_dim;
-  } work{this, batch, &kv, il, kv.pool().layout().type, &ap, dims.q, dims.o};
+    uint64_t call;
+  } work{this, batch, &kv, il, kv.pool().layout().type, &ap, dims.q, dims.o, ++attend_calls_};
   pool_.parallel_for_dynamic(attend_items_.size(), 1, [&work](size_t begin, size_t end, int thread) {
     const auto& hp = work.self->model_.hparams();
     kv::KvBlockPool& blocks = work.kv->pool();
@@ -189,12 +190,16 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
       const AttendItem& item = work.self->attend_items_[i];
       const auto& bt = work.batch[static_cast<size_t>(item.first)];
       if (bt.seq != span_seq) {
-        auto table = work.kv->block_table(bt.seq, work.il);  // sliding layers: their own table
-        scratch.k_blocks.resize(table.size());
-        scratch.v_blocks.resize(table.size());
-        for (size_t b = 0; b < table.size(); ++b) {
-          scratch.k_blocks[b] = work.kv->k_block(work.il, table[b]);
-          scratch.v_blocks[b] = work.kv->v_block(work.il, table[b]);
+        if (scratch.tables_call != work.call || scratch.tables_seq != bt.seq) {
+          auto table = work.kv->block_table(bt.seq, work.il);  // sliding layers: their own table
+          scratch.k_blocks.resize(table.size());
+          scratch.v_blocks.resize(table.size());
+          for (size_t b = 0; b < table.size(); ++b) {
+            scratch.k_blocks[b] = work.kv->k_block(work.il, table[b]);
+            scratch.v_blocks[b] = work.kv->v_block(work.il, table[b]);
+          }
+          scratch.tables_call = work.call;
+          scratch.tables_seq = bt.seq;
         }
         span.k_blocks = scratch.k_blocks.data();
         span.v_blocks = scratch.v_blocks.data();

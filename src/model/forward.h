@@ -148,7 +148,12 @@ class ForwardPass {
   struct AttentionScratch {
     std::vector<float> scores;
     std::vector<const uint8_t*> k_blocks, v_blocks;
+    // The attend() call and sequence whose blocks k_blocks/v_blocks hold: a layer's tables are
+    // built once per thread, not once per work item (at 16k keys, 17 items of 1,024 blocks).
+    uint64_t tables_call = 0;
+    int32_t tables_seq = -1;
   };
+  uint64_t attend_calls_ = 0;  // attend() calls so far (AttentionScratch::tables_call)
   std::vector<AttentionScratch> attn_scratch_;  // one per pool thread
   // One unit of attend()'s work: n_q > 1 consecutive tokens of one sequence from batch index
   // `first` for KV head `part` (a flash tile), or one token (n_q == 1) for head chunk `part`.
