@@ -26,11 +26,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/avx2/avx2_helpers.h"
 #include "kernels/avx2/attention_decode_kt_avx2.h"
-#include "kernels/avx2/decode_softmax_avx2.h"
+#include "kernels/avx2/avx2_helpers.h"
+#include "kernels/avx2/simd_traits_avx2.h"
 #include "kernels/avx2/vector_math_avx2.h"
 #include "kernels/decode_prefetch.h"
+#include "kernels/decode_softmax_simd.h"
 #include "kernels/decode_step_span.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
@@ -350,7 +351,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   for (int h = 0; h < n_heads; ++h) {
     for (int32_t j = n; j < n_pad; ++j) scores[static_cast<size_t>(h) * n_pad + j] = -INFINITY;
   }
-  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
+  decode_softmax<Avx2Traits>(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
 
   for (int32_t j0 = 0; j0 < n; j0 += kKeyBlock) {
     const int m = std::min<int32_t>(kKeyBlock, n - j0);

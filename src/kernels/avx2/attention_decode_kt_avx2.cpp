@@ -16,8 +16,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/avx2/decode_softmax_avx2.h"
+#include "kernels/avx2/simd_traits_avx2.h"
 #include "kernels/decode_kt_stream.h"
+#include "kernels/decode_softmax_simd.h"
 #include "kernels/decode_step_span.h"
 
 namespace hearth::kernels {
@@ -135,7 +136,7 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
       score_group<false>(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g), s.span.lo, s.span.hi, s.n_pad, dst, pf);
     }
   });
-  decode_softmax(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
+  decode_softmax<Avx2Traits>(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
   kt_value_pass(s, dv, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
                                           PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;

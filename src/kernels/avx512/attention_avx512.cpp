@@ -28,12 +28,13 @@
 #include <vector>
 
 #include "kernels/avx512/attention_kt_avx512.h"
-#include "kernels/avx512/decode_softmax_avx512.h"
+#include "kernels/avx512/simd_traits_avx512.h"
 #include "kernels/avx512/vector_math_avx512.h"
+#include "kernels/decode_prefetch.h"
+#include "kernels/decode_softmax_simd.h"
+#include "kernels/decode_step_span.h"
 #include "kernels/kernel_table.h"
 #include "kernels/ops.h"
-#include "kernels/decode_prefetch.h"
-#include "kernels/decode_step_span.h"
 #include "tensor/fp16.h"
 #include "tensor/quant_blocks.h"
 #include "tensor/quantize.h"
@@ -522,7 +523,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
   for (int h = 0; h < n_heads; ++h) {
     for (int32_t j = n; j < n_pad; ++j) scores[static_cast<size_t>(h) * n_pad + j] = -INFINITY;
   }
-  decode_softmax(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
+  decode_softmax<Avx512Traits>(scores, n_heads, n_pad, head_begin, p, part, T == DType::kF16);
 
   // Values: per block of 16 keys, every KV head; each value vector is converted once and
   // multiply-added (one FMA) to the accumulators of its group's heads, which stay in registers

@@ -20,8 +20,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/avx512/decode_softmax_avx512.h"
+#include "kernels/avx512/simd_traits_avx512.h"
 #include "kernels/decode_kt_stream.h"
+#include "kernels/decode_softmax_simd.h"
 #include "kernels/decode_step_span.h"
 
 namespace hearth::kernels {
@@ -183,7 +184,7 @@ bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, con
       score_group<false>(kt, bt, dk, s.qf + r * dk, gn, p, s.st.key0(g), s.span.lo, s.span.hi, s.n_pad, dst, pf);
     }
   });
-  decode_softmax(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
+  decode_softmax<Avx512Traits>(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
   switch (dv / 16) {
     case 4:
       value_pass<4>(s, kv, dv, out);

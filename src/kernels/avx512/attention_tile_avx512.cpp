@@ -1,77 +1,9 @@
-// AVX-512 traits for the flash-style attention tile (flash_tile_simd.h): 16 query rows per
-// register, masks in mask registers.
-#include <immintrin.h>
-
-#include "kernels/avx512/vector_math_avx512.h"
+// The AVX-512 flash-style attention tile: flash_tile_simd.h over the AVX-512 traits (16 query
+// rows per register, masks in mask registers).
+#include "kernels/avx512/simd_traits_avx512.h"
 #include "kernels/flash_tile_simd.h"
 
 namespace hearth::kernels {
-namespace {
-
-struct Avx512Traits {
-  static constexpr int kLanes = 16;
-  static constexpr int kRegs = 32;  // vector registers
-  using V = __m512;
-  static V zero() { return _mm512_setzero_ps(); }
-  static V load(const float* p) { return _mm512_loadu_ps(p); }
-  static void store(float* p, V v) { _mm512_storeu_ps(p, v); }
-  static V set1(float x) { return _mm512_set1_ps(x); }
-  static V fmadd(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
-  static V mul(V a, V b) { return _mm512_mul_ps(a, b); }
-  static V add(V a, V b) { return _mm512_add_ps(a, b); }
-  static V sub(V a, V b) { return _mm512_sub_ps(a, b); }
-  static V max(V a, V b) { return _mm512_max_ps(a, b); }
-  static V exp(V x) { return exp_ps(x); }
-  // s where lo <= j <= hi, else -inf
-  static V mask_range(V s, V j, V lo, V hi) {
-    const __mmask16 in = _mm512_cmp_ps_mask(j, lo, _CMP_GE_OQ) & _mm512_cmp_ps_mask(j, hi, _CMP_LE_OQ);
-    return _mm512_mask_blend_ps(in, _mm512_set1_ps(-INFINITY), s);
-  }
-  // e^(s - m), exactly 0 where s is -inf
-  static V exp_below(V s, V m) {
-    const __mmask16 live = _mm512_cmp_ps_mask(s, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
-    return _mm512_maskz_mov_ps(live, exp_ps(_mm512_sub_ps(s, m)));
-  }
-  static V finite_or_zero(V m) {
-    const __mmask16 live = _mm512_cmp_ps_mask(m, _mm512_set1_ps(-INFINITY), _CMP_NEQ_OQ);
-    return _mm512_maskz_mov_ps(live, m);
-  }
-  static void prefetch(const void* p) { _mm_prefetch(static_cast<const char*>(p), _MM_HINT_T0); }
-  static void f16_to_f32(const uint16_t* src, float* dst, int n) {  // n % 16 == 0
-    for (int i = 0; i < n; i += 16) {
-      _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
-    }
-  }
-  static void round_f16(float* x, size_t n) {  // n % 16 == 0
-    for (size_t i = 0; i < n; i += 16) {
-      const __m256i h = _mm512_cvtps_ph(_mm512_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm512_storeu_ps(x + i, _mm512_cvtph_ps(h));
-    }
-  }
-  static void q8_0_to_f32(const BlockQ8_0* b, float* dst, int n) {  // n % 32 == 0
-    for (int i = 0; i < n / kQK; ++i) {
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
-      for (int h = 0; h < 2; ++h) {
-        const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs + 16 * h));
-        _mm512_storeu_ps(dst + i * kQK + 16 * h, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)), d));
-      }
-    }
-  }
-  // Q4_0: element j (low nibble of qs[j]) and j + 16 (high nibble), each minus 8.
-  static void q4_0_to_f32(const BlockQ4_0* b, float* dst, int n) {  // n % 32 == 0
-    const __m128i low = _mm_set1_epi8(0x0F), eight = _mm_set1_epi8(8);
-    for (int i = 0; i < n / kQK; ++i) {
-      const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs));
-      const __m128i lo = _mm_sub_epi8(_mm_and_si128(q, low), eight);
-      const __m128i hi = _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(q, 4), low), eight);
-      _mm512_storeu_ps(dst + i * kQK, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(lo)), d));
-      _mm512_storeu_ps(dst + i * kQK + 16, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(hi)), d));
-    }
-  }
-};
-
-}  // namespace
 
 void fill_avx512_attention_tile_kernels(KernelTable& t) { t.attention_tile = flash_tile<Avx512Traits>; }
 
