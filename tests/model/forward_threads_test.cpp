@@ -114,5 +114,62 @@ TEST(ForwardThreads, LongDecodeSplitByKeysMatchesPrefill) {
   EXPECT_EQ(std::memcmp(decode3.data(), decode.data(), decode.size() * sizeof(float)), 0);
 }
 
+// Two sequences decoding in one batch, one long enough to split by keys: the threads alternate
+// between their items (and block tables, which attend() builds once per thread, call and
+// sequence), and in each of two steps each sequence's logits match the same step taken alone.
+TEST(ForwardThreads, SequencesInOneDecodeBatchMatchTheirStepsAlone) {
+  const std::string path = test::models_dir() + "/random/llama-F32.gguf";
+  HEARTH_REQUIRE_FILE(path);
+  auto m = Model::load(path);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  const int32_t lengths[2] = {kAttentionKeyPart + 45, 300};
+  auto token = [](int32_t s, int32_t i) { return i == 0 ? 1 : 2 + (i * (37 + 6 * s)) % 1100; };
+  // Prefills the sequences in `seqs`, then takes two decode steps with all of them in each
+  // batch; returns each step's logits, sequence by sequence.
+  auto decode = [&](const std::vector<int32_t>& seqs) {
+    ThreadPool pool(3);
+    auto kv = kv::KvCache::create((*m)->kv_layout(DType::kF16), (lengths[0] + lengths[1]) / 16 + 8);
+    EXPECT_TRUE(kv.ok());
+    ForwardPass fwd(**m, pool);
+    std::vector<int32_t> ids;
+    std::vector<float> out;
+    for (int32_t s : seqs) {
+      ids.push_back(kv->seq_create());
+      std::vector<BatchToken> prompt;
+      for (int32_t i = 0; i < lengths[s]; ++i) prompt.push_back({token(s, i), ids.back(), i, false});
+      EXPECT_TRUE(fwd.run(prompt, *kv, &out).ok());
+    }
+    std::vector<std::vector<float>> logits(2);
+    for (int32_t step = 0; step < 2; ++step) {
+      std::vector<BatchToken> batch;
+      for (size_t k = 0; k < seqs.size(); ++k) {
+        batch.push_back({token(seqs[k], lengths[seqs[k]] + step), ids[k], lengths[seqs[k]] + step, true});
+      }
+      EXPECT_TRUE(fwd.run(batch, *kv, &out).ok());
+      const size_t vocab = out.size() / seqs.size();
+      for (size_t k = 0; k < seqs.size(); ++k) {
+        logits[static_cast<size_t>(seqs[k])].insert(logits[static_cast<size_t>(seqs[k])].end(),
+                                                    out.begin() + static_cast<std::ptrdiff_t>(k * vocab),
+                                                    out.begin() + static_cast<std::ptrdiff_t>((k + 1) * vocab));
+      }
+    }
+    return logits;
+  };
+  const auto both = decode({0, 1});
+  for (int32_t s = 0; s < 2; ++s) {
+    const auto alone = decode({s});
+    const std::vector<float>& want = alone[static_cast<size_t>(s)];
+    const std::vector<float>& got = both[static_cast<size_t>(s)];
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_FALSE(want.empty());
+    double sq = 0, max_diff = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      sq += static_cast<double>(want[i]) * want[i];
+      max_diff = std::max(max_diff, static_cast<double>(std::fabs(want[i] - got[i])));
+    }
+    EXPECT_LT(max_diff, 1e-4 * std::sqrt(sq / static_cast<double>(want.size()))) << "sequence " << s;
+  }
+}
+
 }  // namespace
 }  // namespace hearth::model
