@@ -30,6 +30,22 @@ TEST(AttentionSplit, GivesEveryThreadWorkForShortBatches) {
   EXPECT_EQ(attention_head_chunks(1, 1, 8), 1);
 }
 
+// How far logits `got` are from `want` (same size): the largest difference, and want's RMS
+// to judge it against.
+struct Difference {
+  double max_abs = 0, rms_want = 0;
+};
+Difference difference(const std::vector<float>& want, const std::vector<float>& got) {
+  Difference d;
+  double sq = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    sq += static_cast<double>(want[i]) * want[i];
+    d.max_abs = std::max(d.max_abs, static_cast<double>(std::fabs(want[i] - got[i])));
+  }
+  d.rms_want = std::sqrt(sq / static_cast<double>(want.size()));
+  return d;
+}
+
 // Prompt logits (every position) then logits of 4 single-token decode steps.
 std::vector<float> run_with_threads(const Model& m, int threads, const std::vector<int32_t>& prompt) {
   ThreadPool pool(threads);
@@ -103,13 +119,8 @@ TEST(ForwardThreads, LongDecodeSplitByKeysMatchesPrefill) {
   const std::vector<float> decode = last_logits(1, true);
   ASSERT_EQ(prefill.size(), decode.size());
   ASSERT_FALSE(decode.empty());
-  double sq = 0, max_diff = 0;
-  for (size_t i = 0; i < decode.size(); ++i) {
-    sq += static_cast<double>(prefill[i]) * prefill[i];
-    max_diff = std::max(max_diff, static_cast<double>(std::fabs(prefill[i] - decode[i])));
-  }
-  const double rms = std::sqrt(sq / static_cast<double>(decode.size()));
-  EXPECT_LT(max_diff, 1e-2 * rms) << "rms " << rms;
+  const Difference d = difference(prefill, decode);
+  EXPECT_LT(d.max_abs, 1e-2 * d.rms_want) << "rms " << d.rms_want;
   const std::vector<float> decode3 = last_logits(3, true);
   EXPECT_EQ(std::memcmp(decode3.data(), decode.data(), decode.size() * sizeof(float)), 0);
 }
@@ -162,12 +173,8 @@ TEST(ForwardThreads, SequencesInOneDecodeBatchMatchTheirStepsAlone) {
     const std::vector<float>& got = both[static_cast<size_t>(s)];
     ASSERT_EQ(got.size(), want.size());
     ASSERT_FALSE(want.empty());
-    double sq = 0, max_diff = 0;
-    for (size_t i = 0; i < want.size(); ++i) {
-      sq += static_cast<double>(want[i]) * want[i];
-      max_diff = std::max(max_diff, static_cast<double>(std::fabs(want[i] - got[i])));
-    }
-    EXPECT_LT(max_diff, 1e-4 * std::sqrt(sq / static_cast<double>(want.size()))) << "sequence " << s;
+    const Difference d = difference(want, got);
+    EXPECT_LT(d.max_abs, 1e-4 * d.rms_want) << "sequence " << s;
   }
 }
 
