@@ -150,11 +150,12 @@ void value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
                                      PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;
-    if (VC > 0 && gn == per_pass) {
-      value_group<VC, VC != 0>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
-    } else {
-      value_group<VC, false>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+    if constexpr (VC > 0) {
+      if (gn == per_pass) {
+        return value_group<VC, true>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+      }
     }
+    value_group<VC, false>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
   });
 }
 
