@@ -3,7 +3,8 @@
 // to F16, Q.K products summed in F32, scale and softcap in F32, softmax in F32 (sum in
 // double), probabilities rounded to F16 before they weight the F16 V rows. For a Q8_0 or Q4_0
 // cache Q is quantized to Q8_0 once per head (as the ecosystem converts Q to the key type's dot
-// partner), so Q.K is the matrix kernels' integer block dot product.
+// partner), so Q.K is the matrix kernels' integer block dot product. A BF16 cache (pairs, see
+// ops.h) rounds Q and the probabilities to BF16 instead, so every product is exact in F32.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -107,6 +108,8 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   float* stats = part != nullptr ? part->stats : nullptr;
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
+  const bool bf16 = kv.type == DType::kBF16;  // pairs (kv_key_paired_index), every product exact
+  const int64_t v_row_elems = static_cast<int64_t>(kv.v_row_bytes / 2);
   const bool quantized = kv.type == DType::kQ8_0 || kv.type == DType::kQ4_0;
   const float inv_softcap = p.softcap != 0.0f ? 1.0f / p.softcap : 0.0f;  // scale, tanh, scale
   // scores, then (for Q8_0 / Q4_0 caches) one dequantized V head
@@ -114,9 +117,11 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   float* scores = scratch.data();
   float* deq = scratch.data() + n_kv;
   thread_local std::vector<uint16_t> q16, k16;  // k16: one key head gathered from a transposed block
+  thread_local std::vector<float> qb;           // Q rounded to BF16
   thread_local std::vector<BlockQ8_0> q8;
   q16.resize(static_cast<size_t>(dk));
   k16.resize(static_cast<size_t>(dk));
+  qb.resize(static_cast<size_t>(dk));
   q8.resize(static_cast<size_t>(dk / kQK));
 
   for (int h = head_begin; h < head_end; ++h) {
@@ -124,11 +129,19 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
     const float* qh = q + static_cast<int64_t>(h) * dk;
     if (f16) fp32_to_fp16_row(qh, q16.data(), dk);
     if (quantized) quantize_row_q8_0(qh, q8.data(), dk);
+    if (bf16) {
+      for (int c = 0; c < dk; ++c) qb[static_cast<size_t>(c)] = bf16_to_fp32(fp32_to_bf16(qh[c]));
+    }
     const size_t k_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dk);
     const size_t v_off = kv_elem_offset_bytes(kv.type, static_cast<int64_t>(kvh) * dv);
     for (int32_t j = lo; j <= hi; ++j) {
       float s;
-      if (f16 && kv.k_transposed) {
+      if (bf16) {
+        kv_load_key_paired(kv.k_blocks[j / kv.block_tokens], kv.block_tokens, j % kv.block_tokens,
+                           static_cast<int64_t>(kvh) * dk, dk, deq);
+        s = 0.0f;
+        for (int c = 0; c < dk; ++c) s += qb[static_cast<size_t>(c)] * deq[c];
+      } else if (f16 && kv.k_transposed) {
         kv_load_key_transposed(kv.k_blocks[j / kv.block_tokens], kv.block_tokens, j % kv.block_tokens,
                                static_cast<int64_t>(kvh) * dk, dk, k16.data());
         s = k.dot_f16(dk, q16.data(), k16.data());
@@ -158,8 +171,14 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
     }
     float* oh = out + static_cast<int64_t>(h) * dv;
     for (int32_t j = lo; j <= hi; ++j) {
-      const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
       const float prob = scores[j];
+      if (bf16) {
+        kv_load_value_paired(kv.v_blocks[j / kv.block_tokens], v_row_elems, j % kv.block_tokens,
+                             static_cast<int64_t>(kvh) * dv, dv, deq);
+        k.axpy_f32(dv, bf16_to_fp32(fp32_to_bf16(prob)), deq, oh);
+        continue;
+      }
+      const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
       if (f16) {
         k.axpy_f16(dv, fp16_to_fp32(fp32_to_fp16(prob)), reinterpret_cast<const uint16_t*>(vrow), oh);
       } else if (quantized) {
@@ -194,6 +213,8 @@ Status kv_store_row(DType type, const float* x, void* dst, int64_t n) {
         quantize_row_q4_0(x, static_cast<BlockQ4_0*>(dst), n);
       }
       return ok_status();
+    case DType::kBF16:
+      return make_error(ErrorKind::kInvalidArgument, "a BF16 KV cache stores pairs, not rows (kv_store_key_paired)");
     default:
       return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(type)) +
                                                      " is not supported (F16, F32, Q8_0 or Q4_0)");
@@ -209,6 +230,26 @@ void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t 
                             uint16_t* dst) {
   const auto* k = reinterpret_cast<const uint16_t*>(block);
   for (int64_t e = 0; e < n; ++e) dst[e] = k[kv_key_transposed_index(block_tokens, first + e, offset)];
+}
+
+void kv_store_key_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n) {
+  auto* k = reinterpret_cast<uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) k[kv_key_paired_index(block_tokens, e, offset)] = fp32_to_bf16(x[e]);
+}
+
+void kv_store_value_paired(const float* x, uint8_t* block, int64_t row_elems, int32_t offset, int64_t n) {
+  auto* v = reinterpret_cast<uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) v[kv_value_paired_index(row_elems, e, offset)] = fp32_to_bf16(x[e]);
+}
+
+void kv_load_key_paired(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n, float* dst) {
+  const auto* k = reinterpret_cast<const uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) dst[e] = bf16_to_fp32(k[kv_key_paired_index(block_tokens, first + e, offset)]);
+}
+
+void kv_load_value_paired(const uint8_t* block, int64_t row_elems, int32_t offset, int64_t first, int64_t n, float* dst) {
+  const auto* v = reinterpret_cast<const uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) dst[e] = bf16_to_fp32(v[kv_value_paired_index(row_elems, first + e, offset)]);
 }
 
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {

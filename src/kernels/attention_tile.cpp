@@ -2,7 +2,8 @@
 // reference. The reference runs the algorithm of the SIMD variants (flash_tile_simd.h) one row
 // at a time: keys in tiles of kFlashKeys, a running maximum and sum per row, the output rescaled
 // once per tile. Q is rounded to F16 for an F16 cache (as attention() does); scores,
-// probabilities and sums are F32.
+// probabilities and sums are F32. A BF16 cache rounds Q, and the probabilities that weight V, to
+// BF16 (the sums stay F32).
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -31,8 +32,24 @@ void load_head(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes,
   if (!offset.ok() || !dequantize_row(kv.type, row + *offset, dst, d).ok()) std::fill(dst, dst + d, 0.0f);
 }
 
-// Head kvh's dk key elements at pos as floats, for either K layout (KvSpan::k_transposed).
+// Head kvh's d value elements at pos as floats (rows, or a BF16 cache's token pairs).
+void load_value_head(const KvSpan& kv, int32_t pos, int kvh, int d, float* dst) {
+  if (kv.type == DType::kBF16) {
+    kv_load_value_paired(kv.v_blocks[pos / kv.block_tokens], static_cast<int64_t>(kv.v_row_bytes / 2),
+                         pos % kv.block_tokens, static_cast<int64_t>(kvh) * d, d, dst);
+    return;
+  }
+  load_head(kv, kv.v_blocks, kv.v_row_bytes, pos, kvh, d, dst);
+}
+
+// Head kvh's dk key elements at pos as floats, for every K layout (rows, KvSpan::k_transposed,
+// a BF16 cache's element pairs).
 void load_key_head(const KvSpan& kv, int32_t pos, int kvh, int dk, float* dst) {
+  if (kv.type == DType::kBF16) {
+    kv_load_key_paired(kv.k_blocks[pos / kv.block_tokens], kv.block_tokens, pos % kv.block_tokens,
+                       static_cast<int64_t>(kvh) * dk, dk, dst);
+    return;
+  }
   if (!kv.k_transposed) {
     load_head(kv, kv.k_blocks, kv.k_row_bytes, pos, kvh, dk, dst);
     return;
@@ -63,7 +80,11 @@ bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const At
     for (int g = 0; g < group; ++g) {
       const int h = t.kv_head * group + g;
       const float* q = t.q + static_cast<int64_t>(tok) * t.q_stride + static_cast<int64_t>(h) * dk;
-      for (int c = 0; c < dk; ++c) qh[c] = kv.type == DType::kF16 ? fp16_to_fp32(fp32_to_fp16(q[c])) : q[c];
+      for (int c = 0; c < dk; ++c) {
+        qh[c] = kv.type == DType::kF16    ? fp16_to_fp32(fp32_to_fp16(q[c]))
+                : kv.type == DType::kBF16 ? bf16_to_fp32(fp32_to_bf16(q[c]))
+                                          : q[c];
+      }
       std::fill(acc, acc + dv, 0.0f);
       float m = -INFINITY, l = 0.0f;
       for (int32_t j0 = lo; j0 <= hi; j0 += kFlashKeys) {
@@ -85,8 +106,9 @@ bool attention_tile_reference(const AttentionTile& t, const KvSpan& kv, const At
         for (int j = 0; j < nk; ++j) {
           const float e = std::exp(s[j] - m_new);
           sum += e;
-          load_head(kv, kv.v_blocks, kv.v_row_bytes, j0 + j, t.kv_head, dv, vf);
-          for (int c = 0; c < dv; ++c) acc[c] += e * vf[c];
+          load_value_head(kv, j0 + j, t.kv_head, dv, vf);
+          const float w = kv.type == DType::kBF16 ? bf16_to_fp32(fp32_to_bf16(e)) : e;
+          for (int c = 0; c < dv; ++c) acc[c] += w * vf[c];
         }
         l = l * alpha + sum;
         m = m_new;

@@ -83,6 +83,7 @@ std::string missing_for(CpuVariant v) {
 }
 
 std::atomic<int> g_active{-1};  // CpuVariant, or -1 before the first selection
+std::atomic<int> g_bf16_off{0};  // a test turned AVX512_BF16 off
 std::once_flag g_default_once;
 
 }  // namespace
@@ -172,6 +173,18 @@ Status set_cpu_variant_for_testing(CpuVariant v) {
                                                    " is not supported by this CPU (missing: " + missing + ")");
   }
   g_active.store(static_cast<int>(v));
+  return ok_status();
+}
+
+bool avx512_bf16_in_use() {
+  return cpu_features().avx512bf16 && g_bf16_off.load(std::memory_order_relaxed) == 0;
+}
+
+Status set_avx512_bf16_for_testing(bool use) {
+  if (use && !cpu_features().avx512bf16) {
+    return make_error(ErrorKind::kUnsupported, "this CPU has no AVX512_BF16");
+  }
+  g_bf16_off.store(use ? 0 : 1);
   return ok_status();
 }
 

@@ -60,4 +60,11 @@ CpuVariant active_cpu_variant();
 // Switches variant; an error if this CPU cannot run it. Not for use while kernels run.
 Status set_cpu_variant_for_testing(CpuVariant v);
 
+// Whether the AVX-512 variant multiplies a BF16 KV cache with the AVX512_BF16 instruction
+// (vdpbf16ps): where the CPU has it, unless a test turned it off (the variant then emulates it
+// with FMAs, with the same results but for denormal inputs).
+bool avx512_bf16_in_use();
+// Turns that instruction off (or back on: an error if this CPU lacks it). Not while kernels run.
+Status set_avx512_bf16_for_testing(bool use);
+
 }  // namespace hearth::kernels

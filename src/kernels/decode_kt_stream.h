@@ -1,7 +1,7 @@
-// What the SIMD decode steps over a transposed K (KvSpan::k_transposed: avx512/ and avx2/
-// attention_*kt*) share besides their arithmetic: the step's 16-key groups aligned to the cache
-// blocks, the stream they read (every group's K runs for the call's heads, then every group's
-// value rows), and the prefetch of what lies kDecodePrefetchKeys ahead, handed out one line
+// What the SIMD decode steps over a K stored by element share besides their arithmetic (an F16
+// cache's transposed K, KvSpan::k_transposed: avx512/ and avx2/ attention_*kt*; a BF16 cache's
+// element pairs: decode_bf16_simd.h): the step's 16-key groups aligned to the cache blocks, the
+// stream they read (every group's K runs for the call's heads, then every group's value rows), and the prefetch of what lies kDecodePrefetchKeys ahead, handed out one line
 // per inner-loop step so the loads spread over the compute instead of arriving as a burst that
 // fills the miss queue. Internal linkage (see isa_local.h): each ISA file gets its own copy.
 #pragma once
@@ -65,6 +65,7 @@ struct KtStream {
   int32_t lo, hi, base, n_groups;
   int dk, kvh_first, n_kvh;
   int32_t k_run_bytes;  // from a KV head's first run in a group to the end of its last
+  bool paired;          // a BF16 cache's runs of element pairs (kv_key_paired_index)
 
   KtGroupAt at(int32_t g) const {
     const int32_t k0 = key0(g);
@@ -73,8 +74,10 @@ struct KtStream {
   int32_t key0(int32_t g) const { return base + g * kTransposedKeyGroup; }
   // The first element of KV head kvh's K runs in the group at a.
   const uint16_t* k_runs(KtGroupAt a, int kvh) const {
+    const int64_t e = static_cast<int64_t>(kvh) * dk;
     return reinterpret_cast<const uint16_t*>(kv->k_blocks[a.block]) +
-           kv_key_transposed_index(kv->block_tokens, static_cast<int64_t>(kvh) * dk, a.offset);
+           (paired ? kv_key_paired_index(kv->block_tokens, e, a.offset)
+                   : kv_key_transposed_index(kv->block_tokens, e, a.offset));
   }
   // The first value row of the group at a (the group's keys' rows follow, v_row_bytes apart).
   const uint8_t* v_rows(KtGroupAt a) const {
@@ -111,31 +114,34 @@ struct KtStream {
 inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int kvh_first, int kvh_last) {
   const int32_t base = lo / kTransposedKeyGroup * kTransposedKeyGroup;
   const int32_t n_groups = (hi + 1 - base + kTransposedKeyGroup - 1) / kTransposedKeyGroup;
-  const auto run_bytes =
-      static_cast<int32_t>(2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kTransposedKeyGroup));
-  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1, run_bytes};
+  const bool paired = kv.type == DType::kBF16;
+  const auto run_bytes = static_cast<int32_t>(
+      2 * (paired ? kv_key_paired_index(kv.block_tokens, dk - 2, kTransposedKeyGroup)
+                  : kv_key_transposed_index(kv.block_tokens, dk - 1, kTransposedKeyGroup)));
+  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1, run_bytes, paired};
 }
 
 // What a transposed-K step knows once it has begun: its heads and keys (begin_decode_step),
-// its KV heads, its groups, and where its scores and F16-rounded queries live in the scratch.
+// its KV heads, its groups, and where its scores and rounded queries live in the scratch.
 struct KtStep {
   DecodeStepSpan span;
   int group = 0, n_heads = 0, kvh_first = 0, kvh_last = 0;
   KtStream st{};
   int32_t n_pad = 0;         // scores per head: every key of the groups (score j is key st.base + j)
   float* scores = nullptr;   // [n_heads][n_pad]
-  float* qf = nullptr;       // [n_heads][head_dim_k], for the caller to fill
+  float* qf = nullptr;       // [n_heads][head_dim_k] floats, for the caller to fill
 };
 
-// Begins a step (attention_heads_part's contract) for a kernel whose vectors hold dim_step
-// floats: false where the path does not apply (not F16, blocks not a multiple of the group,
-// head sizes not a multiple of dim_step or over max_dim), and the caller falls back to the
-// portable path; otherwise *s is filled (nothing to do when !s->span.has_work()).
+// Begins a step (attention_heads_part's contract) for a kernel of cache type `type` (F16 with K
+// transposed, or BF16) whose vectors hold dim_step floats: false where the path does not apply
+// (another type, blocks not a multiple of the group, head sizes not a multiple of dim_step or
+// over max_dim), and the caller falls back to the portable path; otherwise *s is filled (nothing
+// to do when !s->span.has_work()).
 inline bool kt_step_begin(int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, int32_t head_begin,
-                          int32_t head_end, const KeyPart* part, float* out, int dim_step, int max_dim,
+                          int32_t head_end, const KeyPart* part, float* out, int dim_step, int max_dim, DType type,
                           std::vector<float>& scratch, KtStep* s) {
   const int dk = p.head_dim_k, dv = p.head_dim_v;
-  if (kv.type != DType::kF16 || kv.block_tokens % kTransposedKeyGroup != 0 || dk % dim_step != 0 ||
+  if (kv.type != type || kv.block_tokens % kTransposedKeyGroup != 0 || dk % dim_step != 0 ||
       dv % dim_step != 0 || dk > max_dim || dv > max_dim || p.n_head_kv <= 0 || p.n_head % p.n_head_kv != 0) {
     return false;
   }
@@ -195,10 +201,11 @@ template <class Score>
 
 // The value pass: for every group and KV head, value(v, i0, i1, r, gn, head, g, pf, per_key)
 // on passes of at most per_pass query heads: v the KV head's slice of the group's first value
-// row (the keys' rows v_row_bytes apart), keys [i0, i1) of the group inside the step, head the
-// pass's first query head (its output row), per_key the prefetch lines to issue per key.
+// row (head_bytes a KV head: the keys' rows v_row_bytes apart; a BF16 cache's pair rows, two
+// keys each, 2 * v_row_bytes), keys [i0, i1) of the group inside the step, head the pass's first
+// query head (its output row), per_key the prefetch lines to issue per key.
 template <class Value>
-[[gnu::always_inline]] inline void kt_value_pass(const KtStep& s, int dv, int per_pass, Value&& value) {
+[[gnu::always_inline]] inline void kt_value_pass(const KtStep& s, size_t head_bytes, int per_pass, Value&& value) {
   KtGroupAt at = s.st.at(0), ahead_at = kt_ahead_at(s.st, s.st.n_groups);
   for (int32_t g = 0; g < s.st.n_groups; ++g) {
     const int32_t ahead = s.st.n_groups + g + kKtAheadGroups;
@@ -208,7 +215,7 @@ template <class Value>
       const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
       PrefetchRun pf = s.st.prefetch(ahead, ahead_at, kvh);
       const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
-      const uint8_t* v = rows + static_cast<size_t>(kvh) * dv * 2;
+      const uint8_t* v = rows + static_cast<size_t>(kvh) * head_bytes;
       for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
         value(v, i0, i1, static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
               heads.h0 + g0, g, pf, per_key);

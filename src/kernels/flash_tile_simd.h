@@ -9,7 +9,11 @@
 // horizontal reduction. Qt[c][r] (Q transposed, F16-rounded for an F16 cache), St/Pt[j][r]
 // (scores, then probabilities), Ot[d][r] (the running output) are all row-vectorized; K and V
 // tiles are converted to F32 rows once and used by every row of the sub-tile (a transposed K,
-// KvSpan::k_transposed, to F32 [element][key] instead, its runs converted whole).
+// KvSpan::k_transposed, to F32 [element][key] instead, its runs converted whole). A BF16 cache
+// (pairs, ops.h) is read as it is stored, with S::dot2 (vdpbf16ps or its emulation): Qt holds
+// words of two elements per row, a K word (two elements of a key) is broadcast against them; the
+// probabilities are rounded into words of two keys per row, a V word (an element of two keys) is
+// broadcast against them. Its probabilities' sum stays F32.
 #pragma once
 
 #include <algorithm>
@@ -30,20 +34,26 @@ constexpr int kFlashKeys = 32;   // keys per K/V tile
 constexpr int kFlashRowVecs = 4; // row vectors per sub-tile
 constexpr int kFlashMaxHeadDim = 512;
 
-// The work floats for lanes L (see flash_tile): Qt, Kf, Vf, St, Ot, m, l, lo, hi.
+// The work floats for lanes L (see flash_tile): Qt, Kf, Vf, St, Ot, m, l, lo, hi, and a BF16
+// cache's probability words.
 constexpr size_t flash_work_floats(int lanes, int dk, int dv) {
   const size_t rp = static_cast<size_t>(kFlashRowVecs) * lanes;
   return rp * dk + static_cast<size_t>(kFlashKeys) * dk + static_cast<size_t>(kFlashKeys) * dv +
-         static_cast<size_t>(kFlashKeys) * rp + rp * dv + 4 * rp + 64;
+         static_cast<size_t>(kFlashKeys) * rp + rp * dv + 4 * rp + static_cast<size_t>(kFlashKeys) / 2 * rp + 64;
 }
+
+// A word of two BF16 values kept in float work space.
+using FlashWord = uint32_t __attribute__((may_alias));
 
 inline const uint8_t* flash_kv_row(const uint8_t* const* blocks, int32_t block_tokens, size_t row_bytes, int32_t pos) {
   return blocks[pos / block_tokens] + static_cast<size_t>(pos % block_tokens) * row_bytes;
 }
 
-// Bytes of d elements of a cache row (one head's slice; d a multiple of 32 for Q8_0 and Q4_0).
+// Bytes of d elements of a cache row (one head's slice; d a multiple of 32 for Q8_0 and Q4_0;
+// for BF16 a token pair's row: two keys' values).
 inline size_t flash_head_bytes(DType type, int d) {
   switch (type) {
+    case DType::kBF16: return 2 * sizeof(uint16_t) * static_cast<size_t>(d);
     case DType::kF16: return sizeof(uint16_t) * static_cast<size_t>(d);
     case DType::kF32: return sizeof(float) * static_cast<size_t>(d);
     case DType::kQ4_0: return sizeof(BlockQ4_0) * static_cast<size_t>(d / kQK);
@@ -58,6 +68,9 @@ constexpr int kFlashKeyGroup = kTransposedKeyGroup;
 // block by block (one division per tile instead of one per key). A transposed K is found per
 // group of 16 keys instead (kcols: the group's first element of the head; a tile starts at a
 // multiple of kFlashKeys, and block_tokens is a multiple of 16, so a group is in one block).
+// A BF16 cache: k[j] is key j's first word of the head (its element pairs block_tokens words
+// apart), kcols the groups' first runs (for the prefetch), and v[j / 2] the pair row of keys j
+// and j + 1 (j even: a tile and a block start on an even key).
 struct FlashTileRows {
   const uint8_t* k[kFlashKeys];
   const uint8_t* v[kFlashKeys];
@@ -67,21 +80,26 @@ struct FlashTileRows {
 inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, size_t v_head, int kv_head, int dk,
                             FlashTileRows& r) {
   int32_t b = j0 / kv.block_tokens, o = j0 % kv.block_tokens;
+  const bool bf16 = kv.type == DType::kBF16;
   for (int j = 0; j < n; ++j) {
-    if (kv.k_transposed && j % kFlashKeyGroup == 0) {
+    if (bf16) {
+      r.k[j] = kv.k_blocks[b] + 2 * kv_key_paired_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
+      if (j % kFlashKeyGroup == 0) r.kcols[j / kFlashKeyGroup] = r.k[j];
+      if (j % 2 == 0) r.v[j / 2] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+    } else if (kv.k_transposed && j % kFlashKeyGroup == 0) {
       r.kcols[j / kFlashKeyGroup] =
           kv.k_blocks[b] + 2 * kv_key_transposed_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
     } else if (!kv.k_transposed) {
       r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
     }
-    r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+    if (!bf16) r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
     if (++o == kv.block_tokens) {
       o = 0;
       ++b;
     }
   }
   r.n = n;
-  r.groups = kv.k_transposed ? (n + kFlashKeyGroup - 1) / kFlashKeyGroup : 0;
+  r.groups = kv.k_transposed || bf16 ? (n + kFlashKeyGroup - 1) / kFlashKeyGroup : 0;
 }
 
 // Prefetches of the next key tile's head slices (every cache line they touch), handed out a few
@@ -196,8 +214,59 @@ inline void flash_values(const float* pt, int rp, const float* vf, int dv, int n
   }
 }
 
-// One sub-tile of at most kFlashRowVecs * kLanes rows (NV row vectors).
-template <class S, int NV>
+// A BF16 cache: St[j][rv] = sum over element pairs c2 of dot2(Qw[c2][rv], key j's word c2) for
+// keys j0..j0+JB (kw[j]: key j's first word, its pairs kstride words apart).
+template <class S, int JB, int NV>
+inline void flash_scores_bf16(const FlashWord* qw, int rp, const uint8_t* const* kw, int kstride, int dk, int j0,
+                              float* st) {
+  using V = typename S::V;
+  V acc[JB][NV];
+  for (int i = 0; i < JB; ++i) {
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+  }
+  const FlashWord* k[JB];
+  for (int i = 0; i < JB; ++i) k[i] = reinterpret_cast<const FlashWord*>(kw[j0 + i]);
+  for (int c2 = 0; c2 < dk / 2; ++c2) {
+    uint32_t kx[JB];
+    for (int i = 0; i < JB; ++i) kx[i] = k[i][static_cast<size_t>(c2) * kstride];
+    for (int v = 0; v < NV; ++v) {
+      const typename S::VI q = S::load_words(qw + static_cast<size_t>(c2) * rp + v * S::kLanes);
+      for (int i = 0; i < JB; ++i) acc[i][v] = S::dot2(acc[i][v], q, kx[i]);
+    }
+  }
+  for (int i = 0; i < JB; ++i) {
+    for (int v = 0; v < NV; ++v) S::store(st + static_cast<size_t>(j0 + i) * rp + v * S::kLanes, acc[i][v]);
+  }
+}
+
+// A BF16 cache: Ot[d0..d0+DB][rv] = Ot * alpha + sum over key pairs of dot2(Pw[pair][rv], the
+// pair's word of element d) (vw[pair]: the pair row's words of the head; a last pair with one
+// key keeps only that key's half of the word: the other may hold anything).
+template <class S, int DB, int NV>
+inline void flash_values_bf16(const FlashWord* pw, int rp, const uint8_t* const* vw, int nk, int d0,
+                              const typename S::V* alpha, float* ot) {
+  using V = typename S::V;
+  V acc[DB][NV];
+  for (int i = 0; i < DB; ++i) {
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::mul(S::load(ot + static_cast<size_t>(d0 + i) * rp + v * S::kLanes), alpha[v]);
+  }
+  for (int j = 0; j < nk; j += 2) {
+    const FlashWord* vr = reinterpret_cast<const FlashWord*>(vw[j / 2]) + d0;
+    const uint32_t keep = j + 1 < nk ? 0xFFFFFFFFu : 0x0000FFFFu;
+    uint32_t x[DB];
+    for (int i = 0; i < DB; ++i) x[i] = vr[i] & keep;
+    for (int v = 0; v < NV; ++v) {
+      const typename S::VI pr = S::load_words(pw + static_cast<size_t>(j / 2) * rp + v * S::kLanes);
+      for (int i = 0; i < DB; ++i) acc[i][v] = S::dot2(acc[i][v], pr, x[i]);
+    }
+  }
+  for (int i = 0; i < DB; ++i) {
+    for (int v = 0; v < NV; ++v) S::store(ot + static_cast<size_t>(d0 + i) * rp + v * S::kLanes, acc[i][v]);
+  }
+}
+
+// One sub-tile of at most kFlashRowVecs * kLanes rows (NV row vectors); BF: a BF16 cache.
+template <class S, int NV, bool BF>
 void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, const AttentionParams& p, float* work) {
   using V = typename S::V;
   constexpr int L = S::kLanes;
@@ -212,6 +281,8 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   float* ot = st + static_cast<size_t>(kFlashKeys) * RP;
   float* lo_f = ot + static_cast<size_t>(RP) * dv;
   float* hi_f = lo_f + RP;
+  auto* qw = reinterpret_cast<FlashWord*>(qt);              // BF: Qt as words [dk / 2][RP]
+  auto* pw = reinterpret_cast<FlashWord*>(hi_f + 2 * RP);  // BF: the probabilities as words [kFlashKeys / 2][RP]
 
   // Rows past `rows` repeat the last real row (their results are dropped), so every lane has a
   // finite maximum whenever a real row does.
@@ -228,6 +299,15 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     hi_f[r] = static_cast<float>(hi);
   }
   if (round_q) S::round_f16(qt, static_cast<size_t>(RP) * dk);
+  if constexpr (BF) {  // in place: word row c2 is written after float rows 2 * c2 and 2 * c2 + 1 are read
+    for (int c2 = 0; c2 < dk / 2; ++c2) {
+      for (int v = 0; v < NV; ++v) {
+        const V lo_q = S::load(qt + static_cast<size_t>(2 * c2) * RP + v * L);
+        const V hi_q = S::load(qt + static_cast<size_t>(2 * c2 + 1) * RP + v * L);
+        S::store_words(qw + static_cast<size_t>(c2) * RP + v * L, S::bf16_pair_words(lo_q, hi_q));
+      }
+    }
+  }
   std::fill(ot, ot + static_cast<size_t>(RP) * dv, 0.0f);
   V m[NV], l[NV], lo[NV], hi[NV];
   for (int v = 0; v < NV; ++v) {
@@ -250,16 +330,19 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
   // A transposed K's group: every element's run of 16 keys, block_tokens apart.
   const bool kt = kv.k_transposed;
-  const size_t k_group_bytes = 2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kFlashKeyGroup);
+  const size_t k_group_bytes = BF ? 2 * kv_key_paired_index(kv.block_tokens, dk - 2, kFlashKeyGroup)
+                                  : 2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kFlashKeyGroup);
   auto k_prefetch = [&](const FlashTileRows& r) {
-    return kt ? FlashPrefetch<S>(r.kcols, r.groups, k_group_bytes) : FlashPrefetch<S>(r.k, r.n, k_head);
+    return kt || BF ? FlashPrefetch<S>(r.kcols, r.groups, k_group_bytes) : FlashPrefetch<S>(r.k, r.n, k_head);
   };
+  // Rows of V a tile reads: a BF16 cache's pair rows hold two keys each.
+  auto v_rows = [](const FlashTileRows& r) { return BF ? (r.n + 1) / 2 : r.n; };
   FlashTileRows tiles[2];
   int cur = 0;
   if (key_lo <= key_hi) {
     flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, t.kv_head, dk, tiles[0]);
     k_prefetch(tiles[0]).issue(1 << 30);
-    FlashPrefetch<S>(tiles[0].v, tiles[0].n, v_head).issue(1 << 30);
+    FlashPrefetch<S>(tiles[0].v, v_rows(tiles[0]), v_head).issue(1 << 30);
   }
   constexpr int JB = flash_block<S, NV>(4);
   constexpr int DB = std::bit_floor(static_cast<unsigned>(flash_block<S, NV>(4)));  // divides dv (a multiple of 16)
@@ -271,22 +354,26 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     const int32_t j1 = j0 + kFlashKeys;
     flash_tile_rows(kv, j1, j1 <= key_hi ? std::min<int32_t>(kFlashKeys, key_hi - j1 + 1) : 0, k_off, v_off, t.kv_head,
                     dk, next);
-    FlashPrefetch<S> next_k = k_prefetch(next), next_v(next.v, next.n, v_head);
+    FlashPrefetch<S> next_k = k_prefetch(next), next_v(next.v, v_rows(next), v_head);
     // The next tile's K lines spread over this tile's score blocks, its V lines over the value blocks.
-    const int k_lines = kt ? next.groups * static_cast<int>((k_group_bytes + 127) / 64)
-                           : next.n * static_cast<int>((k_head + 127) / 64);
-    const int v_lines = next.n * static_cast<int>((v_head + 127) / 64);
+    const int k_lines = kt || BF ? next.groups * static_cast<int>((k_group_bytes + 127) / 64)
+                                 : next.n * static_cast<int>((k_head + 127) / 64);
+    const int v_lines = v_rows(next) * static_cast<int>((v_head + 127) / 64);
     const int k_step = (k_lines + nk / JB) / (nk / JB + 1) + 1, v_step = (v_lines + dv / DB - 1) / (dv / DB) + 1;
-    if (kt) {
-      flash_load_key_columns<S>(rows.kcols, rows.groups, kv.block_tokens, dk, kf);
-    } else {
-      flash_load_rows<S>(kv.type, rows.k, nk, dk, kf);
+    if constexpr (!BF) {
+      if (kt) {
+        flash_load_key_columns<S>(rows.kcols, rows.groups, kv.block_tokens, dk, kf);
+      } else {
+        flash_load_rows<S>(kv.type, rows.k, nk, dk, kf);
+      }
+      flash_load_rows<S>(kv.type, rows.v, nk, dv, vf);
     }
-    flash_load_rows<S>(kv.type, rows.v, nk, dv, vf);
     int j = 0;
     for (; j + JB <= nk; j += JB) {
       next_k.issue(k_step);
-      if (kt) {
+      if constexpr (BF) {
+        flash_scores_bf16<S, JB, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, st);
+      } else if (kt) {
         flash_scores<S, JB, NV, true>(qt, RP, kf, dk, j, st);
       } else {
         flash_scores<S, JB, NV, false>(qt, RP, kf, dk, j, st);
@@ -294,7 +381,9 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     }
     next_k.issue(1 << 30);
     for (; j < nk; ++j) {
-      if (kt) {
+      if constexpr (BF) {
+        flash_scores_bf16<S, 1, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, st);
+      } else if (kt) {
         flash_scores<S, 1, NV, true>(qt, RP, kf, dk, j, st);
       } else {
         flash_scores<S, 1, NV, false>(qt, RP, kf, dk, j, st);
@@ -339,9 +428,22 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
       }
     }
     for (int v = 0; v < NV; ++v) l[v] = S::add(S::mul(l[v], alpha[v]), sum[v]);
+    if constexpr (BF) {  // the probabilities rounded into words of two keys per row
+      for (j = 0; j < nk; j += 2) {
+        for (int v = 0; v < NV; ++v) {
+          const V e0 = S::load(st + static_cast<size_t>(j) * RP + v * L);
+          const V e1 = j + 1 < nk ? S::load(st + static_cast<size_t>(j + 1) * RP + v * L) : S::zero();
+          S::store_words(pw + static_cast<size_t>(j / 2) * RP + v * L, S::bf16_pair_words(e0, e1));
+        }
+      }
+    }
     for (int d = 0; d < dv; d += DB) {
       next_v.issue(v_step);
-      flash_values<S, DB, NV>(st, RP, vf, dv, nk, d, alpha, ot);
+      if constexpr (BF) {
+        flash_values_bf16<S, DB, NV>(pw, RP, rows.v, nk, d, alpha, ot);
+      } else {
+        flash_values<S, DB, NV>(st, RP, vf, dv, nk, d, alpha, ot);
+      }
     }
     next_v.issue(1 << 30);
     cur ^= 1;
@@ -365,7 +467,9 @@ bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams&
   if (dk % 32 != 0 && !(dk % 16 == 0 && !blocks)) return false;
   if (dv % 32 != 0 && !(dv % 16 == 0 && !blocks)) return false;
   if (dk > kFlashMaxHeadDim || dv > kFlashMaxHeadDim) return false;
-  if (kv.type != DType::kF16 && kv.type != DType::kF32 && !blocks) return false;
+  const bool bf16 = kv.type == DType::kBF16;
+  if (kv.type != DType::kF16 && kv.type != DType::kF32 && !blocks && !bf16) return false;
+  if (bf16 && (dk % 2 != 0 || kv.block_tokens % 2 != 0 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
   if (kv.k_transposed && (kv.type != DType::kF16 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
   const int group = p.n_head / p.n_head_kv;
   constexpr int kMaxRows = kFlashRowVecs * S::kLanes;
@@ -375,11 +479,15 @@ bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams&
   for (int t0 = 0; t0 < t.n_q; t0 += per_sub) {
     const int nt = std::min(per_sub, t.n_q - t0);
     const int nv = (nt * group + S::kLanes - 1) / S::kLanes;
-    switch (nv) {
-      case 1: flash_subtile<S, 1>(t, t0, nt, kv, p, work); break;
-      case 2: flash_subtile<S, 2>(t, t0, nt, kv, p, work); break;
-      case 3: flash_subtile<S, 3>(t, t0, nt, kv, p, work); break;
-      default: flash_subtile<S, 4>(t, t0, nt, kv, p, work); break;
+    switch (nv * 2 + (bf16 ? 1 : 0)) {
+      case 2: flash_subtile<S, 1, false>(t, t0, nt, kv, p, work); break;
+      case 3: flash_subtile<S, 1, true>(t, t0, nt, kv, p, work); break;
+      case 4: flash_subtile<S, 2, false>(t, t0, nt, kv, p, work); break;
+      case 5: flash_subtile<S, 2, true>(t, t0, nt, kv, p, work); break;
+      case 6: flash_subtile<S, 3, false>(t, t0, nt, kv, p, work); break;
+      case 7: flash_subtile<S, 3, true>(t, t0, nt, kv, p, work); break;
+      case 9: flash_subtile<S, 4, true>(t, t0, nt, kv, p, work); break;
+      default: flash_subtile<S, 4, false>(t, t0, nt, kv, p, work); break;
     }
   }
   return true;

@@ -140,13 +140,28 @@ constexpr int32_t kTransposedKeyGroup = 16;
 constexpr size_t kv_key_transposed_index(int32_t block_tokens, int64_t element, int32_t token) {
   return static_cast<size_t>(element) * static_cast<size_t>(block_tokens) + static_cast<size_t>(token);
 }
+// A BF16 cache stores pairs instead of rows, so that one BF16 dot-product instruction
+// (vdpbf16ps: two products per F32 lane) takes two elements of a key or two keys of a value
+// column at a time: K by element pair (elements e and e + 1 of a token side by side, a block's
+// 16 consecutive keys' pairs one 64-byte run), V by token pair (tokens o and o + 1 of a block
+// interleaved element by element: an element of two keys is one 32-bit word). Both need an even
+// block_tokens and even head sizes; k_row_bytes / v_row_bytes still give one token's bytes. The
+// layouts' formulas, in BF16 values from the block's start:
+constexpr size_t kv_key_paired_index(int32_t block_tokens, int64_t element, int32_t token) {
+  return static_cast<size_t>(element / 2) * 2 * static_cast<size_t>(block_tokens) + 2 * static_cast<size_t>(token) +
+         static_cast<size_t>(element % 2);
+}
+constexpr size_t kv_value_paired_index(int64_t row_elems, int64_t element, int32_t token) {
+  return static_cast<size_t>(token / 2) * 2 * static_cast<size_t>(row_elems) + 2 * static_cast<size_t>(element) +
+         static_cast<size_t>(token % 2);
+}
 struct KvSpan {
   const uint8_t* const* k_blocks = nullptr;
   const uint8_t* const* v_blocks = nullptr;
   int32_t block_tokens = 0;
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
-  DType type = DType::kF16;
+  DType type = DType::kF16;  // F16, F32, Q8_0, Q4_0 or BF16 (pairs: kv_key_paired_index)
   bool k_transposed = false;
 };
 
@@ -167,7 +182,10 @@ struct AttentionParams {
 // Attention of one query token (all heads: n_head * head_dim_k floats at q) at position
 // q_pos over the first n_kv positions of kv; writes n_head * head_dim_v floats to out.
 // Arithmetic follows the ecosystem's CPU path for an F16 cache: Q rounded to F16, Q.K
-// accumulated in F32, softmax in F32, probabilities rounded to F16 for the V product.
+// accumulated in F32, softmax in F32, probabilities rounded to F16 for the V product. For a
+// BF16 cache likewise in BF16 (as the ecosystem multiplies a BF16 K with a BF16-rounded Q and a
+// BF16 V with BF16-rounded probabilities): every product is then exact in F32, and the SIMD
+// kernels sum two per lane and instruction.
 // scratch grows to n_kv floats.
 void attention(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p, float* out,
                std::vector<float>& scratch);
@@ -215,10 +233,12 @@ struct AttentionTile {
 // query row of the tile (tokens x group heads) uses while they are in cache, with an online
 // softmax (running maximum and sum per row), so nothing grows with n_q * n_kv; key tiles past
 // the last query's position (causal) or before the first query's window are skipped. Same masks
-// and Q rounding as attention(); probabilities stay F32. F16, F32, Q8_0 and Q4_0 caches.
+// and Q rounding as attention(); probabilities stay F32 (a BF16 cache's are rounded to BF16 for
+// the V product, as attention() does). F16, F32, Q8_0, Q4_0 and BF16 caches.
 void attention_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams& p, std::vector<float>& scratch);
 
-// Converts n floats to the KV cache's storage type (F16, F32, Q8_0 or Q4_0) and back.
+// Converts n floats to the KV cache's storage type (F16, F32, Q8_0 or Q4_0) and back (a BF16
+// cache has no rows: the paired functions below).
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
 // The same for one token's K in a block stored by element (KvSpan::k_transposed, F16): token
@@ -226,5 +246,13 @@ Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
 void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
 void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
                             uint16_t* dst);
+// A BF16 cache's token `offset` of a block: K elements [0, n) of the token into a block of
+// block_tokens stored by element pair, V elements [0, n) into a block stored by token pair
+// (row_elems: the elements of one token's V row, every KV head); and elements [first, first + n)
+// back as floats.
+void kv_store_key_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
+void kv_store_value_paired(const float* x, uint8_t* block, int64_t row_elems, int32_t offset, int64_t n);
+void kv_load_key_paired(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n, float* dst);
+void kv_load_value_paired(const uint8_t* block, int64_t row_elems, int32_t offset, int64_t first, int64_t n, float* dst);
 
 }  // namespace hearth::kernels

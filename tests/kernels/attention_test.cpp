@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <random>
 
 #include "attention_test_util.h"
 #include "kernel_test_util.h"
+#include "kernels/cpu_features.h"
 #include "kernels/ops.h"
 #include "tensor/fp16.h"
 #include "tensor/quantize.h"
@@ -57,13 +59,12 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
         test::VariantScope scope(v);
         std::vector<float> out(want.size(), 123.0f), scratch;
         attention(q.data(), c.q_pos, n_kv, kv.span, c.p, out.data(), scratch);
-        // F16 probabilities carry a relative rounding of 2^-11
-        const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
+        const double tol = decode_tolerance(type);
         for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], tol) << "at " << i;
         if (v == CpuVariant::kScalar) {
           scalar_out = out;
         } else if (!scalar_out.empty()) {
-          for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar_out[i], 2e-5) << "at " << i;
+          for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar_out[i], variant_tolerance(type)) << "at " << i;
         }
       }
     }
@@ -83,18 +84,18 @@ TEST(Attention, LongSpansGroupedHeads) {
     p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
     AttentionParams window = p;
     window.window = 100;
-    for (bool transposed : {false, true}) {
-    const PagedKv kv = make_kv(DType::kF16, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60, transposed);
+    for (const CacheKind& kind : long_span_kinds()) {
+    const PagedKv kv = make_kv(kind.type, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60, kind.k_transposed);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
       const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
       for (CpuVariant v : test::variants_under_test()) {
-        SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) +
-                     (transposed ? " K transposed " : " ") + test::variant_label(v));
+        SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " q_pos " + std::to_string(q_pos) + " " +
+                     kind.name() + " " + test::variant_label(v));
         test::VariantScope scope(v);
         std::vector<float> out(want.size(), 123.0f), scratch;
         attention(q.data(), q_pos, n_kv, kv.span, params, out.data(), scratch);
-        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], 2e-3) << "at " << i;
+        for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], want[i], decode_tolerance(kind.type)) << "at " << i;
       }
     }
     }
@@ -111,11 +112,11 @@ TEST(Attention, HeadRangesMatchTheWholeCall) {
   p.head_dim_k = head_dim;
   p.head_dim_v = head_dim;
   p.scale = 0.125f;
-  for (bool transposed : {false, true}) {
-  const PagedKv kv = make_kv(DType::kF16, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70, transposed);
+  for (const CacheKind& kind : long_span_kinds()) {
+  const PagedKv kv = make_kv(kind.type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70, kind.k_transposed);
   const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 71, -2.0f, 2.0f);
   for (CpuVariant v : test::variants_under_test()) {
-    SCOPED_TRACE(test::variant_label(v) + (transposed ? " K transposed" : ""));
+    SCOPED_TRACE(test::variant_label(v) + " " + kind.name());
     test::VariantScope scope(v);
     std::vector<float> whole(static_cast<size_t>(p.n_head) * head_dim), scratch;
     attention(q.data(), 69, n_kv, kv.span, p, whole.data(), scratch);
@@ -177,7 +178,7 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
             }
             attention_merge(n_parts, parts.data(), part_stats.data(), head_dim, merged.data() + h * head_dim);
           }
-          const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
+          const double tol = decode_tolerance(type);
           for (size_t i = 0; i < merged.size(); ++i) ASSERT_NEAR(merged[i], want[i], tol) << "at " << i;
         }
       }
@@ -217,7 +218,7 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
         const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed, kind.k_transposed);
         const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, seed + 1, -2.0f, 2.0f);
         const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, p, true);
-        const double tol = type == DType::kF16 ? 2e-3 : 2e-5;
+        const double tol = decode_tolerance(type);
         for (CpuVariant v : test::variants_under_test()) {
           SCOPED_TRACE(kind.name() + " head_dim " + std::to_string(head_dim) + " group " +
                        std::to_string(group) + " n_kv " + std::to_string(n_kv) + " q_pos " + std::to_string(q_pos) +
@@ -244,6 +245,54 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
   }
 }
 
+// The AVX-512 variant with AVX512_BF16 (vdpbf16ps) and without (two FMAs per instruction, high
+// products first) give the same bits for a BF16 cache, decode and prefill tile alike: the
+// instruction's arithmetic is what the emulation does (no denormals here). Where the CPU lacks
+// the instruction there is nothing to compare, and turning it on must fail.
+TEST(Attention, Bf16InstructionAndItsEmulationAgree) {
+  if (!cpu_features().avx512bf16 || !cpu_variant_supported(CpuVariant::kAvx512)) {
+    if (!cpu_features().avx512bf16) {
+      EXPECT_FALSE(set_avx512_bf16_for_testing(true).ok());
+    }
+    std::printf("[ skipped  ] no AVX512_BF16 on this CPU: only the emulation runs (the other tests)\n");
+    return;
+  }
+  test::VariantScope scope(CpuVariant::kAvx512);
+  std::mt19937 rng(77);
+  for (int head_dim : {32, 64, 80, 128, 256}) {
+    for (int group : {1, 4, 8}) {
+      AttentionParams p;
+      p.n_head_kv = 2;
+      p.n_head = 2 * group;
+      p.head_dim_k = p.head_dim_v = head_dim;
+      p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      p.window = group == 8 ? 40 : 0;
+      const int n_kv = std::uniform_int_distribution<int>(70, 200)(rng);
+      const auto seed = static_cast<uint32_t>(rng());
+      const PagedKv kv = make_kv(DType::kBF16, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed);
+      const int n_q = 37, q_pos0 = n_kv - n_q;
+      const int64_t q_dim = static_cast<int64_t>(p.n_head) * head_dim;
+      const std::vector<float> q = random_floats(static_cast<size_t>(n_q * q_dim), seed + 1, -2.0f, 2.0f);
+      std::vector<float> decode[2], tile[2], scratch;
+      for (int use = 0; use < 2; ++use) {
+        ASSERT_TRUE(set_avx512_bf16_for_testing(use == 1).ok());
+        decode[use].assign(static_cast<size_t>(q_dim / head_dim * head_dim), 0.0f);
+        const KeyPart part{5, n_kv - 3, nullptr};
+        attention_heads_part(q.data(), n_kv - 1, n_kv, kv.span, p, 0, p.n_head, part, decode[use].data(), scratch);
+        tile[use].assign(q.size(), 0.0f);
+        for (int kvh = 0; kvh < p.n_head_kv; ++kvh) {
+          const AttentionTile t{q.data(), q_dim, tile[use].data(), q_dim, q_pos0, n_q, n_kv, kvh};
+          attention_tile(t, kv.span, p, scratch);
+        }
+      }
+      SCOPED_TRACE("head_dim " + std::to_string(head_dim) + " group " + std::to_string(group));
+      EXPECT_EQ(decode[0], decode[1]);
+      EXPECT_EQ(tile[0], tile[1]);
+    }
+  }
+  ASSERT_TRUE(set_avx512_bf16_for_testing(true).ok());
+}
+
 TEST(KvRows, RoundTripsAndRejectsBadInput) {
   const std::vector<float> x = random_floats(64, 50, -3.0f, 3.0f);
   std::vector<uint8_t> buf(64 * 4);
@@ -266,6 +315,46 @@ TEST(KvRows, RoundTripsAndRejectsBadInput) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error().kind, ErrorKind::kUnsupported);
   EXPECT_FALSE(kv_load_row(DType::kBF16, buf.data(), back.data(), 64).ok());
+  EXPECT_FALSE(kv_store_row(DType::kBF16, x.data(), buf.data(), 64).ok());  // pairs, not rows
+}
+
+// A BF16 cache's pairs: each token's K and V come back as their BF16 roundings, tokens do not
+// overwrite each other, and the layout is the one the SIMD kernels read: a 16-key group's
+// elements 2i and 2i + 1 are one 64-byte run, and an element of two neighbouring tokens' values
+// one 32-bit word.
+TEST(KvRows, Bf16PairsRoundTripAndInterleave) {
+  const int block_tokens = 16, k_elems = 96, v_elems = 80;
+  std::vector<uint8_t> kb(static_cast<size_t>(block_tokens) * k_elems * 2), vb(static_cast<size_t>(block_tokens) * v_elems * 2);
+  std::vector<std::vector<float>> ks, vs;
+  for (int o = 0; o < block_tokens; ++o) {
+    ks.push_back(random_floats(k_elems, 90 + o, -3.0f, 3.0f));
+    vs.push_back(random_floats(v_elems, 190 + o, -3.0f, 3.0f));
+    kv_store_key_paired(ks.back().data(), kb.data(), block_tokens, o, k_elems);
+    kv_store_value_paired(vs.back().data(), vb.data(), v_elems, o, v_elems);
+  }
+  std::vector<float> back(std::max(k_elems, v_elems));
+  for (int o = 0; o < block_tokens; ++o) {
+    kv_load_key_paired(kb.data(), block_tokens, o, 0, k_elems, back.data());
+    for (int e = 0; e < k_elems; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(ks[o][e]))) << o << " " << e;
+    kv_load_value_paired(vb.data(), v_elems, o, 0, v_elems, back.data());
+    for (int e = 0; e < v_elems; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(vs[o][e]))) << o << " " << e;
+    kv_load_key_paired(kb.data(), block_tokens, o, 64, 32, back.data());  // a head's slice alone
+    for (int e = 0; e < 32; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(ks[o][64 + e])));
+  }
+  const auto* k16 = reinterpret_cast<const uint16_t*>(kb.data());
+  const auto* v16 = reinterpret_cast<const uint16_t*>(vb.data());
+  for (int i = 0; i < k_elems / 2; ++i) {  // run i: keys 0..15, elements 2i and 2i + 1 of each
+    for (int o = 0; o < block_tokens; ++o) {
+      ASSERT_EQ(k16[i * 32 + 2 * o], fp32_to_bf16(ks[o][2 * i]));
+      ASSERT_EQ(k16[i * 32 + 2 * o + 1], fp32_to_bf16(ks[o][2 * i + 1]));
+    }
+  }
+  for (int pair = 0; pair < block_tokens / 2; ++pair) {  // token pair row: element e of both tokens side by side
+    for (int e = 0; e < v_elems; ++e) {
+      ASSERT_EQ(v16[pair * 2 * v_elems + 2 * e], fp32_to_bf16(vs[2 * pair][e]));
+      ASSERT_EQ(v16[pair * 2 * v_elems + 2 * e + 1], fp32_to_bf16(vs[2 * pair + 1][e]));
+    }
+  }
 }
 
 }  // namespace

@@ -40,6 +40,17 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
     uint8_t* kd = kv.k_storage[j / block_tokens].data() + (j % block_tokens) * k_row;
     uint8_t* vd = kv.v_storage[j / block_tokens].data() + (j % block_tokens) * v_row;
     std::vector<float> kf(k_elems), vf(v_elems);
+    if (type == DType::kBF16) {  // pairs: K by element, V by token
+      uint8_t* kb = kv.k_storage[j / block_tokens].data();
+      uint8_t* vb = kv.v_storage[j / block_tokens].data();
+      kv_store_key_paired(k.data(), kb, block_tokens, j % block_tokens, k_elems);
+      kv_store_value_paired(v.data(), vb, v_elems, j % block_tokens, v_elems);
+      kv_load_key_paired(kb, block_tokens, j % block_tokens, 0, k_elems, kf.data());
+      kv_load_value_paired(vb, v_elems, j % block_tokens, 0, v_elems, vf.data());
+      kv.k_values.push_back(kf);
+      kv.v_values.push_back(vf);
+      continue;
+    }
     if (k_transposed) {
       uint8_t* block = kv.k_storage[j / block_tokens].data();
       kv_store_key_transposed(k.data(), block, block_tokens, j % block_tokens, k_elems);
@@ -62,17 +73,34 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
 }
 
 // The caches the attention tests cover: every storage type, and F16 with K transposed (the
-// layout the engine gives an F16 cache).
+// layout the engine gives an F16 cache); BF16 is always stored in pairs.
 struct CacheKind {
   DType type;
   bool k_transposed;
   std::string name() const { return std::string(dtype_name(type)) + (k_transposed ? " K transposed" : ""); }
 };
 inline std::vector<CacheKind> cache_kinds() {
-  return {{DType::kF16, false}, {DType::kF16, true}, {DType::kF32, false}, {DType::kQ8_0, false}, {DType::kQ4_0, false}};
+  return {{DType::kF16, false}, {DType::kF16, true}, {DType::kF32, false}, {DType::kQ8_0, false}, {DType::kQ4_0, false},
+          {DType::kBF16, false}};
 }
 
-// The query as a decode step multiplies it with the keys: rounded to F16 for an F16 cache and
+// The 16-bit caches in each layout the engine uses: F16 in rows and transposed, BF16 in pairs.
+inline std::vector<CacheKind> long_span_kinds() {
+  return {{DType::kF16, false}, {DType::kF16, true}, {DType::kBF16, false}};
+}
+
+// How far a decode step may be from the double-precision reference: rounding the probabilities
+// to F16 moves each by up to 2^-11 of itself, to BF16 by up to 2^-8 (a value carries its
+// probability times |v| <= 2); F32 and the quantized caches (whose reference holds the values
+// they store) keep theirs in F32.
+inline double decode_tolerance(DType type) {
+  return type == DType::kF16 ? 2e-3 : type == DType::kBF16 ? 1e-2 : 2e-5;
+}
+// ... and two variants from each other: the same roundings, but a probability a variant's exp
+// puts one F32 step away can round to the neighbouring BF16 (F16) value.
+inline double variant_tolerance(DType type) { return type == DType::kBF16 ? 4e-3 : 2e-5; }
+
+// The query as a decode step multiplies it with the keys: rounded to F16 (BF16) for an F16 (BF16) cache and
 // quantized to Q8_0 per head for a Q8_0 / Q4_0 cache (decode_query); as given otherwise (and
 // in the prefill tile, which keeps Q in F32 for every cache type).
 std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, int n_kv, const PagedKv& kv,
@@ -99,6 +127,7 @@ std::vector<double> attention_reference(const std::vector<float>& q, int q_pos, 
       for (int c = 0; c < p.head_dim_k; ++c) {
         double qv = q_used[h * p.head_dim_k + c];
         if (kv.span.type == DType::kF16) qv = fp16_to_fp32(fp32_to_fp16(q[h * p.head_dim_k + c]));
+        if (kv.span.type == DType::kBF16) qv = bf16_to_fp32(fp32_to_bf16(q[h * p.head_dim_k + c]));
         d += qv * kv.k_values[j][kvh * p.head_dim_k + c];
       }
       d *= p.scale;

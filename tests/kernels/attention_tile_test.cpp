@@ -1,7 +1,8 @@
 // The flash-style attention tile (ops.h attention_tile) in every CPU variant against the
 // double-precision per-token reference and against the scalar variant, on shapes the SIMD
 // sub-tiles do not divide evenly: head sizes 64/80/128/256, GQA ratios 1/4/8, windows, softcap,
-// non-causal, a cached prefix before the tile, F16 (K by rows and transposed)/F32/Q8_0 caches.
+// non-causal, a cached prefix before the tile, F16 (K by rows and transposed)/F32/Q8_0/Q4_0/BF16
+// caches.
 // Also: the work space does not grow with the tile or the context.
 #include <gtest/gtest.h>
 
@@ -51,6 +52,8 @@ void check_tile_layout(const TileCase& c, bool k_transposed) {
     const std::vector<float> qt(q.begin() + t * q_dim, q.begin() + (t + 1) * q_dim);
     want.push_back(attention_reference(qt, q_pos0 + t, n_kv, kv, p));
   }
+  // The tile keeps probabilities in F32 but for a BF16 cache, whose are rounded to BF16.
+  const double tolerance = c.type == DType::kBF16 ? decode_tolerance(c.type) : 5e-5;
   std::vector<float> scalar_out;
   for (CpuVariant v : test::variants_under_test()) {
     SCOPED_TRACE(label(c) + (k_transposed ? " K transposed " : " ") + test::variant_label(v));
@@ -71,13 +74,13 @@ void check_tile_layout(const TileCase& c, bool k_transposed) {
     EXPECT_EQ(scratch.size(), attention_tile_work_floats(p));
     for (int t = 0; t < n_q; ++t) {
       for (int64_t i = 0; i < q_dim; ++i) {
-        ASSERT_NEAR(out[t * q_dim + i], want[t][i], 5e-5) << "token " << t << " at " << i;
+        ASSERT_NEAR(out[t * q_dim + i], want[t][i], tolerance) << "token " << t << " at " << i;
       }
     }
     if (v == CpuVariant::kScalar) {
       scalar_out = out;
     } else if (!scalar_out.empty()) {
-      for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar_out[i], 2e-5) << "at " << i;
+      for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out[i], scalar_out[i], variant_tolerance(c.type)) << "at " << i;
     }
   }
 }
@@ -100,6 +103,18 @@ TEST(AttentionTile, WindowsSoftcapAndNonCausal) {
   check_tile({64, 4, 0, 3.0f, true, DType::kF16});
   check_tile({80, 1, 0, 0.0f, false, DType::kF16});
   check_tile({64, 4, 17, 0.0f, false, DType::kF16});
+}
+
+// A BF16 cache (K by element pair, V by token pair) in every shape the F16 tests take.
+TEST(AttentionTile, Bf16PairsEveryShape) {
+  for (int dim : {64, 80, 128, 256}) {
+    for (int ratio : {1, 4, 8}) check_tile({dim, ratio, 0, 0.0f, true, DType::kBF16});
+  }
+  check_tile({64, 4, 10, 0.0f, true, DType::kBF16});
+  check_tile({128, 8, 40, 0.0f, true, DType::kBF16});
+  check_tile({64, 4, 0, 3.0f, true, DType::kBF16});
+  check_tile({80, 1, 0, 0.0f, false, DType::kBF16});
+  check_tile({64, 4, 17, 0.0f, false, DType::kBF16});
 }
 
 TEST(AttentionTile, CacheTypes) {

@@ -1,7 +1,7 @@
 // AVX2 attention of one query token (a decode step) over an F16, Q8_0 or Q4_0 paged KV cache,
 // which otherwise takes the portable path (one dot_f16 / dequantized row per key and head) on
 // AVX2 machines; F32 caches keep that path, and a transposed K (as the engine keeps an F16
-// cache) goes to attention_decode_kt_avx2.cpp.
+// cache) and a BF16 cache's pairs go to attention_decode_kt_avx2.cpp.
 // - F16: Q rounded to F16, each converted 8-element key (value) chunk used by up to 4 query
 //   heads of the GQA group, Q.K and the values multiply-added in F32 (FMA: one rounding where
 //   the scalar path multiplies, then adds), probabilities rounded to F16, as the scalar path;
@@ -378,6 +378,7 @@ bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan&
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
   if (kv.k_transposed) return attention_decode_kt_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+  if (kv.type == DType::kBF16) return attention_decode_bf16_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kQ8_0: return attention_step<DType::kQ8_0>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

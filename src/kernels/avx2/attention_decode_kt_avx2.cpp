@@ -17,6 +17,7 @@
 #include <cmath>
 
 #include "kernels/avx2/simd_traits_avx2.h"
+#include "kernels/decode_bf16_simd.h"
 #include "kernels/decode_kt_stream.h"
 #include "kernels/decode_softmax_simd.h"
 #include "kernels/decode_step_span.h"
@@ -116,7 +117,8 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
                               std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
   KtStep s;
-  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 8, kMaxHeadDim, scratch, &s)) return false;
+  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 8, kMaxHeadDim, DType::kF16, scratch, &s))
+    return false;
   if (!s.span.has_work()) return true;
   for (int h = 0; h < s.n_heads; ++h) {  // Q rounded to F16
     const float* qh = q + static_cast<int64_t>(s.span.head_begin + h) * dk;
@@ -137,7 +139,7 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
     }
   });
   decode_softmax<Avx2Traits>(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
-  kt_value_pass(s, dv, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+  kt_value_pass(s, static_cast<size_t>(dv) * 2, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
                                           PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;
@@ -148,6 +150,12 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
     }
   });
   return true;
+}
+
+bool attention_decode_bf16_avx2(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                                int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                                std::vector<float>& scratch) {
+  return attention_decode_bf16<Avx2Traits>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
 }
 
 }  // namespace hearth::kernels

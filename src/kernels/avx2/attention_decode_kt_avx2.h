@@ -17,4 +17,9 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
                               int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                               std::vector<float>& scratch);
 
+// The same over a BF16 cache (pairs, ops.h; decode_bf16_simd.h with vdpbf16ps emulated).
+bool attention_decode_bf16_avx2(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
+                                int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
+                                std::vector<float>& scratch);
+
 }  // namespace hearth::kernels

@@ -87,6 +87,31 @@ struct Avx2Traits {
   }
   // Every lane rounded to the nearest F16 and back.
   static V round_f16(V v) { return _mm256_cvtph_ps(_mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)); }
+  // ---- BF16 pairs (a BF16 cache, ops.h kv_key_paired_index): as Avx512Traits.
+  using VI = __m256i;
+  static VI load_words(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+  static void store_words(void* p, VI x) { _mm256_storeu_si256(static_cast<__m256i*>(p), x); }
+  static VI and_words(VI x, uint32_t m) { return _mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(m))); }
+  static VI bf16_round_bits(V x) {
+    const __m256i u = _mm256_castps_si256(x);
+    const __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1)));
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7FFFFFFF)), _mm256_set1_epi32(0x7F800000));
+    const __m256i r = _mm256_blendv_epi8(_mm256_add_epi32(u, bias), _mm256_or_si256(u, _mm256_set1_epi32(0x400000)), nan);
+    return _mm256_and_si256(r, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u)));
+  }
+  static VI bf16_pair_words(V lo, V hi) {
+    return _mm256_or_si256(_mm256_srli_epi32(bf16_round_bits(lo), 16), bf16_round_bits(hi));
+  }
+  static VI bf16_adjacent_words(V a, V b) {
+    const __m256i packed = _mm256_packus_epi32(_mm256_srli_epi32(bf16_round_bits(a), 16), _mm256_srli_epi32(bf16_round_bits(b), 16));
+    return _mm256_permute4x64_epi64(packed, 0xD8);  // the 128-bit halves' a and b quarters back in order
+  }
+  static V dot2(V acc, VI x, uint32_t b) {
+    const V xh = _mm256_castsi256_ps(_mm256_and_si256(x, _mm256_set1_epi32(static_cast<int>(0xFFFF0000u))));
+    const V xl = _mm256_castsi256_ps(_mm256_slli_epi32(x, 16));
+    acc = _mm256_fmadd_ps(xh, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(b & 0xFFFF0000u))), acc);
+    return _mm256_fmadd_ps(xl, _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(b << 16))), acc);
+  }
   // A sum of vectors' lanes in double precision.
   struct DoubleSum {
     __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();

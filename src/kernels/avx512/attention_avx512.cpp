@@ -1,6 +1,7 @@
 // AVX-512 attention of one query token (a decode step) over an F16, F32, Q8_0 or Q4_0 paged KV
-// cache whose K is stored in rows (a transposed K, as the engine keeps an F16 cache, goes to
-// attention_kt_avx512.cpp), written to stream the cache at memory speed:
+// cache whose K is stored in rows (a transposed K, as the engine keeps an F16 cache, and a BF16
+// cache's pairs go to attention_kt_avx512.cpp, or to avx512_bf16/ where the CPU has
+// AVX512_BF16), written to stream the cache at memory speed:
 // - keys are walked in blocks of 16, and for each block every KV head of the call is done
 //   before the next block, so each K (then V) row is read whole and once, front to back, while
 //   the rows two blocks ahead are prefetched into L2 a share of the rows per KV head
@@ -28,6 +29,8 @@
 #include <vector>
 
 #include "kernels/avx512/attention_kt_avx512.h"
+#include "kernels/avx512_bf16/attention_bf16_native.h"
+#include "kernels/cpu_features.h"
 #include "kernels/avx512/simd_traits_avx512.h"
 #include "kernels/avx512/vector_math_avx512.h"
 #include "kernels/decode_prefetch.h"
@@ -552,6 +555,11 @@ bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan&
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
   if (kv.k_transposed) return attention_decode_kt_avx512(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+  if (kv.type == DType::kBF16) {
+    return avx512_bf16_in_use()
+               ? attention_decode_bf16_native(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)
+               : attention_decode_bf16_avx512(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+  }
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
     case DType::kF32: return attention_step<DType::kF32>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

@@ -12,7 +12,8 @@
 //   (kernels/decode_kt_stream.h).
 // Keys of a group outside the step's range score -inf; the softmax is decode_softmax's (sum in
 // double, probabilities rounded to F16), Q is rounded to F16: the scalar path's arithmetic, the
-// products summed in another order.
+// products summed in another order. The BF16 cache's step (decode_bf16_simd.h, vdpbf16ps
+// emulated) shares the stream and is instantiated here too.
 #include "kernels/avx512/attention_kt_avx512.h"
 
 #include <immintrin.h>
@@ -21,6 +22,7 @@
 #include <cmath>
 
 #include "kernels/avx512/simd_traits_avx512.h"
+#include "kernels/decode_bf16_simd.h"
 #include "kernels/decode_kt_stream.h"
 #include "kernels/decode_softmax_simd.h"
 #include "kernels/decode_step_span.h"
@@ -146,7 +148,7 @@ template <int VC, bool FULL>
 template <int VC>
 void value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
   const int per_pass = VC > 0 ? 16 / VC : std::max(1, 256 / dv);
-  kt_value_pass(s, dv, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+  kt_value_pass(s, static_cast<size_t>(dv) * 2, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
                                      PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;
@@ -166,7 +168,8 @@ bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, con
                                 std::vector<float>& scratch) {
   const int dk = p.head_dim_k, dv = p.head_dim_v, bt = kv.block_tokens;
   KtStep s;
-  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 16, kMaxHeadDim, scratch, &s)) return false;
+  if (!kt_step_begin(q_pos, n_kv, kv, p, head_begin, head_end, part, out, 16, kMaxHeadDim, DType::kF16, scratch, &s))
+    return false;
   if (!s.span.has_work()) return true;
   for (int h = 0; h < s.n_heads; ++h) {  // Q rounded to F16
     const float* qh = q + static_cast<int64_t>(s.span.head_begin + h) * dk;
@@ -197,6 +200,12 @@ bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, con
       value_pass<0>(s, kv, dv, out);
   }
   return true;
+}
+
+bool attention_decode_bf16_avx512(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv,
+                                  const AttentionParams& p, int32_t head_begin, int32_t head_end, const KeyPart* part,
+                                  float* out, std::vector<float>& scratch) {
+  return attention_decode_bf16<Avx512Traits>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
 }
 
 }  // namespace hearth::kernels

@@ -1,5 +1,6 @@
-// The AVX-512 decode step over an F16 cache whose K is stored transposed (KvSpan::k_transposed),
-// called by attention_avx512.cpp's attention_decode. Declared for files built with the AVX-512
+// The AVX-512 decode steps over a K stored by element: an F16 cache's transposed K
+// (KvSpan::k_transposed) and a BF16 cache's pairs, called by attention_avx512.cpp's
+// attention_decode. Declared for files built with the AVX-512
 // flags only.
 #pragma once
 
@@ -16,5 +17,11 @@ namespace hearth::kernels {
 bool attention_decode_kt_avx512(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                                 int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                                 std::vector<float>& scratch);
+
+// The same over a BF16 cache (pairs, ops.h), vdpbf16ps emulated with FMAs (decode_bf16_simd.h):
+// for CPUs without AVX512_BF16, and for tests that compare the two.
+bool attention_decode_bf16_avx512(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv,
+                                  const AttentionParams& p, int32_t head_begin, int32_t head_end, const KeyPart* part,
+                                  float* out, std::vector<float>& scratch);
 
 }  // namespace hearth::kernels

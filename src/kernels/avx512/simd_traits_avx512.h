@@ -82,6 +82,43 @@ struct Avx512Traits {
   static V round_f16(V v) {
     return _mm512_cvtph_ps(_mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
   }
+  // ---- BF16 pairs (a BF16 cache, ops.h kv_key_paired_index): a 32-bit word holds two BF16
+  // values, the first in its low half.
+  using VI = __m512i;
+  static VI load_words(const void* p) { return _mm512_loadu_si512(p); }
+  static void store_words(void* p, VI x) { _mm512_storeu_si512(p, x); }
+  static VI and_words(VI x, uint32_t m) { return _mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(m))); }
+  // Each lane rounded to BF16 as fp32_to_bf16 does (to nearest even; a NaN made quiet), left in
+  // the lane's high half with the low half zero.
+  static VI bf16_round_bits(V x) {
+    const __m512i u = _mm512_castps_si512(x);
+    const __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7FFF), _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1)));
+    const __mmask16 nan =
+        _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
+    const __m512i r = _mm512_mask_blend_epi32(nan, _mm512_add_epi32(u, bias), _mm512_or_si512(u, _mm512_set1_epi32(0x400000)));
+    return _mm512_and_si512(r, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u)));
+  }
+  // Word i = (lo[i], hi[i]), each rounded to BF16.
+  static VI bf16_pair_words(V lo, V hi) {
+    return _mm512_or_si512(_mm512_srli_epi32(bf16_round_bits(lo), 16), bf16_round_bits(hi));
+  }
+  // Word i = (x[2i], x[2i + 1]) of the 2 * kLanes floats of a then b, each rounded to BF16.
+  static VI bf16_adjacent_words(V a, V b) {
+    const __m512i high_halves = _mm512_setr_epi32(0x00030001, 0x00070005, 0x000B0009, 0x000F000D, 0x00130011, 0x00170015,
+                                                  0x001B0019, 0x001F001D, 0x00230021, 0x00270025, 0x002B0029, 0x002F002D,
+                                                  0x00330031, 0x00370035, 0x003B0039, 0x003F003D);
+    return _mm512_permutex2var_epi16(bf16_round_bits(a), high_halves, bf16_round_bits(b));
+  }
+  // acc + hi(x) * hi(b) + lo(x) * lo(b) lane by lane (x: words, b: one word for every lane), the
+  // high products added first: the arithmetic of vdpbf16ps, whose products of two BF16 values
+  // are exact, emulated with two FMAs (the same results but for denormal inputs, which that
+  // instruction reads as zeros).
+  static V dot2(V acc, VI x, uint32_t b) {
+    const V xh = _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xFFFF0000u))));
+    const V xl = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+    acc = _mm512_fmadd_ps(xh, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(b & 0xFFFF0000u))), acc);
+    return _mm512_fmadd_ps(xl, _mm512_castsi512_ps(_mm512_set1_epi32(static_cast<int>(b << 16))), acc);
+  }
   // A sum of vectors' lanes in double precision.
   struct DoubleSum {
     __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
