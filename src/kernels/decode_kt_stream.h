@@ -1,9 +1,10 @@
 // What the SIMD decode steps over a K stored by element share besides their arithmetic (an F16
 // cache's transposed K, KvSpan::k_transposed: avx512/ and avx2/ attention_*kt*; a BF16 cache's
 // element pairs: decode_bf16_simd.h): the step's 16-key groups aligned to the cache blocks, the
-// stream they read (every group's K runs for the call's heads, then every group's value rows), and the prefetch of what lies kDecodePrefetchKeys ahead, handed out one line
-// per inner-loop step so the loads spread over the compute instead of arriving as a burst that
-// fills the miss queue. Internal linkage (see isa_local.h): each ISA file gets its own copy.
+// stream they read (every group's K runs for the call's heads, then every group's value rows),
+// and the prefetch of what lies kDecodePrefetchKeys ahead, into L2, handed out one line per
+// inner-loop step so the loads spread over the compute instead of arriving as a burst that fills
+// the miss queue. Internal linkage (see isa_local.h): each ISA file gets its own copy.
 #pragma once
 
 #include <algorithm>
@@ -19,17 +20,20 @@
 namespace hearth::kernels {
 namespace {
 
-// Cache lines still to prefetch (into L1: measured on 16 layers at 16k keys, one thread, L2
-// hints issued per row as the row-layout kernels do 43.4 ms a step, L1 hints 38.9).
+// Cache lines still to prefetch, into L2 (prefetcht1). On the Zen 4 host a prefetch into L1
+// holds one of the core's few L1 miss buffers for a whole trip to memory, which capped one core's
+// stream near 11 GB/s; into L2 the L1 misses that follow are short. 16 layers at 16k keys in the
+// engine's pool, one thread, F16 with K transposed: 10.4-12.3 GB/s with L1 hints, 16.8-17.6 with
+// L2 hints (t1 and t2 alike), 10.1 with none; two threads 19.3-22.4 against 25.7-29.8.
 struct PrefetchRun {
   const uint8_t* next = nullptr;
   const uint8_t* end = nullptr;
   [[gnu::always_inline]] void issue(int count) {
-    for (; count > 0 && next < end; --count, next += 64) __builtin_prefetch(next, 0, 3);
+    for (; count > 0 && next < end; --count, next += 64) __builtin_prefetch(next, 0, 2);
   }
   [[gnu::always_inline]] void issue1() {
     if (next < end) {
-      __builtin_prefetch(next, 0, 3);
+      __builtin_prefetch(next, 0, 2);
       next += 64;
     }
   }
