@@ -1,5 +1,5 @@
 // The accuracy cost of each KV cache type (issue 23): models read a text with an F16 cache and
-// with F32, Q8_0 and Q4_0 caches (engine::kv_accuracy: first half one prefill batch, the rest
+// with F32, BF16, Q8_0 and Q4_0 caches (engine::kv_accuracy: first half one prefill batch, the rest
 // decode steps), and the table gives per type the mean and largest KL divergence of the
 // next-token distributions from the F16 cache's, the top-1 agreement, the largest logit
 // difference and the text's perplexity. A type a model cannot take (quantized caches need head
@@ -73,14 +73,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", text.error().to_string().c_str());
     return 1;
   }
-  const std::vector<DType> types = {DType::kF32, DType::kQ8_0, DType::kQ4_0};
+  const std::vector<DType> types = {DType::kF32, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
   std::ostringstream doc;
   doc << "# KV cache types: accuracy against an F16 cache\n\n"
       << "Written by `bench_kv_accuracy_bench --write-doc docs/kv_accuracy.md` on " << bench::utc_date() << ". "
       << "Each model reads the first " << o.tokens << " tokens of `reference/stories-eval.txt` "
       << "(the first half as one prefill batch through the flash tile, the rest as decode steps; "
       << "with a Q8_0 or Q4_0 cache a decode step quantizes Q to Q8_0 for integer Q.K dot products, as "
-      << "llama.cpp does, while the prefill tile keeps Q in F32), "
+      << "llama.cpp does, while the prefill tile keeps Q in F32; with a BF16 cache both round Q and the "
+      << "probabilities to BF16, as llama.cpp multiplies a BF16 cache), "
       << "once with an F16 cache and once per type below; the figures compare the next-token "
       << "distributions at every position with the F16 cache's. KL is KL(F16 cache || type) in nats; "
       << "top-1 is the share of positions whose most likely token is the F16 cache's; PPL is the text's "
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
           << fmt("%.4f", a.ppl) << " (" << fmt("%.4f", a.ppl_f16) << ") |\n";
     }
   }
-  doc << "\nstories260K has trained weights but head size 8, so it can show only F32 against F16: Q8_0 and Q4_0 "
+  doc << "\nstories260K has trained weights but head size 8, so it can show only F32 and BF16 against F16: Q8_0 and Q4_0 "
       << "blocks hold 32 values and every head must start on a block (llama.cpp has the same limit). The random "
       << "models have head size 64 but no training, so their perplexities are near the vocabulary size and only "
       << "the differences from F16 mean anything.\n";

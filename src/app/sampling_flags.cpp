@@ -7,7 +7,7 @@ constexpr double kInt32Max = SettingRange::kInt32Max;
 }  // namespace
 
 std::vector<SettingSpec> model_run_settings() {
-  const std::vector<std::string> kv_types = {"f16", "f32", "q8_0", "q4_0"};
+  const std::vector<std::string> kv_types = {"f16", "bf16", "f32", "q8_0", "q4_0"};
   const std::string no_gpu = "Hearth runs a model on one GPU (HEARTH_GPU picks it); splitting over several is not supported";
   return {
       {"model", 'm', SettingType::kString, "", "GGUF model file", "HEARTH_MODEL"},
@@ -67,7 +67,7 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   engine::ContextOptions o;
   o.n_ctx = static_cast<int32_t>(s.get_int("ctx_size"));
   o.n_threads = static_cast<int32_t>(s.get_int("threads"));
-  // The table allows only f16, f32, q8_0 and q4_0 in each of the three.
+  // The table allows only f16, bf16, f32, q8_0 and q4_0 in each of the three.
   std::string name = s.get_string("kv_type");
   const std::string k = s.get_string("cache_type_k");
   const std::string v = s.get_string("cache_type_v");
@@ -77,7 +77,7 @@ Result<engine::ContextOptions> context_options_from(const Settings& s) {
   }
   if (!k.empty() || !v.empty()) name = k.empty() ? v : k;
   auto type = dtype_from_name(name);
-  if (!type) return make_error(ErrorKind::kInvalidArgument, "KV cache type must be f16, f32, q8_0 or q4_0, not '" + name + "'");
+  if (!type) return make_error(ErrorKind::kInvalidArgument, "KV cache type must be f16, bf16, f32, q8_0 or q4_0, not '" + name + "'");
   o.kv_type = *type;
   const std::string ngl = s.get_string("n_gpu_layers");
   if (ngl == "auto") {

@@ -90,6 +90,12 @@ Result<std::unique_ptr<InferenceContext>> InferenceContext::load(const std::stri
                       path + ": a " + std::string(dtype_name(o.kv_type)) + " KV cache needs head sizes that are multiples of 32 (this model's are " +
                           std::to_string(h.head_dim_k) + " and " + std::to_string(h.head_dim_v) + "); use --kv-type f16");
   }
+  // A BF16 cache stores K by element pair and V by token pair.
+  if (o.kv_type == DType::kBF16 && (h.head_dim_k % 2 != 0 || h.head_dim_v % 2 != 0 || o.block_tokens % 2 != 0)) {
+    return make_error(ErrorKind::kInvalidArgument, path + ": a bf16 KV cache needs even head sizes (this model's are " +
+                                                       std::to_string(h.head_dim_k) + " and " +
+                                                       std::to_string(h.head_dim_v) + "); use --kv-type f16");
+  }
   // The offload is decided before the cache is made, so the one cache leaves the offloaded
   // layers' rows out of its CPU blocks (they live on the device).
   kv::KvLayout layout = c->model_->kv_layout(o.kv_type, o.block_tokens);

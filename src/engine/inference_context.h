@@ -28,7 +28,7 @@ namespace hearth::engine {
 struct ContextOptions {
   int32_t n_threads = 0;        // 0: physical cores
   int32_t n_ctx = 0;            // tokens of KV cache in all; 0: min(context_length, 4096)
-  DType kv_type = DType::kF16;  // F16, F32, Q8_0 or Q4_0
+  DType kv_type = DType::kF16;  // F16, BF16, F32, Q8_0 or Q4_0
   int32_t block_tokens = 16;
   // Requests adopt KV blocks of any earlier request whose prompt began the same way (the
   // cross-request prefix cache); false: only a slot's own previous tokens are reused.

@@ -114,9 +114,13 @@ Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks
     return make_error(ErrorKind::kInvalidArgument, "KV layout needs positive layers, row sizes, block size and count");
   }
   if (layout.type != DType::kF16 && layout.type != DType::kF32 && layout.type != DType::kQ8_0 &&
-      layout.type != DType::kQ4_0) {
+      layout.type != DType::kQ4_0 && layout.type != DType::kBF16) {
     return make_error(ErrorKind::kUnsupported, "KV cache type " + std::string(dtype_name(layout.type)) +
-                                                   " is not supported (use f16, f32, q8_0 or q4_0)");
+                                                   " is not supported (use f16, bf16, f32, q8_0 or q4_0)");
+  }
+  if (layout.type == DType::kBF16 && (layout.block_tokens % 2 != 0 || layout.k_row_elems % 2 != 0)) {
+    return make_error(ErrorKind::kInvalidArgument, "a BF16 KV cache stores token and element pairs: it needs an even "
+                                                   "block size and row length");
   }
   if (layout.k_transposed && layout.type != DType::kF16) {
     return make_error(ErrorKind::kInvalidArgument, "a transposed K needs an F16 cache");

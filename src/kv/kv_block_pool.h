@@ -37,7 +37,7 @@ struct KvLayout {
   int32_t k_row_elems = 0;   // n_kv_heads * head_dim_k: one token's K in one layer
   int32_t v_row_elems = 0;   // n_kv_heads * head_dim_v
   int32_t block_tokens = 16;
-  DType type = DType::kF16;  // F16 (default), F32, Q8_0 or Q4_0
+  DType type = DType::kF16;  // F16 (default), F32, Q8_0, Q4_0 or BF16 (stored in pairs, see kernels/ops.h)
   // K stored transposed in each block (kernels::KvSpan::k_transposed; F16 only): element e of
   // the block's token o at e * block_tokens + o. The block's size and place are unchanged.
   bool k_transposed = false;

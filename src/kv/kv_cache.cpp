@@ -347,17 +347,21 @@ uint8_t* KvCache::k_block_at(int32_t layer, int32_t id, int32_t pos) {
   return const_cast<uint8_t*>(k_block(layer, block));
 }
 
+uint8_t* KvCache::v_block_at(int32_t layer, int32_t id, int32_t pos) {
+  assert(pos >= 0 && pos < seq(id).length);
+  const int32_t block = block_table(id, layer)[static_cast<size_t>(pos / block_tokens())];
+  assert(block >= 0);
+  return const_cast<uint8_t*>(v_block(layer, block));
+}
+
 uint8_t* KvCache::k_row(int32_t layer, int32_t id, int32_t pos) {
-  assert(!pool_.layout().k_transposed);
+  assert(!pool_.layout().k_transposed && pool_.layout().type != DType::kBF16);
   return k_block_at(layer, id, pos) + static_cast<size_t>(pos % block_tokens()) * pool_.k_row_bytes();
 }
 
 uint8_t* KvCache::v_row(int32_t layer, int32_t id, int32_t pos) {
-  assert(pos >= 0 && pos < seq(id).length);
-  const int32_t bt = block_tokens();
-  const int32_t block = block_table(id, layer)[static_cast<size_t>(pos / bt)];
-  assert(block >= 0);
-  return const_cast<uint8_t*>(v_block(layer, block)) + static_cast<size_t>(pos % bt) * pool_.v_row_bytes();
+  assert(pool_.layout().type != DType::kBF16);
+  return v_block_at(layer, id, pos) + static_cast<size_t>(pos % block_tokens()) * pool_.v_row_bytes();
 }
 
 }  // namespace hearth::kv

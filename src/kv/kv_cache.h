@@ -112,10 +112,12 @@ class KvCache {
   const KvBlockPool* sliding_pool() const { return sliding_.get(); }
   int32_t n_sequences() const;
 
-  // Row of one token (pos < length) in one layer (a transposed K has no rows: k_block_at).
+  // Row of one token (pos < length) in one layer (a transposed K and a BF16 cache's pairs have
+  // no rows: k_block_at, v_block_at).
   uint8_t* k_row(int32_t layer, int32_t seq, int32_t pos);
-  // The block holding the token's K in one layer (its offset in it: pos % block_tokens()).
+  // The block holding the token's K (V) in one layer (its offset in it: pos % block_tokens()).
   uint8_t* k_block_at(int32_t layer, int32_t seq, int32_t pos);
+  uint8_t* v_block_at(int32_t layer, int32_t seq, int32_t pos);
   uint8_t* v_row(int32_t layer, int32_t seq, int32_t pos);
 
   KvBlockPool& pool() { return pool_; }

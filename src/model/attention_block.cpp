@@ -81,6 +81,13 @@ void ForwardPass::rope_qk(int32_t il, float* q, float* k, int32_t pos) const {
 void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, const float* v, kv::KvCache& kv,
                            const AttentionDims& dims) {
   const DType kv_type = kv.pool().layout().type;
+  if (kv_type == DType::kBF16) {  // pairs: the token's place in its blocks
+    const int32_t offset = token.pos % kv.block_tokens();
+    kernels::kv_store_key_paired(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(), offset, dims.k);
+    kernels::kv_store_value_paired(v, kv.v_block_at(il, token.seq, token.pos), kv.pool().layout().v_row_elems, offset,
+                                   dims.v);
+    return;
+  }
   if (kv.pool().layout().k_transposed) {
     kernels::kv_store_key_transposed(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(),
                                      token.pos % kv.block_tokens(), dims.k);

@@ -135,7 +135,7 @@ TEST(ServeStartup, LlamaServerFlagsAreAcceptedOrRefusedByName) {
   };
   const std::vector<Case> cases = {
       {"-ngl lots", "option -ngl (--n-gpu-layers): 'lots' is not a valid integer"},
-      {"-ctk q4_1", "option -ctk (--cache-type-k): 'q4_1' is not supported (supported: f16, f32, q8_0, q4_0)"},
+      {"-ctk q4_1", "option -ctk (--cache-type-k): 'q4_1' is not supported (supported: f16, bf16, f32, q8_0, q4_0)"},
       {"-ctk q8_0 -ctv f16", "-ctk q8_0 and -ctv f16 differ; Hearth keeps K and V in one type (--kv-type)"},
       {"--flash-attn=maybe", "option --flash-attn: 'maybe' is not supported (supported: on, off, auto)"},
       {"-fa maybe", "unexpected argument 'maybe'"},

@@ -1,8 +1,9 @@
 // The accuracy cost of each KV cache type, bounded: the random llama (head size 64, GQA) reads
-// the first tokens of the stories evaluation text with an F16 cache and with F32, Q8_0 and Q4_0
-// caches; each type's next-token distributions stay within a KL and top-1 bound of the F16
+// the first tokens of the stories evaluation text with an F16 cache and with F32, BF16, Q8_0 and
+// Q4_0 caches; each type's next-token distributions stay within a KL and top-1 bound of the F16
 // cache's, and the coarser the type, the larger its error (so a type that silently fell back
-// to F16 fails). A model whose heads are not a multiple of 32 refuses a quantized cache.
+// to F16 fails). A model whose heads are not a multiple of 32 refuses a quantized cache, and
+// takes a BF16 one (pairs need only even head sizes).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -38,7 +39,8 @@ TEST(KvAccuracy, EachTypeStaysWithinItsBoundOfF16) {
   ASSERT_GT(tokens.size(), 96u);
   tokens.resize(96);
 
-  const std::vector<Bound> bounds = {{DType::kF32, 1e-5, 0.99}, {DType::kQ8_0, 2e-3, 0.95}, {DType::kQ4_0, 0.25, 0.6}};
+  const std::vector<Bound> bounds = {
+      {DType::kF32, 1e-5, 0.99}, {DType::kBF16, 4e-4, 0.94}, {DType::kQ8_0, 2e-3, 0.95}, {DType::kQ4_0, 0.25, 0.6}};
   std::vector<DType> types;
   for (const Bound& b : bounds) types.push_back(b.type);
   auto r = kv_accuracy(model, tokens, types, o);
@@ -55,8 +57,39 @@ TEST(KvAccuracy, EachTypeStaysWithinItsBoundOfF16) {
     EXPECT_GE(a.top1_agreement, bounds[i].min_top1);
     EXPECT_GT(a.max_logit_error, 0.0);  // the cache type really changed the arithmetic
   }
+  // F32 < BF16 (8 significant bits per value) < Q8_0 (8 bits per value, the scale per block) < Q4_0
   EXPECT_LT((*r)[0].mean_kl, (*r)[1].mean_kl);
   EXPECT_LT((*r)[1].mean_kl, (*r)[2].mean_kl);
+  EXPECT_LT((*r)[2].mean_kl, (*r)[3].mean_kl);
+}
+
+// stories260K (trained weights, head size 8) with a BF16 cache: the text's perplexity within
+// 0.5% of the F16 cache's, the distributions within a KL bound.
+TEST(KvAccuracy, Bf16CacheOnATrainedModel) {
+  const std::string model = test::models_dir() + "/stories260K-llama-f32.gguf";
+  const std::string text_path = test::reference_dir() + "/stories-eval.txt";
+  HEARTH_REQUIRE_FILE(model);
+  HEARTH_REQUIRE_FILE(text_path);
+  auto text = read_file(text_path);
+  ASSERT_TRUE(text.ok());
+  ContextOptions o;
+  o.n_threads = 2;
+  std::vector<int32_t> tokens;
+  {
+    auto ctx = InferenceContext::load(model, o);
+    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
+    tokens = (*ctx)->tokenizer().encode(*text, true, false);
+  }
+  ASSERT_GT(tokens.size(), 256u);
+  tokens.resize(256);
+  auto r = kv_accuracy(model, tokens, {DType::kBF16}, o);
+  ASSERT_TRUE(r.ok()) << r.error().to_string();
+  const KvAccuracy& a = r->front();
+  std::printf("BF16: mean KL %.3g, top-1 %.4f, ppl %.4f (F16 %.4f)\n", a.mean_kl, a.top1_agreement, a.ppl, a.ppl_f16);
+  EXPECT_LE(a.mean_kl, 1e-3);
+  EXPECT_GE(a.top1_agreement, 0.97);
+  EXPECT_NEAR(a.ppl, a.ppl_f16, 0.005 * a.ppl_f16);
+  EXPECT_GT(a.max_logit_error, 0.0);
 }
 
 TEST(KvAccuracy, QuantizedCacheNeedsHeadsOfWholeBlocks) {

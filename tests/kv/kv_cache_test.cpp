@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -173,6 +174,61 @@ TEST(KvCache, TransposedKeysRoundTripPerToken) {
 
   l.type = DType::kF32;
   EXPECT_FALSE(KvBlockPool::create(l, 4).ok());
+}
+
+// A BF16 cache's pairs (kernels/ops.h): each token's K and V written through k_block_at and
+// v_block_at come back per token, neighbouring tokens of a pair do not overwrite each other's
+// halves, a forked block is copied before its first write, and the pool refuses an odd block
+// size (a pair would straddle blocks).
+TEST(KvCache, Bf16PairsRoundTripPerToken) {
+  KvLayout l = small_layout();
+  l.type = DType::kBF16;
+  auto kv = KvCache::create(l, 8);
+  ASSERT_TRUE(kv.ok()) << kv.error().to_string();
+  const int32_t a = kv->seq_create(), b = kv->seq_create();
+  ASSERT_TRUE(kv->seq_append(a, 7).ok());
+  ASSERT_TRUE(kv->seq_append(b, 3).ok());
+  auto value = [](int32_t seq, int32_t pos, int32_t layer, int e) {  // exact in BF16 (8 significant bits)
+    return std::ldexp(1.0f + static_cast<float>(pos * 8 + e) / 128.0f, 2 * seq + layer);
+  };
+  auto write = [&](int32_t seq, int32_t pos) {
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      float k[8], v[4];
+      for (int e = 0; e < 8; ++e) k[e] = value(seq, pos, layer, e);
+      for (int e = 0; e < 4; ++e) v[e] = -value(seq, pos, layer, e);
+      const int32_t o = pos % kv->block_tokens();
+      kernels::kv_store_key_paired(k, kv->k_block_at(layer, seq, pos), kv->block_tokens(), o, 8);
+      kernels::kv_store_value_paired(v, kv->v_block_at(layer, seq, pos), 4, o, 4);
+    }
+  };
+  auto check = [&](int32_t seq, int32_t pos, int32_t as) {
+    for (int32_t layer = 0; layer < 2; ++layer) {
+      float k[8], v[4];
+      const int32_t o = pos % kv->block_tokens();
+      kernels::kv_load_key_paired(kv->k_block_at(layer, seq, pos), kv->block_tokens(), o, 0, 8, k);
+      kernels::kv_load_value_paired(kv->v_block_at(layer, seq, pos), 4, o, 0, 4, v);
+      for (int e = 0; e < 8; ++e) ASSERT_EQ(k[e], value(as, pos, layer, e)) << seq << " " << pos << " " << e;
+      for (int e = 0; e < 4; ++e) ASSERT_EQ(v[e], -value(as, pos, layer, e)) << seq << " " << pos << " " << e;
+    }
+  };
+  for (int32_t p = 0; p < 7; ++p) write(a, p);
+  for (int32_t p = 0; p < 3; ++p) write(b, p);
+  for (int32_t p = 0; p < 7; ++p) check(a, p, a);
+  for (int32_t p = 0; p < 3; ++p) check(b, p, b);
+  auto fork = kv->seq_fork(a);
+  ASSERT_TRUE(fork.ok());
+  ASSERT_TRUE(kv->seq_truncate(*fork, 5).ok());
+  ASSERT_TRUE(kv->seq_append(*fork, 1).ok());  // position 5: the pair (4, 5) of the shared second block
+  write(*fork, 5);
+  for (int32_t p = 0; p < 5; ++p) check(*fork, p, a);
+  check(*fork, 5, *fork);
+  check(a, 5, a);
+  check(a, 6, a);
+
+  l.block_tokens = 5;
+  auto odd = KvBlockPool::create(l, 4);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_NE(odd.error().message.find("pairs"), std::string::npos) << odd.error().message;
 }
 
 TEST(KvBlockPool, RowSizesFollowTheType) {
