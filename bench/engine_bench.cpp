@@ -66,8 +66,9 @@ uint64_t decode_weight_bytes(const gguf::File& f) {
 class HearthRunner {
  public:
   static Result<std::unique_ptr<HearthRunner>> open(const std::string& path, int threads, int n_ctx, bool interleave,
-                                                    int32_t gpu_layers) {
+                                                    int32_t gpu_layers, DType kv_type) {
     engine::ContextOptions o;
+    o.kv_type = kv_type;
     o.n_threads = threads;
     o.n_ctx = n_ctx;
     o.interleave_weights = interleave;
@@ -138,6 +139,8 @@ struct Options {
   int tg = 128;
   int depth = 0;
   bool llama_flash_attn = false;
+  std::string kv_type = "f16";  // both engines' (llama-bench -ctk / -ctv)
+  DType kv_dtype = DType::kF16;
   int load_reps = 5;
   bool warmup = true;
   bool interleave = true;
@@ -162,6 +165,8 @@ Result<Options> parse_options(int argc, char** argv) {
       {"depth", 'd', SettingType::kInt, "0", "context tokens before each generation run (llama-bench -d)", "",
        SettingRange::between(0, 131072)},
       {"llama_fa", 0, SettingType::kBool, "false", "run llama.cpp with flash attention (llama-bench -fa 1)", ""},
+      SettingSpec{"kv_type", 0, SettingType::kString, "f16", "KV cache type of both engines (llama-bench -ctk / -ctv)", ""}
+          .with_choices({"f16", "bf16", "f32", "q8_0", "q4_0"}),
       {"load_reps", 0, SettingType::kInt, "5", "warm loads timed per model", "", SettingRange::between(1, 1000)},
       {"warmup", 0, SettingType::kBool, "true",
        "run one untimed pp and tg first, as llama-bench does (off for long prompts, where one run takes minutes)", ""},
@@ -208,6 +213,8 @@ Result<Options> parse_options(int argc, char** argv) {
   o.tg = static_cast<int>(s.get_int("tg"));
   o.depth = static_cast<int>(s.get_int("depth"));
   o.llama_flash_attn = s.get_bool("llama_fa");
+  o.kv_type = s.get_string("kv_type");
+  o.kv_dtype = dtype_from_name(o.kv_type).value_or(DType::kF16);
   o.load_reps = static_cast<int>(s.get_int("load_reps"));
   o.warmup = s.get_bool("warmup");
   const std::string layout = s.get_string("weights");
@@ -245,7 +252,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   // Warm loads: the first one brings the file into the page cache and is not counted.
   for (int i = 0; i <= o.load_reps; ++i) {
     auto start = std::chrono::steady_clock::now();
-    auto r = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers);
+    auto r = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers, o.kv_dtype);
     const double ms = seconds_since(start) * 1000.0;
     if (!r.ok()) {
       m.error = r.error().to_string();
@@ -255,7 +262,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   }
   m.baseline_rss = current_rss_bytes();
   m.peak_rss_measured = reset_peak_rss();
-  auto runner = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers);
+  auto runner = HearthRunner::open(path, o.threads, n_ctx, o.interleave, o.gpu_layers, o.kv_dtype);
   if (!runner.ok()) {
     m.error = runner.error().to_string();
     return m;
@@ -277,10 +284,13 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
       return m;
     }
   }
-  const uint64_t kv_token_bytes =
-      static_cast<uint64_t>(h.n_layer) * static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(h.head_dim_k + h.head_dim_v) * 2;
+  auto row_bytes = [&](int32_t head_dim) {
+    const auto b = dtype_row_bytes(o.kv_dtype, static_cast<uint64_t>(h.n_head_kv) * static_cast<uint64_t>(head_dim));
+    return b.ok() ? *b : 0;
+  };
+  const uint64_t kv_token_bytes = static_cast<uint64_t>(h.n_layer) * (row_bytes(h.head_dim_k) + row_bytes(h.head_dim_v));
   m.kv_bytes = kv_token_bytes * static_cast<uint64_t>(n_ctx);
-  // A generation step at depth d reads the F16 K and V of every earlier token: on average over
+  // A generation step at depth d reads the K and V of every earlier token: on average over
   // the run, depth + tg/2 of them.
   m.decode_kv_bytes = o.depth > 0 ? kv_token_bytes * static_cast<uint64_t>(o.depth + o.tg / 2) : 0;
   // Warm-up, as llama-bench does one before its runs.
@@ -306,7 +316,7 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
   auto llama_run = [&](bool prompt) {
     if (!llama || !m.llama_error.empty()) return;
     LlamaBenchResult r = run_llama_bench(*llama, path, o.threads, prompt ? o.pp : 0, prompt ? 0 : o.tg,
-                                         prompt ? 0 : o.depth, o.llama_flash_attn, o.gpu_layers);
+                                         prompt ? 0 : o.depth, o.llama_flash_attn, o.gpu_layers, o.kv_type);
     if (!r.error.empty()) {
       m.llama_error = r.error;
       return;
@@ -372,6 +382,7 @@ int main(int argc, char** argv) {
   info.tg = o.tg;
   info.depth = o.depth;
   info.llama_flash_attn = o.llama_flash_attn;
+  info.kv_type = o.kv_type;
   info.rounds = o.rounds;
   info.date = utc_date();
   info.command = o.command_line;

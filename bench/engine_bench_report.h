@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +25,7 @@ struct RunInfo {
   int threads = 0, pp = 0, tg = 0, rounds = 0;
   int depth = 0;                  // context tokens before each tg run
   bool llama_flash_attn = false;  // llama.cpp ran with -fa 1
+  std::string kv_type = "f16";    // both engines' KV cache type (llama-bench -ctk / -ctv)
   double memcpy_gbs = 0, read_gbs = 0;
   // Layers both engines were asked to put on a GPU (0: none, the CPU run; int32 max: all).
   int32_t gpu_layers = 0;
@@ -37,7 +39,7 @@ struct ModelResult {
   std::string gpu;                        // Hearth's device for this model (empty on the CPU)
   std::string llama_gpu, llama_backends;  // what llama-bench reported for it
   uint64_t file_bytes = 0, decode_weight_bytes = 0, kv_bytes = 0;
-  uint64_t decode_kv_bytes = 0;  // F16 KV one generation step reads at the run's depth (0 at depth 0)
+  uint64_t decode_kv_bytes = 0;  // KV one generation step reads at the run's depth (0 at depth 0)
   uint64_t baseline_rss = 0, peak_rss = 0, llama_peak_rss = 0;
   bool peak_rss_measured = false;
   int32_t n_layer = 0, gpu_layers = 0;  // Hearth's layers in all and on the GPU
@@ -54,6 +56,13 @@ inline double median(std::vector<double> v) {
 }
 
 inline double mib(uint64_t b) { return static_cast<double>(b) / (1024.0 * 1024.0); }
+
+// "F16 KV cache", "BF16 KV cache", ... (both engines run the run's type).
+inline std::string kv_cache_text(const RunInfo& info) {
+  std::string t = info.kv_type;
+  for (char& c : t) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return t + " KV cache";
+}
 
 // Memory the issue allows while decoding: the file, the KV cache and 64 MiB.
 inline uint64_t rss_budget(const ModelResult& m) { return m.file_bytes + m.kv_bytes + (uint64_t{64} << 20); }
@@ -230,7 +239,7 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
   j["machine"] = {{"cpu", info.cpu},           {"threads", info.threads},   {"memcpy_gbs", info.memcpy_gbs},
                   {"read_gbs", info.read_gbs}, {"date", info.date}};
   j["settings"] = {{"pp", info.pp},         {"tg", info.tg},
-                   {"depth", info.depth},   {"llama_flash_attn", info.llama_flash_attn},
+                   {"depth", info.depth},   {"llama_flash_attn", info.llama_flash_attn}, {"kv_type", info.kv_type},
                    {"rounds", info.rounds}, {"command", info.command}};
   j["llama_cpp"] = {{"bin", info.llama_bin},
                     {"commit", info.llama_commit},
@@ -278,7 +287,7 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       "This run: `" + info.command + "` on " + info.date + ".\n\n"
       "- Machine: " + machine_line(info) + ".\n"
       "- llama.cpp: `llama-bench` build " + (info.llama_commit.empty() ? std::string("(not run)") : info.llama_commit) +
-      ", default settings (mmap, F16 KV cache" + (info.llama_flash_attn ? ", flash attention on (-fa 1)" : ", no flash attention") +
+      ", default settings (mmap, " + kv_cache_text(info) + (info.llama_flash_attn ? ", flash attention on (-fa 1)" : ", no flash attention") +
       (info.depth > 0 ? ", generation after " + std::to_string(info.depth) + " context tokens (-d)" : std::string()) +
       "), one repetition per run. In each of " +
       std::to_string(info.rounds) + " rounds the two engines' pp runs and then their tg runs go back to back, the "
@@ -288,7 +297,7 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       " random tokens (logits of the last); tg" + std::to_string(info.tg) + ": tokens/s of " +
       std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
       "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding), plus at depth the "
-      "F16 KV it reads, times tg tokens/s; "
+      "KV it reads, times tg tokens/s; "
       "% of read bw compares Hearth's with the streaming-read bandwidth above; bw bound tok/s is that bandwidth "
       "divided by those bytes per step (the speed of a step that did nothing but read them).\n"
       "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
@@ -312,7 +321,7 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
                     : std::string("\n\n")) +
          "decode GB/s counts the bytes one token reads: for mixture-of-experts files, the share of the expert "
          "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor" +
-         (info.depth > 0 ? std::string(", plus the F16 KV of the depth's tokens") : std::string()) +
+         (info.depth > 0 ? ", plus the " + kv_cache_text(info) + " of the depth's tokens" : std::string()) +
          (gpu_run(info) ? std::string()
                         : std::string("; bw bound tok/s is the streaming-read bandwidth divided by those bytes per step "
                                       "(the speed a step that only read them would reach)")) +

@@ -61,13 +61,19 @@ struct Fixture {
       v_ptrs.push_back(k + row * kBlock);
       for (int j = 0; j < kBlock; ++j) {
         for (auto& v : x) v = dist(rng);
-        if (k_transposed) {
+        if (type == hearth::DType::kBF16) {  // pairs (ops.h)
+          kv_store_key_paired(x.data(), k, kBlock, j, kKvHeads * kDim);
+        } else if (k_transposed) {
           kv_store_key_transposed(x.data(), k, kBlock, j, kKvHeads * kDim);
         } else {
           (void)kv_store_row(type, x.data(), k + j * row, kKvHeads * kDim);
         }
         for (auto& v : x) v = dist(rng);
-        (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
+        if (type == hearth::DType::kBF16) {
+          kv_store_value_paired(x.data(), k + row * kBlock, kKvHeads * kDim, j, kKvHeads * kDim);
+        } else {
+          (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
+        }
       }
     }
     span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type, k_transposed};
@@ -101,10 +107,26 @@ void BM_PrefillPerToken(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(chunk_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// The 16-bit caches range 1 of BM_PrefillTile and BM_DecodePoolLayers picks: F16 with K in rows
+// (0) or transposed (1, as the engine keeps an F16 cache), BF16 in pairs (2).
+struct Cache16 {
+  hearth::DType type;
+  bool k_transposed;
+  const char* label;
+};
+Cache16 cache16(benchmark::State& state) {
+  static constexpr Cache16 kinds[] = {{hearth::DType::kF16, false, "F16 K rows"},
+                                      {hearth::DType::kF16, true, "F16 K transposed"},
+                                      {hearth::DType::kBF16, false, "BF16 pairs"}};
+  const Cache16 c = kinds[state.range(1)];
+  state.SetLabel(c.label);
+  return c;
+}
+
 void BM_PrefillTile(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  Fixture f(n, hearth::DType::kF16, state.range(1) != 0);
-  if (state.range(1) != 0) state.SetLabel("K transposed");
+  const Cache16 c = cache16(state);
+  Fixture f(n, c.type, c.k_transposed);
   for (auto _ : state) {
     for (int t0 = 0; t0 < kChunk; t0 += 16) {
       for (int kvh = 0; kvh < kKvHeads; ++kvh) {
@@ -118,10 +140,11 @@ void BM_PrefillTile(benchmark::State& state) {
   state.counters["GFLOP/s"] = benchmark::Counter(chunk_flops(n) / 1e9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// The cache kinds range 1 of the decode benchmarks picks: F16, Q8_0, Q4_0, and F16 with K
-// stored transposed (KvSpan::k_transposed, as the engine keeps an F16 cache).
+// The cache kinds range 1 of the decode benchmarks picks: F16, Q8_0, Q4_0, F16 with K stored
+// transposed (KvSpan::k_transposed, as the engine keeps an F16 cache), and BF16 (pairs).
 Fixture cache_kind_fixture(benchmark::State& state, int n) {
-  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0, hearth::DType::kF16};
+  const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0, hearth::DType::kF16,
+                                 hearth::DType::kBF16};
   const auto kind = static_cast<size_t>(state.range(1));
   state.SetLabel(std::string(hearth::dtype_name(types[kind])) + (kind == 3 ? " K transposed" : ""));
   return Fixture(n, types[kind], kind == 3);
@@ -199,26 +222,26 @@ void BM_DecodeParts(benchmark::State& state) {
 // layer's among the other layers' in every chunk; Fixture gives one layer a region of its own),
 // and each layer's step runs as the engine runs it at depth (parts of kAttentionKeyPart keys,
 // then the merge). The 16 layers' KV (8 MiB each at 4k keys) comes from memory, not cache, as
-// in a real decode step. GB/s counts the K and V bytes of all 16 layers. range 1: K stored
-// transposed (1, as the engine keeps an F16 cache) or by rows (0). range 2: threads (1, or 2
+// in a real decode step. GB/s counts the K and V bytes of all 16 layers. range 1: the cache
+// (Cache16: F16 with K in rows or transposed, BF16 pairs). range 2: threads (1, or 2
 // as the engine at depth: the parts of each layer claimed by both, then the merge), so CPU time
 // is not the step's time: rates here use real time.
 void BM_DecodePoolLayers(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const bool k_transposed = state.range(1) != 0;
-  state.SetLabel(k_transposed ? "K transposed" : "K rows");
+  const Cache16 c = cache16(state);
   constexpr int kLayers = 16;
   hearth::kv::KvLayout layout;
   layout.n_layers = kLayers;
   layout.k_row_elems = layout.v_row_elems = kKvHeads * kDim;
   layout.block_tokens = kBlock;
-  layout.type = hearth::DType::kF16;
+  layout.type = c.type;
+  layout.k_transposed = c.k_transposed;
   hearth::kv::KvPoolOptions opts;
   opts.background_commit = false;
   const int n_blocks = (n + kBlock - 1) / kBlock;
   auto pool = hearth::kv::KvBlockPool::create(layout, n_blocks, opts);
   if (!pool.ok()) std::abort();
-  Fixture one(kBlock, hearth::DType::kF16, k_transposed);  // one block of random rows, copied into every block
+  Fixture one(kBlock, c.type, c.k_transposed);  // one block of random rows, copied into every block
   const size_t run = pool->k_row_bytes() * kBlock;
   std::vector<std::vector<const uint8_t*>> k_ptrs(kLayers), v_ptrs(kLayers);
   for (int b = 0; b < n_blocks; ++b) {
@@ -237,7 +260,7 @@ void BM_DecodePoolLayers(benchmark::State& state) {
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l) {
       const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
-                        hearth::DType::kF16, k_transposed};
+                        c.type, c.k_transposed};
       if (threads == 1) {
         step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
       } else {
@@ -367,11 +390,11 @@ void BM_F32FmaPeak(benchmark::State& state) {
 }
 
 BENCHMARK(BM_PrefillPerToken)->Arg(1024)->Arg(4096)->Arg(16384)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_PrefillTile)->ArgsProduct({{1024, 4096, 16384}, {0, 1}})->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DecodeStep)->ArgsProduct({{256, 512, 4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2, 3}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrefillTile)->ArgsProduct({{1024, 4096, 16384}, {0, 1, 2}})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DecodeStep)->ArgsProduct({{256, 512, 4096, 16384, 32768}, {0, 1, 2, 3, 4}})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeParts)->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2, 3, 4}})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodePoolLayers)
-    ->ArgsProduct({{4096, 16384}, {0, 1}, {1, 2}})
+    ->ArgsProduct({{4096, 16384, 32768}, {0, 1, 2}, {1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK(BM_DecodeTile)->Arg(4096)->Arg(16384)->Unit(benchmark::kMicrosecond);

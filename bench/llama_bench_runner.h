@@ -114,13 +114,15 @@ inline std::string last_line(std::string text) {
 // same settings as Hearth's side of the benchmark.
 // depth > 0: the runs start after that many context tokens (-d); flash_attn: -fa 1.
 inline LlamaBenchResult run_llama_bench(const std::string& exe, const std::string& model, int threads, int pp, int tg,
-                                        int depth = 0, bool flash_attn = false, int32_t gpu_layers = 0) {
+                                        int depth = 0, bool flash_attn = false, int32_t gpu_layers = 0,
+                                        const std::string& kv_type = "f16") {
   LlamaBenchResult r;
   int code = 0;
   std::vector<std::string> argv = {exe, "-m", model, "-t", std::to_string(threads), "-p", std::to_string(pp), "-n",
                                    std::to_string(tg), "-r", "1", "-ngl", llama_ngl(gpu_layers), "-o", "json"};
   if (depth > 0) argv.insert(argv.end(), {"-d", std::to_string(depth)});
   if (flash_attn) argv.insert(argv.end(), {"-fa", "1"});
+  if (kv_type != "f16") argv.insert(argv.end(), {"-ctk", kv_type, "-ctv", kv_type});
   std::string err;
   const std::string out = run_capture(argv, code, &r.peak_rss_bytes, &err);
   if (code != 0) {
