@@ -70,7 +70,7 @@ struct Fixture {
         }
         for (auto& v : x) v = dist(rng);
         if (type == hearth::DType::kBF16) {
-          kv_store_value_paired(x.data(), k + row * kBlock, kKvHeads * kDim, j, kKvHeads * kDim);
+          kv_store_value_paired(x.data(), k + row * kBlock, kBlock, kDim, j, kKvHeads * kDim);
         } else {
           (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
         }

@@ -109,7 +109,6 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
   const int group = std::max(1, p.n_head / p.n_head_kv);
   const bool f16 = kv.type == DType::kF16;
   const bool bf16 = kv.type == DType::kBF16;  // pairs (kv_key_paired_index), every product exact
-  const int64_t v_row_elems = static_cast<int64_t>(kv.v_row_bytes / 2);
   const bool quantized = kv.type == DType::kQ8_0 || kv.type == DType::kQ4_0;
   const float inv_softcap = p.softcap != 0.0f ? 1.0f / p.softcap : 0.0f;  // scale, tanh, scale
   // scores, then (for Q8_0 / Q4_0 caches) one dequantized V head
@@ -173,7 +172,7 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
     for (int32_t j = lo; j <= hi; ++j) {
       const float prob = scores[j];
       if (bf16) {
-        kv_load_value_paired(kv.v_blocks[j / kv.block_tokens], v_row_elems, j % kv.block_tokens,
+        kv_load_value_paired(kv.v_blocks[j / kv.block_tokens], kv.block_tokens, dv, j % kv.block_tokens,
                              static_cast<int64_t>(kvh) * dv, dv, deq);
         k.axpy_f32(dv, bf16_to_fp32(fp32_to_bf16(prob)), deq, oh);
         continue;
@@ -237,9 +236,10 @@ void kv_store_key_paired(const float* x, uint8_t* block, int32_t block_tokens, i
   for (int64_t e = 0; e < n; ++e) k[kv_key_paired_index(block_tokens, e, offset)] = fp32_to_bf16(x[e]);
 }
 
-void kv_store_value_paired(const float* x, uint8_t* block, int64_t row_elems, int32_t offset, int64_t n) {
+void kv_store_value_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset,
+                           int64_t n) {
   auto* v = reinterpret_cast<uint16_t*>(block);
-  for (int64_t e = 0; e < n; ++e) v[kv_value_paired_index(row_elems, e, offset)] = fp32_to_bf16(x[e]);
+  for (int64_t e = 0; e < n; ++e) v[kv_value_paired_index(block_tokens, head_dim, e, offset)] = fp32_to_bf16(x[e]);
 }
 
 void kv_load_key_paired(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n, float* dst) {
@@ -247,9 +247,12 @@ void kv_load_key_paired(const uint8_t* block, int32_t block_tokens, int32_t offs
   for (int64_t e = 0; e < n; ++e) dst[e] = bf16_to_fp32(k[kv_key_paired_index(block_tokens, first + e, offset)]);
 }
 
-void kv_load_value_paired(const uint8_t* block, int64_t row_elems, int32_t offset, int64_t first, int64_t n, float* dst) {
+void kv_load_value_paired(const uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset, int64_t first,
+                          int64_t n, float* dst) {
   const auto* v = reinterpret_cast<const uint16_t*>(block);
-  for (int64_t e = 0; e < n; ++e) dst[e] = bf16_to_fp32(v[kv_value_paired_index(row_elems, first + e, offset)]);
+  for (int64_t e = 0; e < n; ++e) {
+    dst[e] = bf16_to_fp32(v[kv_value_paired_index(block_tokens, head_dim, first + e, offset)]);
+  }
 }
 
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n) {

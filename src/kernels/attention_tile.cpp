@@ -35,8 +35,8 @@ void load_head(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes,
 // Head kvh's d value elements at pos as floats (rows, or a BF16 cache's token pairs).
 void load_value_head(const KvSpan& kv, int32_t pos, int kvh, int d, float* dst) {
   if (kv.type == DType::kBF16) {
-    kv_load_value_paired(kv.v_blocks[pos / kv.block_tokens], static_cast<int64_t>(kv.v_row_bytes / 2),
-                         pos % kv.block_tokens, static_cast<int64_t>(kvh) * d, d, dst);
+    kv_load_value_paired(kv.v_blocks[pos / kv.block_tokens], kv.block_tokens, d, pos % kv.block_tokens,
+                         static_cast<int64_t>(kvh) * d, d, dst);
     return;
   }
   load_head(kv, kv.v_blocks, kv.v_row_bytes, pos, kvh, d, dst);

@@ -96,12 +96,12 @@ template <class S, bool FULL>
 }
 
 // out[h] += probabilities x V for keys [i0, i1) of a group by token pair: the pair of the
-// group's keys m, m + 1 (m even) is the word row at v + m * row_bytes (v: the KV head's slice of
-// the group's first pair row), its probabilities the words pw[h * pw_stride + m / 2]. VC: vectors
+// group's keys m, m + 1 (m even) is the words at v + m * key_bytes (v: the KV head's values of
+// the group's first pair), its probabilities the words pw[h * pw_stride + m / 2]. VC: vectors
 // per head (dv / kLanes); the heads' accumulators stay in registers (kHeads of them per pass);
 // 0: any dv, accumulators in memory. FULL (VC > 0): gn is kHeads.
 template <class S, int VC, bool FULL>
-[[gnu::always_inline]] inline void bf16_value_group(const uint8_t* v, size_t row_bytes, int i0, int i1,
+[[gnu::always_inline]] inline void bf16_value_group(const uint8_t* v, size_t key_bytes, int i0, int i1,
                                                     const Bf16Word* pw, int32_t pw_stride, int gn_rt, float* out,
                                                     int dv, PrefetchRun& pf_io, int pf_per_pair) {
   using V = typename S::V;
@@ -119,7 +119,7 @@ template <class S, int VC, bool FULL>
     }
     for (int m = i0 & ~1; m < i1; m += 2) {
       pf.issue(pf_per_pair);
-      const uint8_t* row = v + static_cast<size_t>(m) * row_bytes;
+      const uint8_t* row = v + static_cast<size_t>(m) * key_bytes;
       VI x[VC];
       for (int c = 0; c < VC; ++c) x[c] = S::load_words(row + 4 * S::kLanes * c);
       const uint32_t kept = keep(m);
@@ -139,7 +139,7 @@ template <class S, int VC, bool FULL>
   } else {
     for (int m = i0 & ~1; m < i1; m += 2) {
       pf.issue(pf_per_pair);
-      const uint8_t* row = v + static_cast<size_t>(m) * row_bytes;
+      const uint8_t* row = v + static_cast<size_t>(m) * key_bytes;
       const uint32_t kept = keep(m);
       for (int h = 0; h < gn_rt; ++h) {
         float* oh = out + static_cast<int64_t>(h) * dv;
@@ -160,18 +160,19 @@ template <class S, int VC>
 void bf16_value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
   constexpr int kPerPass = VC > 0 ? std::max(1, S::kRegs / 2 / VC) : 1;
   const auto* words = reinterpret_cast<const Bf16Word*>(s.scores);
-  kt_value_pass(s, static_cast<size_t>(dv) * 4, kPerPass,
+  kt_value_pass(s, kPerPass,
                 [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g, PrefetchRun& pf,
                     int per_key) __attribute__((always_inline)) {
                   const Bf16Word* pw = words + r * s.n_pad + g * (kTransposedKeyGroup / 2);
                   float* o = out + static_cast<int64_t>(head) * dv;
                   if constexpr (VC > 0) {
                     if (gn == kPerPass) {
-                      return bf16_value_group<S, VC, true>(v, kv.v_row_bytes, i0, i1, pw, s.n_pad, gn, o, dv, pf,
-                                                           2 * per_key);
+                      return bf16_value_group<S, VC, true>(v, s.st.v_key_bytes(), i0, i1, pw, s.n_pad, gn, o, dv,
+                                                           pf, 2 * per_key);
                     }
                   }
-                  bf16_value_group<S, VC, false>(v, kv.v_row_bytes, i0, i1, pw, s.n_pad, gn, o, dv, pf, 2 * per_key);
+                  bf16_value_group<S, VC, false>(v, s.st.v_key_bytes(), i0, i1, pw, s.n_pad, gn, o, dv, pf,
+                                                 2 * per_key);
                 });
 }
 

@@ -67,9 +67,9 @@ struct KtGroupAt {
 struct KtStream {
   const KvSpan* kv;
   int32_t lo, hi, base, n_groups;
-  int dk, kvh_first, n_kvh;
+  int dk, dv, kvh_first, n_kvh;
   int32_t k_run_bytes;  // from a KV head's first run in a group to the end of its last
-  bool paired;          // a BF16 cache's runs of element pairs (kv_key_paired_index)
+  bool paired;          // a BF16 cache: K runs of element pairs, V by head and token pair (ops.h)
 
   KtGroupAt at(int32_t g) const {
     const int32_t k0 = key0(g);
@@ -83,25 +83,32 @@ struct KtStream {
            (paired ? kv_key_paired_index(kv->block_tokens, e, a.offset)
                    : kv_key_transposed_index(kv->block_tokens, e, a.offset));
   }
-  // The first value row of the group at a (the group's keys' rows follow, v_row_bytes apart).
-  const uint8_t* v_rows(KtGroupAt a) const {
-    return kv->v_blocks[a.block] + static_cast<size_t>(a.offset) * kv->v_row_bytes;
+  // KV head kvh's values of the group's first key (those of its other keys follow, v_key_bytes()
+  // apart; a BF16 cache's keys come in pairs, each pair's words 2 * v_key_bytes() long).
+  const uint8_t* v_slice(KtGroupAt a, int kvh) const {
+    const int64_t e = static_cast<int64_t>(kvh) * dv;
+    return kv->v_blocks[a.block] + (paired ? 2 * kv_value_paired_index(kv->block_tokens, dv, e, a.offset)
+                                           : static_cast<size_t>(a.offset) * kv->v_row_bytes + 2 * static_cast<size_t>(e));
   }
+  size_t v_key_bytes() const { return paired ? 2 * static_cast<size_t>(dv) : kv->v_row_bytes; }
   // The keys of group g inside [lo, hi], as offsets [i0, i1) in the group.
   int first_key(int32_t g) const { return std::max(lo, key0(g)) - key0(g); }
   int end_key(int32_t g) const { return std::min(hi, key0(g) + kTransposedKeyGroup - 1) - key0(g) + 1; }
 
   // What to prefetch while KV head kvh's part of the stream item before `ahead` is read: the
-  // stream is every group's K runs of the call's heads, then every group's value rows;
+  // stream is every group's K runs of the call's heads, then every group's values;
   // `ahead` is the item kDecodePrefetchKeys further on (at: where its group starts), of
-  // which kvh takes its own K runs, or its share of the group's value rows.
+  // which kvh takes its own K runs, and its own values (by head and pair) or its share of the
+  // group's value rows (rows hold every head).
   PrefetchRun prefetch(int32_t ahead, KtGroupAt at, int kvh) const {
     if (ahead < n_groups) return lines_of(reinterpret_cast<const uint8_t*>(k_runs(at, kvh)), k_run_bytes, 0, 1);
     if (ahead >= 2 * n_groups) return {};
     const int32_t g = ahead - n_groups;
-    const int i0 = first_key(g);
-    return lines_of(v_rows(at) + static_cast<size_t>(i0) * kv->v_row_bytes,
-                    static_cast<size_t>(end_key(g) - i0) * kv->v_row_bytes, kvh - kvh_first, n_kvh);
+    const int i0 = first_key(g) & ~1, i1 = end_key(g);
+    if (paired) return lines_of(v_slice(at, kvh) + i0 * v_key_bytes(), static_cast<size_t>(i1 - i0 + 1) * v_key_bytes(), 0, 1);
+    const uint8_t* rows = kv->v_blocks[at.block] + static_cast<size_t>(at.offset) * kv->v_row_bytes;
+    return lines_of(rows + static_cast<size_t>(i0) * kv->v_row_bytes, static_cast<size_t>(i1 - i0) * kv->v_row_bytes,
+                    kvh - kvh_first, n_kvh);
   }
   // Share `share` of `shares` of the cache lines of [at, at + bytes).
   static PrefetchRun lines_of(const uint8_t* at, size_t bytes, int share, int shares) {
@@ -115,14 +122,14 @@ struct KtStream {
   }
 };
 
-inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int kvh_first, int kvh_last) {
+inline KtStream kt_stream(const KvSpan& kv, int32_t lo, int32_t hi, int dk, int dv, int kvh_first, int kvh_last) {
   const int32_t base = lo / kTransposedKeyGroup * kTransposedKeyGroup;
   const int32_t n_groups = (hi + 1 - base + kTransposedKeyGroup - 1) / kTransposedKeyGroup;
   const bool paired = kv.type == DType::kBF16;
   const auto run_bytes = static_cast<int32_t>(
       2 * (paired ? kv_key_paired_index(kv.block_tokens, dk - 2, kTransposedKeyGroup)
                   : kv_key_transposed_index(kv.block_tokens, dk - 1, kTransposedKeyGroup)));
-  return {&kv, lo, hi, base, n_groups, dk, kvh_first, kvh_last - kvh_first + 1, run_bytes, paired};
+  return {&kv, lo, hi, base, n_groups, dk, dv, kvh_first, kvh_last - kvh_first + 1, run_bytes, paired};
 }
 
 // What a transposed-K step knows once it has begun: its heads and keys (begin_decode_step),
@@ -155,7 +162,7 @@ inline bool kt_step_begin(int32_t q_pos, int32_t n_kv, const KvSpan& kv, const A
   s->n_heads = s->span.head_end - s->span.head_begin;
   s->kvh_first = s->span.head_begin / s->group;
   s->kvh_last = (s->span.head_end - 1) / s->group;
-  s->st = kt_stream(kv, s->span.lo, s->span.hi, dk, s->kvh_first, s->kvh_last);
+  s->st = kt_stream(kv, s->span.lo, s->span.hi, dk, dv, s->kvh_first, s->kvh_last);
   s->n_pad = s->st.n_groups * kTransposedKeyGroup;
   scratch.resize(static_cast<size_t>(s->n_heads) * (s->n_pad + dk));
   s->scores = scratch.data();
@@ -204,22 +211,21 @@ template <class Score>
 }
 
 // The value pass: for every group and KV head, value(v, i0, i1, r, gn, head, g, pf, per_key)
-// on passes of at most per_pass query heads: v the KV head's slice of the group's first value
-// row (head_bytes a KV head: the keys' rows v_row_bytes apart; a BF16 cache's pair rows, two
-// keys each, 2 * v_row_bytes), keys [i0, i1) of the group inside the step, head the pass's first
-// query head (its output row), per_key the prefetch lines to issue per key.
+// on passes of at most per_pass query heads: v the KV head's values of the group's first key
+// (KtStream::v_slice: the keys' follow v_key_bytes() apart), keys [i0, i1) of the group inside
+// the step, head the pass's first query head (its output row), per_key the prefetch lines to
+// issue per key.
 template <class Value>
-[[gnu::always_inline]] inline void kt_value_pass(const KtStep& s, size_t head_bytes, int per_pass, Value&& value) {
+[[gnu::always_inline]] inline void kt_value_pass(const KtStep& s, int per_pass, Value&& value) {
   KtGroupAt at = s.st.at(0), ahead_at = kt_ahead_at(s.st, s.st.n_groups);
   for (int32_t g = 0; g < s.st.n_groups; ++g) {
     const int32_t ahead = s.st.n_groups + g + kKtAheadGroups;
     const int i0 = s.st.first_key(g), i1 = s.st.end_key(g);
-    const uint8_t* rows = s.st.v_rows(at);
     for (int kvh = s.kvh_first; kvh <= s.kvh_last; ++kvh) {
       const KtHeads heads = kt_heads(kvh, s.group, s.span.head_begin, s.span.head_end);
       PrefetchRun pf = s.st.prefetch(ahead, ahead_at, kvh);
       const int per_key = (pf.lines() + (i1 - i0) - 1) / (i1 - i0);
-      const uint8_t* v = rows + static_cast<size_t>(kvh) * head_bytes;
+      const uint8_t* v = s.st.v_slice(at, kvh);
       for (int g0 = 0; g0 < heads.n; g0 += per_pass) {
         value(v, i0, i1, static_cast<size_t>(heads.h0 - s.span.head_begin + g0), std::min(per_pass, heads.n - g0),
               heads.h0 + g0, g, pf, per_key);

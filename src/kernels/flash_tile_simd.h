@@ -50,7 +50,7 @@ inline const uint8_t* flash_kv_row(const uint8_t* const* blocks, int32_t block_t
 }
 
 // Bytes of d elements of a cache row (one head's slice; d a multiple of 32 for Q8_0 and Q4_0;
-// for BF16 a token pair's row: two keys' values).
+// for BF16 a token pair's words of one head: two keys' values).
 inline size_t flash_head_bytes(DType type, int d) {
   switch (type) {
     case DType::kBF16: return 2 * sizeof(uint16_t) * static_cast<size_t>(d);
@@ -69,8 +69,8 @@ constexpr int kFlashKeyGroup = kTransposedKeyGroup;
 // group of 16 keys instead (kcols: the group's first element of the head; a tile starts at a
 // multiple of kFlashKeys, and block_tokens is a multiple of 16, so a group is in one block).
 // A BF16 cache: k[j] is key j's first word of the head (its element pairs block_tokens words
-// apart), kcols the groups' first runs (for the prefetch), and v[j / 2] the pair row of keys j
-// and j + 1 (j even: a tile and a block start on an even key).
+// apart), kcols the groups' first runs (for the prefetch), and v[j / 2] the head's words of
+// keys j and j + 1 (j even: a tile and a block start on an even key).
 struct FlashTileRows {
   const uint8_t* k[kFlashKeys];
   const uint8_t* v[kFlashKeys];
@@ -78,14 +78,16 @@ struct FlashTileRows {
   int n = 0, groups = 0;
 };
 inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, size_t v_head, int kv_head, int dk,
-                            FlashTileRows& r) {
+                            int dv, FlashTileRows& r) {
   int32_t b = j0 / kv.block_tokens, o = j0 % kv.block_tokens;
   const bool bf16 = kv.type == DType::kBF16;
   for (int j = 0; j < n; ++j) {
     if (bf16) {
       r.k[j] = kv.k_blocks[b] + 2 * kv_key_paired_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
       if (j % kFlashKeyGroup == 0) r.kcols[j / kFlashKeyGroup] = r.k[j];
-      if (j % 2 == 0) r.v[j / 2] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+      if (j % 2 == 0) {
+        r.v[j / 2] = kv.v_blocks[b] + 2 * kv_value_paired_index(kv.block_tokens, dv, static_cast<int64_t>(kv_head) * dv, o);
+      }
     } else if (kv.k_transposed && j % kFlashKeyGroup == 0) {
       r.kcols[j / kFlashKeyGroup] =
           kv.k_blocks[b] + 2 * kv_key_transposed_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
@@ -340,7 +342,8 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   FlashTileRows tiles[2];
   int cur = 0;
   if (key_lo <= key_hi) {
-    flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, t.kv_head, dk, tiles[0]);
+    flash_tile_rows(kv, key_lo, std::min<int32_t>(kFlashKeys, key_hi - key_lo + 1), k_off, v_off, t.kv_head, dk, dv,
+                    tiles[0]);
     k_prefetch(tiles[0]).issue(1 << 30);
     FlashPrefetch<S>(tiles[0].v, v_rows(tiles[0]), v_head).issue(1 << 30);
   }
@@ -353,7 +356,7 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     const int nk = rows.n;
     const int32_t j1 = j0 + kFlashKeys;
     flash_tile_rows(kv, j1, j1 <= key_hi ? std::min<int32_t>(kFlashKeys, key_hi - j1 + 1) : 0, k_off, v_off, t.kv_head,
-                    dk, next);
+                    dk, dv, next);
     FlashPrefetch<S> next_k = k_prefetch(next), next_v(next.v, v_rows(next), v_head);
     // The next tile's K lines spread over this tile's score blocks, its V lines over the value blocks.
     const int k_lines = kt || BF ? next.groups * static_cast<int>((k_group_bytes + 127) / 64)

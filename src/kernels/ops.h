@@ -143,17 +143,21 @@ constexpr size_t kv_key_transposed_index(int32_t block_tokens, int64_t element, 
 // A BF16 cache stores pairs instead of rows, so that one BF16 dot-product instruction
 // (vdpbf16ps: two products per F32 lane) takes two elements of a key or two keys of a value
 // column at a time: K by element pair (elements e and e + 1 of a token side by side, a block's
-// 16 consecutive keys' pairs one 64-byte run), V by token pair (tokens o and o + 1 of a block
-// interleaved element by element: an element of two keys is one 32-bit word). Both need an even
-// block_tokens and even head sizes; k_row_bytes / v_row_bytes still give one token's bytes. The
-// layouts' formulas, in BF16 values from the block's start:
+// 16 consecutive keys' pairs one 64-byte run: a KV head's keys of a block are one range), V by
+// token pair and KV head (each head's values of the block one range, in it tokens o and o + 1
+// interleaved element by element: an element of two keys is one 32-bit word). A decode step
+// reads each head's K and V as ranges, front to back, which the hardware prefetchers follow
+// (token-major value rows, read head by head, they did not: docs/decisions.md). Both need an
+// even block_tokens and even head sizes; k_row_bytes / v_row_bytes still give one token's bytes.
+// The layouts' formulas, in BF16 values from the block's start (head_dim: the V head size):
 constexpr size_t kv_key_paired_index(int32_t block_tokens, int64_t element, int32_t token) {
   return static_cast<size_t>(element / 2) * 2 * static_cast<size_t>(block_tokens) + 2 * static_cast<size_t>(token) +
          static_cast<size_t>(element % 2);
 }
-constexpr size_t kv_value_paired_index(int64_t row_elems, int64_t element, int32_t token) {
-  return static_cast<size_t>(token / 2) * 2 * static_cast<size_t>(row_elems) + 2 * static_cast<size_t>(element) +
-         static_cast<size_t>(token % 2);
+constexpr size_t kv_value_paired_index(int32_t block_tokens, int32_t head_dim, int64_t element, int32_t token) {
+  return static_cast<size_t>(element / head_dim) * static_cast<size_t>(block_tokens) * static_cast<size_t>(head_dim) +
+         static_cast<size_t>(token / 2) * 2 * static_cast<size_t>(head_dim) +
+         2 * static_cast<size_t>(element % head_dim) + static_cast<size_t>(token % 2);
 }
 struct KvSpan {
   const uint8_t* const* k_blocks = nullptr;
@@ -246,13 +250,14 @@ Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
 void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
 void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
                             uint16_t* dst);
-// A BF16 cache's token `offset` of a block: K elements [0, n) of the token into a block of
-// block_tokens stored by element pair, V elements [0, n) into a block stored by token pair
-// (row_elems: the elements of one token's V row, every KV head); and elements [first, first + n)
-// back as floats.
+// A BF16 cache's token `offset` of a block of block_tokens: K elements [0, n) of the token into
+// a block stored by element pair, V elements [0, n) (every KV head's, head_dim each) into a block
+// stored by head and token pair; and elements [first, first + n) back as floats.
 void kv_store_key_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
-void kv_store_value_paired(const float* x, uint8_t* block, int64_t row_elems, int32_t offset, int64_t n);
+void kv_store_value_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset,
+                           int64_t n);
 void kv_load_key_paired(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n, float* dst);
-void kv_load_value_paired(const uint8_t* block, int64_t row_elems, int32_t offset, int64_t first, int64_t n, float* dst);
+void kv_load_value_paired(const uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset, int64_t first,
+                          int64_t n, float* dst);
 
 }  // namespace hearth::kernels

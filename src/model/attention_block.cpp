@@ -84,8 +84,8 @@ void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, 
   if (kv_type == DType::kBF16) {  // pairs: the token's place in its blocks
     const int32_t offset = token.pos % kv.block_tokens();
     kernels::kv_store_key_paired(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(), offset, dims.k);
-    kernels::kv_store_value_paired(v, kv.v_block_at(il, token.seq, token.pos), kv.pool().layout().v_row_elems, offset,
-                                   dims.v);
+    kernels::kv_store_value_paired(v, kv.v_block_at(il, token.seq, token.pos), kv.block_tokens(),
+                                   model_.hparams().head_dim_v, offset, dims.v);
     return;
   }
   if (kv.pool().layout().k_transposed) {

@@ -320,23 +320,23 @@ TEST(KvRows, RoundTripsAndRejectsBadInput) {
 
 // A BF16 cache's pairs: each token's K and V come back as their BF16 roundings, tokens do not
 // overwrite each other, and the layout is the one the SIMD kernels read: a 16-key group's
-// elements 2i and 2i + 1 are one 64-byte run, and an element of two neighbouring tokens' values
-// one 32-bit word.
+// elements 2i and 2i + 1 are one 64-byte run, each KV head's values of the block one range, and
+// in it an element of two neighbouring tokens one 32-bit word.
 TEST(KvRows, Bf16PairsRoundTripAndInterleave) {
-  const int block_tokens = 16, k_elems = 96, v_elems = 80;
+  const int block_tokens = 16, k_elems = 96, v_elems = 80, v_head = 40;
   std::vector<uint8_t> kb(static_cast<size_t>(block_tokens) * k_elems * 2), vb(static_cast<size_t>(block_tokens) * v_elems * 2);
   std::vector<std::vector<float>> ks, vs;
   for (int o = 0; o < block_tokens; ++o) {
     ks.push_back(random_floats(k_elems, 90 + o, -3.0f, 3.0f));
     vs.push_back(random_floats(v_elems, 190 + o, -3.0f, 3.0f));
     kv_store_key_paired(ks.back().data(), kb.data(), block_tokens, o, k_elems);
-    kv_store_value_paired(vs.back().data(), vb.data(), v_elems, o, v_elems);
+    kv_store_value_paired(vs.back().data(), vb.data(), block_tokens, v_head, o, v_elems);
   }
   std::vector<float> back(std::max(k_elems, v_elems));
   for (int o = 0; o < block_tokens; ++o) {
     kv_load_key_paired(kb.data(), block_tokens, o, 0, k_elems, back.data());
     for (int e = 0; e < k_elems; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(ks[o][e]))) << o << " " << e;
-    kv_load_value_paired(vb.data(), v_elems, o, 0, v_elems, back.data());
+    kv_load_value_paired(vb.data(), block_tokens, v_head, o, 0, v_elems, back.data());
     for (int e = 0; e < v_elems; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(vs[o][e]))) << o << " " << e;
     kv_load_key_paired(kb.data(), block_tokens, o, 64, 32, back.data());  // a head's slice alone
     for (int e = 0; e < 32; ++e) ASSERT_EQ(back[e], bf16_to_fp32(fp32_to_bf16(ks[o][64 + e])));
@@ -349,10 +349,12 @@ TEST(KvRows, Bf16PairsRoundTripAndInterleave) {
       ASSERT_EQ(k16[i * 32 + 2 * o + 1], fp32_to_bf16(ks[o][2 * i + 1]));
     }
   }
-  for (int pair = 0; pair < block_tokens / 2; ++pair) {  // token pair row: element e of both tokens side by side
+  for (int pair = 0; pair < block_tokens / 2; ++pair) {  // head h's pair rows: element d of both tokens side by side
     for (int e = 0; e < v_elems; ++e) {
-      ASSERT_EQ(v16[pair * 2 * v_elems + 2 * e], fp32_to_bf16(vs[2 * pair][e]));
-      ASSERT_EQ(v16[pair * 2 * v_elems + 2 * e + 1], fp32_to_bf16(vs[2 * pair + 1][e]));
+      const int h = e / v_head, d = e % v_head;
+      const size_t at = static_cast<size_t>(h) * block_tokens * v_head + static_cast<size_t>(pair) * 2 * v_head + 2 * d;
+      ASSERT_EQ(v16[at], fp32_to_bf16(vs[2 * pair][e]));
+      ASSERT_EQ(v16[at + 1], fp32_to_bf16(vs[2 * pair + 1][e]));
     }
   }
 }

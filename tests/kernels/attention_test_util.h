@@ -44,9 +44,9 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
       uint8_t* kb = kv.k_storage[j / block_tokens].data();
       uint8_t* vb = kv.v_storage[j / block_tokens].data();
       kv_store_key_paired(k.data(), kb, block_tokens, j % block_tokens, k_elems);
-      kv_store_value_paired(v.data(), vb, v_elems, j % block_tokens, v_elems);
+      kv_store_value_paired(v.data(), vb, block_tokens, dv, j % block_tokens, v_elems);
       kv_load_key_paired(kb, block_tokens, j % block_tokens, 0, k_elems, kf.data());
-      kv_load_value_paired(vb, v_elems, j % block_tokens, 0, v_elems, vf.data());
+      kv_load_value_paired(vb, block_tokens, dv, j % block_tokens, 0, v_elems, vf.data());
       kv.k_values.push_back(kf);
       kv.v_values.push_back(vf);
       continue;

@@ -198,7 +198,7 @@ TEST(KvCache, Bf16PairsRoundTripPerToken) {
       for (int e = 0; e < 4; ++e) v[e] = -value(seq, pos, layer, e);
       const int32_t o = pos % kv->block_tokens();
       kernels::kv_store_key_paired(k, kv->k_block_at(layer, seq, pos), kv->block_tokens(), o, 8);
-      kernels::kv_store_value_paired(v, kv->v_block_at(layer, seq, pos), 4, o, 4);
+      kernels::kv_store_value_paired(v, kv->v_block_at(layer, seq, pos), kv->block_tokens(), 2, o, 4);  // 2 heads of 2
     }
   };
   auto check = [&](int32_t seq, int32_t pos, int32_t as) {
@@ -206,7 +206,7 @@ TEST(KvCache, Bf16PairsRoundTripPerToken) {
       float k[8], v[4];
       const int32_t o = pos % kv->block_tokens();
       kernels::kv_load_key_paired(kv->k_block_at(layer, seq, pos), kv->block_tokens(), o, 0, 8, k);
-      kernels::kv_load_value_paired(kv->v_block_at(layer, seq, pos), 4, o, 0, 4, v);
+      kernels::kv_load_value_paired(kv->v_block_at(layer, seq, pos), kv->block_tokens(), 2, o, 0, 4, v);
       for (int e = 0; e < 8; ++e) ASSERT_EQ(k[e], value(as, pos, layer, e)) << seq << " " << pos << " " << e;
       for (int e = 0; e < 4; ++e) ASSERT_EQ(v[e], -value(as, pos, layer, e)) << seq << " " << pos << " " << e;
     }

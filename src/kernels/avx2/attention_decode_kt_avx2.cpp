@@ -139,7 +139,7 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
     }
   });
   decode_softmax<Avx2Traits>(s.scores, s.n_heads, s.n_pad, s.span.head_begin, p, part, true);
-  kt_value_pass(s, static_cast<size_t>(dv) * 2, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+  kt_value_pass(s, kHeadsPerPass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
                                           PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;

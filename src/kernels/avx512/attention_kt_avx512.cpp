@@ -148,7 +148,7 @@ template <int VC, bool FULL>
 template <int VC>
 void value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
   const int per_pass = VC > 0 ? 16 / VC : std::max(1, 256 / dv);
-  kt_value_pass(s, static_cast<size_t>(dv) * 2, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
+  kt_value_pass(s, per_pass, [&](const uint8_t* v, int i0, int i1, size_t r, int gn, int head, int32_t g,
                                      PrefetchRun& pf, int per_key) __attribute__((always_inline)) {
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;
