@@ -46,7 +46,7 @@ struct Fixture {
   std::vector<float> q, out, scratch;
   double kv_bytes = 0;  // K and V bytes of n keys
 
-  explicit Fixture(int n, hearth::DType type = hearth::DType::kF16, bool k_transposed = false) {
+  explicit Fixture(int n, hearth::DType type = hearth::DType::kF16, bool by_head = false) {
     std::mt19937 rng(7);
     std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
     const size_t row = *hearth::dtype_row_bytes(type, kKvHeads * kDim);
@@ -63,7 +63,7 @@ struct Fixture {
         for (auto& v : x) v = dist(rng);
         if (type == hearth::DType::kBF16) {  // pairs (ops.h)
           kv_store_key_paired(x.data(), k, kBlock, j, kKvHeads * kDim);
-        } else if (k_transposed) {
+        } else if (by_head) {
           kv_store_key_transposed(x.data(), k, kBlock, j, kKvHeads * kDim);
         } else {
           (void)kv_store_row(type, x.data(), k + j * row, kKvHeads * kDim);
@@ -71,12 +71,14 @@ struct Fixture {
         for (auto& v : x) v = dist(rng);
         if (type == hearth::DType::kBF16) {
           kv_store_value_paired(x.data(), k + row * kBlock, kBlock, kDim, j, kKvHeads * kDim);
+        } else if (by_head) {
+          kv_store_value_by_head(x.data(), k + row * kBlock, kBlock, kDim, j, kKvHeads * kDim);
         } else {
           (void)kv_store_row(type, x.data(), k + (kBlock + j) * row, kKvHeads * kDim);
         }
       }
     }
-    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type, k_transposed};
+    span = KvSpan{k_ptrs.data(), v_ptrs.data(), kBlock, row, row, type, by_head};
     kv_bytes = 2.0 * static_cast<double>(row) * n;
     p.n_head = kHeads;
     p.n_head_kv = kKvHeads;
@@ -111,12 +113,12 @@ void BM_PrefillPerToken(benchmark::State& state) {
 // (0) or transposed (1, as the engine keeps an F16 cache), BF16 in pairs (2).
 struct Cache16 {
   hearth::DType type;
-  bool k_transposed;
+  bool by_head;
   const char* label;
 };
 Cache16 cache16(benchmark::State& state) {
   static constexpr Cache16 kinds[] = {{hearth::DType::kF16, false, "F16 K rows"},
-                                      {hearth::DType::kF16, true, "F16 K transposed"},
+                                      {hearth::DType::kF16, true, "F16 by head"},
                                       {hearth::DType::kBF16, false, "BF16 pairs"}};
   const Cache16 c = kinds[state.range(1)];
   state.SetLabel(c.label);
@@ -126,7 +128,7 @@ Cache16 cache16(benchmark::State& state) {
 void BM_PrefillTile(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
   const Cache16 c = cache16(state);
-  Fixture f(n, c.type, c.k_transposed);
+  Fixture f(n, c.type, c.by_head);
   for (auto _ : state) {
     for (int t0 = 0; t0 < kChunk; t0 += 16) {
       for (int kvh = 0; kvh < kKvHeads; ++kvh) {
@@ -141,12 +143,12 @@ void BM_PrefillTile(benchmark::State& state) {
 }
 
 // The cache kinds range 1 of the decode benchmarks picks: F16, Q8_0, Q4_0, F16 with K stored
-// transposed (KvSpan::k_transposed, as the engine keeps an F16 cache), and BF16 (pairs).
+// transposed (KvSpan::by_head, as the engine keeps an F16 cache), and BF16 (pairs).
 Fixture cache_kind_fixture(benchmark::State& state, int n) {
   const hearth::DType types[] = {hearth::DType::kF16, hearth::DType::kQ8_0, hearth::DType::kQ4_0, hearth::DType::kF16,
                                  hearth::DType::kBF16};
   const auto kind = static_cast<size_t>(state.range(1));
-  state.SetLabel(std::string(hearth::dtype_name(types[kind])) + (kind == 3 ? " K transposed" : ""));
+  state.SetLabel(std::string(hearth::dtype_name(types[kind])) + (kind == 3 ? " by head" : ""));
   return Fixture(n, types[kind], kind == 3);
 }
 
@@ -235,13 +237,13 @@ void BM_DecodePoolLayers(benchmark::State& state) {
   layout.k_row_elems = layout.v_row_elems = kKvHeads * kDim;
   layout.block_tokens = kBlock;
   layout.type = c.type;
-  layout.k_transposed = c.k_transposed;
+  layout.by_head = c.by_head;
   hearth::kv::KvPoolOptions opts;
   opts.background_commit = false;
   const int n_blocks = (n + kBlock - 1) / kBlock;
   auto pool = hearth::kv::KvBlockPool::create(layout, n_blocks, opts);
   if (!pool.ok()) std::abort();
-  Fixture one(kBlock, c.type, c.k_transposed);  // one block of random rows, copied into every block
+  Fixture one(kBlock, c.type, c.by_head);  // one block of random rows, copied into every block
   const size_t run = pool->k_row_bytes() * kBlock;
   std::vector<std::vector<const uint8_t*>> k_ptrs(kLayers), v_ptrs(kLayers);
   for (int b = 0; b < n_blocks; ++b) {
@@ -260,7 +262,7 @@ void BM_DecodePoolLayers(benchmark::State& state) {
   for (auto _ : state) {
     for (int l = 0; l < kLayers; ++l) {
       const KvSpan span{k_ptrs[l].data(), v_ptrs[l].data(), kBlock, pool->k_row_bytes(), pool->v_row_bytes(),
-                        c.type, c.k_transposed};
+                        c.type, c.by_head};
       if (threads == 1) {
         step.run(one.q.data(), span, one.p, one.scratch, one.out.data());
       } else {

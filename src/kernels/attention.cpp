@@ -140,7 +140,7 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
                            static_cast<int64_t>(kvh) * dk, dk, deq);
         s = 0.0f;
         for (int c = 0; c < dk; ++c) s += qb[static_cast<size_t>(c)] * deq[c];
-      } else if (f16 && kv.k_transposed) {
+      } else if (f16 && kv.by_head) {
         kv_load_key_transposed(kv.k_blocks[j / kv.block_tokens], kv.block_tokens, j % kv.block_tokens,
                                static_cast<int64_t>(kvh) * dk, dk, k16.data());
         s = k.dot_f16(dk, q16.data(), k16.data());
@@ -177,7 +177,10 @@ static void attention_heads_any(const float* q, int32_t q_pos, int32_t n_kv, con
         k.axpy_f32(dv, bf16_to_fp32(fp32_to_bf16(prob)), deq, oh);
         continue;
       }
-      const uint8_t* vrow = kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
+      const uint8_t* vrow = kv.by_head ? kv.v_blocks[j / kv.block_tokens] +
+                                             2 * kv_value_by_head_index(kv.block_tokens, dv, static_cast<int64_t>(kvh) * dv,
+                                                                        j % kv.block_tokens)
+                                       : kv_row(kv.v_blocks, kv.block_tokens, kv.v_row_bytes, j) + v_off;
       if (f16) {
         k.axpy_f16(dv, fp16_to_fp32(fp32_to_fp16(prob)), reinterpret_cast<const uint16_t*>(vrow), oh);
       } else if (quantized) {
@@ -229,6 +232,12 @@ void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t 
                             uint16_t* dst) {
   const auto* k = reinterpret_cast<const uint16_t*>(block);
   for (int64_t e = 0; e < n; ++e) dst[e] = k[kv_key_transposed_index(block_tokens, first + e, offset)];
+}
+
+void kv_store_value_by_head(const float* x, uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset,
+                            int64_t n) {
+  auto* v = reinterpret_cast<uint16_t*>(block);
+  for (int64_t e = 0; e < n; ++e) v[kv_value_by_head_index(block_tokens, head_dim, e, offset)] = fp32_to_fp16(x[e]);
 }
 
 void kv_store_key_paired(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n) {

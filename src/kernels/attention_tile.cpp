@@ -32,8 +32,14 @@ void load_head(const KvSpan& kv, const uint8_t* const* blocks, size_t row_bytes,
   if (!offset.ok() || !dequantize_row(kv.type, row + *offset, dst, d).ok()) std::fill(dst, dst + d, 0.0f);
 }
 
-// Head kvh's d value elements at pos as floats (rows, or a BF16 cache's token pairs).
+// Head kvh's d value elements at pos as floats (rows, by head, or a BF16 cache's token pairs).
 void load_value_head(const KvSpan& kv, int32_t pos, int kvh, int d, float* dst) {
+  if (kv.by_head) {
+    const auto* v = reinterpret_cast<const uint16_t*>(kv.v_blocks[pos / kv.block_tokens]) +
+                    kv_value_by_head_index(kv.block_tokens, d, static_cast<int64_t>(kvh) * d, pos % kv.block_tokens);
+    for (int c = 0; c < d; ++c) dst[c] = fp16_to_fp32(v[c]);
+    return;
+  }
   if (kv.type == DType::kBF16) {
     kv_load_value_paired(kv.v_blocks[pos / kv.block_tokens], kv.block_tokens, d, pos % kv.block_tokens,
                          static_cast<int64_t>(kvh) * d, d, dst);
@@ -42,7 +48,7 @@ void load_value_head(const KvSpan& kv, int32_t pos, int kvh, int d, float* dst) 
   load_head(kv, kv.v_blocks, kv.v_row_bytes, pos, kvh, d, dst);
 }
 
-// Head kvh's dk key elements at pos as floats, for every K layout (rows, KvSpan::k_transposed,
+// Head kvh's dk key elements at pos as floats, for every K layout (rows, KvSpan::by_head,
 // a BF16 cache's element pairs).
 void load_key_head(const KvSpan& kv, int32_t pos, int kvh, int dk, float* dst) {
   if (kv.type == DType::kBF16) {
@@ -50,7 +56,7 @@ void load_key_head(const KvSpan& kv, int32_t pos, int kvh, int dk, float* dst) {
                        static_cast<int64_t>(kvh) * dk, dk, dst);
     return;
   }
-  if (!kv.k_transposed) {
+  if (!kv.by_head) {
     load_head(kv, kv.k_blocks, kv.k_row_bytes, pos, kvh, dk, dst);
     return;
   }

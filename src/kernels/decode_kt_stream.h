@@ -1,5 +1,5 @@
 // What the SIMD decode steps over a K stored by element share besides their arithmetic (an F16
-// cache's transposed K, KvSpan::k_transposed: avx512/ and avx2/ attention_*kt*; a BF16 cache's
+// cache's transposed K, KvSpan::by_head: avx512/ and avx2/ attention_*kt*; a BF16 cache's
 // element pairs: decode_bf16_simd.h): the step's 16-key groups aligned to the cache blocks, the
 // stream they read (every group's K runs for the call's heads, then every group's value rows),
 // and the prefetch of what lies kDecodePrefetchKeys ahead, into L2, handed out one line per
@@ -69,7 +69,8 @@ struct KtStream {
   int32_t lo, hi, base, n_groups;
   int dk, dv, kvh_first, n_kvh;
   int32_t k_run_bytes;  // from a KV head's first run in a group to the end of its last
-  bool paired;          // a BF16 cache: K runs of element pairs, V by head and token pair (ops.h)
+  bool paired;          // a BF16 cache: K runs of element pairs, V by head and token pair (ops.h);
+                        // else F16 by head: K by element, V by head (KvSpan::by_head)
 
   KtGroupAt at(int32_t g) const {
     const int32_t k0 = key0(g);
@@ -87,10 +88,10 @@ struct KtStream {
   // apart; a BF16 cache's keys come in pairs, each pair's words 2 * v_key_bytes() long).
   const uint8_t* v_slice(KtGroupAt a, int kvh) const {
     const int64_t e = static_cast<int64_t>(kvh) * dv;
-    return kv->v_blocks[a.block] + (paired ? 2 * kv_value_paired_index(kv->block_tokens, dv, e, a.offset)
-                                           : static_cast<size_t>(a.offset) * kv->v_row_bytes + 2 * static_cast<size_t>(e));
+    return kv->v_blocks[a.block] + 2 * (paired ? kv_value_paired_index(kv->block_tokens, dv, e, a.offset)
+                                               : kv_value_by_head_index(kv->block_tokens, dv, e, a.offset));
   }
-  size_t v_key_bytes() const { return paired ? 2 * static_cast<size_t>(dv) : kv->v_row_bytes; }
+  size_t v_key_bytes() const { return 2 * static_cast<size_t>(dv); }
   // The keys of group g inside [lo, hi], as offsets [i0, i1) in the group.
   int first_key(int32_t g) const { return std::max(lo, key0(g)) - key0(g); }
   int end_key(int32_t g) const { return std::min(hi, key0(g) + kTransposedKeyGroup - 1) - key0(g) + 1; }
@@ -98,17 +99,14 @@ struct KtStream {
   // What to prefetch while KV head kvh's part of the stream item before `ahead` is read: the
   // stream is every group's K runs of the call's heads, then every group's values;
   // `ahead` is the item kDecodePrefetchKeys further on (at: where its group starts), of
-  // which kvh takes its own K runs, and its own values (by head and pair) or its share of the
-  // group's value rows (rows hold every head).
+  // which kvh takes its own K runs, or its own values (a BF16 pair's whole words).
   PrefetchRun prefetch(int32_t ahead, KtGroupAt at, int kvh) const {
     if (ahead < n_groups) return lines_of(reinterpret_cast<const uint8_t*>(k_runs(at, kvh)), k_run_bytes, 0, 1);
     if (ahead >= 2 * n_groups) return {};
     const int32_t g = ahead - n_groups;
-    const int i0 = first_key(g) & ~1, i1 = end_key(g);
-    if (paired) return lines_of(v_slice(at, kvh) + i0 * v_key_bytes(), static_cast<size_t>(i1 - i0 + 1) * v_key_bytes(), 0, 1);
-    const uint8_t* rows = kv->v_blocks[at.block] + static_cast<size_t>(at.offset) * kv->v_row_bytes;
-    return lines_of(rows + static_cast<size_t>(i0) * kv->v_row_bytes, static_cast<size_t>(i1 - i0) * kv->v_row_bytes,
-                    kvh - kvh_first, n_kvh);
+    const int i0 = paired ? first_key(g) & ~1 : first_key(g), i1 = paired ? (end_key(g) + 1) & ~1 : end_key(g);
+    return lines_of(v_slice(at, kvh) + static_cast<size_t>(i0) * v_key_bytes(), static_cast<size_t>(i1 - i0) * v_key_bytes(),
+                    0, 1);
   }
   // Share `share` of `shares` of the cache lines of [at, at + bytes).
   static PrefetchRun lines_of(const uint8_t* at, size_t bytes, int share, int shares) {

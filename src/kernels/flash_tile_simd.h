@@ -9,7 +9,7 @@
 // horizontal reduction. Qt[c][r] (Q transposed, F16-rounded for an F16 cache), St/Pt[j][r]
 // (scores, then probabilities), Ot[d][r] (the running output) are all row-vectorized; K and V
 // tiles are converted to F32 rows once and used by every row of the sub-tile (a transposed K,
-// KvSpan::k_transposed, to F32 [element][key] instead, its runs converted whole). A BF16 cache
+// KvSpan::by_head, to F32 [element][key] instead, its runs converted whole). A BF16 cache
 // (pairs, ops.h) is read as it is stored, with S::dot2 (vdpbf16ps or its emulation): Qt holds
 // words of two elements per row, a K word (two elements of a key) is broadcast against them; the
 // probabilities are rounded into words of two keys per row, a V word (an element of two keys) is
@@ -61,7 +61,7 @@ inline size_t flash_head_bytes(DType type, int d) {
   }
 }
 
-// Keys a group of a transposed K (KvSpan::k_transposed) holds: one run of each element.
+// Keys a group of a transposed K (KvSpan::by_head) holds: one run of each element.
 constexpr int kFlashKeyGroup = kTransposedKeyGroup;
 
 // Where each key of a tile keeps its head's K and V slices: n keys from position j0, walked
@@ -88,20 +88,24 @@ inline void flash_tile_rows(const KvSpan& kv, int32_t j0, int n, size_t k_head, 
       if (j % 2 == 0) {
         r.v[j / 2] = kv.v_blocks[b] + 2 * kv_value_paired_index(kv.block_tokens, dv, static_cast<int64_t>(kv_head) * dv, o);
       }
-    } else if (kv.k_transposed && j % kFlashKeyGroup == 0) {
+    } else if (kv.by_head && j % kFlashKeyGroup == 0) {
       r.kcols[j / kFlashKeyGroup] =
           kv.k_blocks[b] + 2 * kv_key_transposed_index(kv.block_tokens, static_cast<int64_t>(kv_head) * dk, o);
-    } else if (!kv.k_transposed) {
+    } else if (!kv.by_head) {
       r.k[j] = kv.k_blocks[b] + static_cast<size_t>(o) * kv.k_row_bytes + k_head;
     }
-    if (!bf16) r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+    if (kv.by_head) {
+      r.v[j] = kv.v_blocks[b] + 2 * kv_value_by_head_index(kv.block_tokens, dv, static_cast<int64_t>(kv_head) * dv, o);
+    } else if (!bf16) {
+      r.v[j] = kv.v_blocks[b] + static_cast<size_t>(o) * kv.v_row_bytes + v_head;
+    }
     if (++o == kv.block_tokens) {
       o = 0;
       ++b;
     }
   }
   r.n = n;
-  r.groups = kv.k_transposed || bf16 ? (n + kFlashKeyGroup - 1) / kFlashKeyGroup : 0;
+  r.groups = kv.by_head || bf16 ? (n + kFlashKeyGroup - 1) / kFlashKeyGroup : 0;
 }
 
 // Prefetches of the next key tile's head slices (every cache line they touch), handed out a few
@@ -331,7 +335,7 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
   const size_t k_head = flash_head_bytes(kv.type, dk), v_head = flash_head_bytes(kv.type, dv);
   const size_t k_off = k_head * static_cast<size_t>(t.kv_head), v_off = v_head * static_cast<size_t>(t.kv_head);
   // A transposed K's group: every element's run of 16 keys, block_tokens apart.
-  const bool kt = kv.k_transposed;
+  const bool kt = kv.by_head;
   const size_t k_group_bytes = BF ? 2 * kv_key_paired_index(kv.block_tokens, dk - 2, kFlashKeyGroup)
                                   : 2 * kv_key_transposed_index(kv.block_tokens, dk - 1, kFlashKeyGroup);
   auto k_prefetch = [&](const FlashTileRows& r) {
@@ -473,7 +477,7 @@ bool flash_tile(const AttentionTile& t, const KvSpan& kv, const AttentionParams&
   const bool bf16 = kv.type == DType::kBF16;
   if (kv.type != DType::kF16 && kv.type != DType::kF32 && !blocks && !bf16) return false;
   if (bf16 && (dk % 2 != 0 || kv.block_tokens % 2 != 0 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
-  if (kv.k_transposed && (kv.type != DType::kF16 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
+  if (kv.by_head && (kv.type != DType::kF16 || kv.block_tokens % kFlashKeyGroup != 0)) return false;
   const int group = p.n_head / p.n_head_kv;
   constexpr int kMaxRows = kFlashRowVecs * S::kLanes;
   if (group > kMaxRows) return false;

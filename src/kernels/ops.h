@@ -127,10 +127,14 @@ void softcap(float* y, float cap, int64_t n);           // y = cap * tanh(y / ca
 // Keys and values of one sequence in one layer, as the paged KV cache stores them: block b
 // holds positions [b*block_tokens, (b+1)*block_tokens); inside a block, token rows are
 // contiguous, each k_row_bytes (v_row_bytes) long, holding all KV heads.
-// k_transposed (F16 caches only): a block's K is stored by element instead, element e of the
-// block's token o at index e * block_tokens + o, so one element of a block's keys is a run, a
-// decode step scores 16 keys per vector with no sums across lanes, and a head's keys of a
-// block are one contiguous range (k_row_bytes still gives the bytes of one token's K).
+// by_head (F16 caches only): a block keeps each KV head's keys and values as ranges. K is
+// stored by element (transposed), element e of the block's token o at index e * block_tokens +
+// o, so one element of a block's keys is a run and a decode step scores 16 keys per vector with
+// no sums across lanes; V by head, then token (kv_value_by_head_index: a head's value row of
+// each token, the block's tokens one after another). A decode step reads each head's K and V as
+// ranges, front to back, which the hardware prefetchers follow (token-major value rows, read
+// head by head, they did not: docs/decisions.md). k_row_bytes / v_row_bytes still give the
+// bytes of one token's K / V.
 // The SIMD decode kernels read a transposed K in groups of this many keys, which must not
 // straddle blocks (block_tokens a multiple of it; otherwise they leave it to the portable path).
 constexpr int32_t kTransposedKeyGroup = 16;
@@ -140,15 +144,21 @@ constexpr int32_t kTransposedKeyGroup = 16;
 constexpr size_t kv_key_transposed_index(int32_t block_tokens, int64_t element, int32_t token) {
   return static_cast<size_t>(element) * static_cast<size_t>(block_tokens) + static_cast<size_t>(token);
 }
+// Where V by head keeps element `element` (of every KV head's, head_dim each) of the block's
+// token `token`, in F16 values from the block's start.
+constexpr size_t kv_value_by_head_index(int32_t block_tokens, int32_t head_dim, int64_t element, int32_t token) {
+  return (static_cast<size_t>(element / head_dim) * static_cast<size_t>(block_tokens) + static_cast<size_t>(token)) *
+             static_cast<size_t>(head_dim) +
+         static_cast<size_t>(element % head_dim);
+}
 // A BF16 cache stores pairs instead of rows, so that one BF16 dot-product instruction
 // (vdpbf16ps: two products per F32 lane) takes two elements of a key or two keys of a value
 // column at a time: K by element pair (elements e and e + 1 of a token side by side, a block's
 // 16 consecutive keys' pairs one 64-byte run: a KV head's keys of a block are one range), V by
 // token pair and KV head (each head's values of the block one range, in it tokens o and o + 1
 // interleaved element by element: an element of two keys is one 32-bit word). A decode step
-// reads each head's K and V as ranges, front to back, which the hardware prefetchers follow
-// (token-major value rows, read head by head, they did not: docs/decisions.md). Both need an
-// even block_tokens and even head sizes; k_row_bytes / v_row_bytes still give one token's bytes.
+// reads each head's K and V as ranges, as for by_head F16. Both need an even block_tokens and
+// even head sizes; k_row_bytes / v_row_bytes still give one token's bytes.
 // The layouts' formulas, in BF16 values from the block's start (head_dim: the V head size):
 constexpr size_t kv_key_paired_index(int32_t block_tokens, int64_t element, int32_t token) {
   return static_cast<size_t>(element / 2) * 2 * static_cast<size_t>(block_tokens) + 2 * static_cast<size_t>(token) +
@@ -166,7 +176,7 @@ struct KvSpan {
   size_t k_row_bytes = 0;
   size_t v_row_bytes = 0;
   DType type = DType::kF16;  // F16, F32, Q8_0, Q4_0 or BF16 (pairs: kv_key_paired_index)
-  bool k_transposed = false;
+  bool by_head = false;      // F16: K by element and V by head in each block (see above)
 };
 
 struct AttentionParams {
@@ -245,11 +255,14 @@ void attention_tile(const AttentionTile& t, const KvSpan& kv, const AttentionPar
 // cache has no rows: the paired functions below).
 Status kv_store_row(DType type, const float* x, void* dst, int64_t n);
 Status kv_load_row(DType type, const void* src, float* dst, int64_t n);
-// The same for one token's K in a block stored by element (KvSpan::k_transposed, F16): token
-// `offset` of a block of block_tokens, elements [first, first + n) of its row.
+// The same for one token of a block stored by head (KvSpan::by_head, F16): token `offset` of a
+// block of block_tokens, elements [first, first + n) of its K row (stored by element), and
+// its V row's n elements (each KV head's head_dim kept with that head's other tokens).
 void kv_store_key_transposed(const float* x, uint8_t* block, int32_t block_tokens, int32_t offset, int64_t n);
 void kv_load_key_transposed(const uint8_t* block, int32_t block_tokens, int32_t offset, int64_t first, int64_t n,
                             uint16_t* dst);
+void kv_store_value_by_head(const float* x, uint8_t* block, int32_t block_tokens, int32_t head_dim, int32_t offset,
+                            int64_t n);
 // A BF16 cache's token `offset` of a block of block_tokens: K elements [0, n) of the token into
 // a block stored by element pair, V elements [0, n) (every KV head's, head_dim each) into a block
 // stored by head and token pair; and elements [first, first + n) back as floats.

@@ -122,8 +122,8 @@ Result<KvBlockPool> KvBlockPool::create(const KvLayout& layout, int32_t n_blocks
     return make_error(ErrorKind::kInvalidArgument, "a BF16 KV cache stores token and element pairs: it needs an even "
                                                    "block size and row length");
   }
-  if (layout.k_transposed && layout.type != DType::kF16) {
-    return make_error(ErrorKind::kInvalidArgument, "a transposed K needs an F16 cache");
+  if (layout.by_head && layout.type != DType::kF16) {
+    return make_error(ErrorKind::kInvalidArgument, "a by-head block layout needs an F16 cache");
   }
   if (options.reserve_chunks < 0) return make_error(ErrorKind::kInvalidArgument, "reserve_chunks must not be negative");
   HEARTH_ASSIGN(size_t need, bytes_needed(layout, n_blocks));

@@ -38,9 +38,10 @@ struct KvLayout {
   int32_t v_row_elems = 0;   // n_kv_heads * head_dim_v
   int32_t block_tokens = 16;
   DType type = DType::kF16;  // F16 (default), F32, Q8_0, Q4_0 or BF16 (stored in pairs, see kernels/ops.h)
-  // K stored transposed in each block (kernels::KvSpan::k_transposed; F16 only): element e of
-  // the block's token o at e * block_tokens + o. The block's size and place are unchanged.
-  bool k_transposed = false;
+  // Each block keeps a KV head's keys and values as ranges (kernels::KvSpan::by_head; F16
+  // only): K by element, element e of the block's token o at e * block_tokens + o, and V by head,
+  // then token. The block's size and place are unchanged.
+  bool by_head = false;
   // The first this many layers keep no rows in this pool: they run on a device and their rows
   // live in the pool's mirror there (KvChunkMirror). A chunk then holds as many blocks as if
   // the pool had max(1, n_layers - offloaded_layers) layers, so its memory shrinks with every

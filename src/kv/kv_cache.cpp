@@ -355,12 +355,12 @@ uint8_t* KvCache::v_block_at(int32_t layer, int32_t id, int32_t pos) {
 }
 
 uint8_t* KvCache::k_row(int32_t layer, int32_t id, int32_t pos) {
-  assert(!pool_.layout().k_transposed && pool_.layout().type != DType::kBF16);
+  assert(!pool_.layout().by_head && pool_.layout().type != DType::kBF16);
   return k_block_at(layer, id, pos) + static_cast<size_t>(pos % block_tokens()) * pool_.k_row_bytes();
 }
 
 uint8_t* KvCache::v_row(int32_t layer, int32_t id, int32_t pos) {
-  assert(pool_.layout().type != DType::kBF16);
+  assert(!pool_.layout().by_head && pool_.layout().type != DType::kBF16);
   return v_block_at(layer, id, pos) + static_cast<size_t>(pos % block_tokens()) * pool_.v_row_bytes();
 }
 

@@ -88,12 +88,14 @@ void ForwardPass::store_kv(int32_t il, const BatchToken& token, const float* k, 
                                    model_.hparams().head_dim_v, offset, dims.v);
     return;
   }
-  if (kv.pool().layout().k_transposed) {
-    kernels::kv_store_key_transposed(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(),
-                                     token.pos % kv.block_tokens(), dims.k);
-  } else {
-    (void)kernels::kv_store_row(kv_type, k, kv.k_row(il, token.seq, token.pos), dims.k);
+  if (kv.pool().layout().by_head) {  // K by element, V by head
+    const int32_t offset = token.pos % kv.block_tokens();
+    kernels::kv_store_key_transposed(k, kv.k_block_at(il, token.seq, token.pos), kv.block_tokens(), offset, dims.k);
+    kernels::kv_store_value_by_head(v, kv.v_block_at(il, token.seq, token.pos), kv.block_tokens(),
+                                    model_.hparams().head_dim_v, offset, dims.v);
+    return;
   }
+  (void)kernels::kv_store_row(kv_type, k, kv.k_row(il, token.seq, token.pos), dims.k);
   (void)kernels::kv_store_row(kv_type, v, kv.v_row(il, token.seq, token.pos), dims.v);
 }
 
@@ -214,7 +216,7 @@ void ForwardPass::attend(int32_t il, std::span<const BatchToken> batch, kv::KvCa
         span.k_row_bytes = blocks.k_row_bytes();
         span.v_row_bytes = blocks.v_row_bytes();
         span.type = work.kv_type;
-        span.k_transposed = blocks.layout().k_transposed;
+        span.by_head = blocks.layout().by_head;
         span_seq = bt.seq;
       }
       const float* q = work.self->q_.data() + static_cast<int64_t>(item.first) * work.q_dim;

@@ -83,8 +83,9 @@ kv::KvLayout Model::kv_layout(DType type, int32_t block_tokens) const {
   l.v_row_elems = hparams_.n_head_kv * hparams_.head_dim_v;
   l.block_tokens = block_tokens;
   l.type = type;
-  // An F16 cache keeps K transposed where the decode kernels read it in whole key groups.
-  l.k_transposed = type == DType::kF16 && block_tokens % kernels::kTransposedKeyGroup == 0;
+  // An F16 cache keeps K transposed and V by head where the decode kernels read K in whole
+  // key groups.
+  l.by_head = type == DType::kF16 && block_tokens % kernels::kTransposedKeyGroup == 0;
   return l;
 }
 

@@ -50,7 +50,7 @@ TEST(Attention, EveryCacheTypeMaskAndVariant) {
     const DType type = kind.type;
     for (const Case& c : cases) {
       const PagedKv kv = make_kv(type, n_kv, block_tokens, c.p.n_head_kv, c.p.head_dim_k, c.p.head_dim_v, 40,
-                                 kind.k_transposed);
+                                 kind.by_head);
       const std::vector<float> q = random_floats(static_cast<size_t>(c.p.n_head) * c.p.head_dim_k, 41, -2.0f, 2.0f);
       const std::vector<double> want = attention_reference(q, c.q_pos, n_kv, kv, c.p, true);
       std::vector<float> scalar_out;
@@ -85,7 +85,7 @@ TEST(Attention, LongSpansGroupedHeads) {
     AttentionParams window = p;
     window.window = 100;
     for (const CacheKind& kind : long_span_kinds()) {
-    const PagedKv kv = make_kv(kind.type, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60, kind.k_transposed);
+    const PagedKv kv = make_kv(kind.type, n_kv, block_tokens, p.n_head_kv, head_dim, head_dim, 60, kind.by_head);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 61, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 299}, std::pair{p, 150}, std::pair{window, 250}}) {
       const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
@@ -113,7 +113,7 @@ TEST(Attention, HeadRangesMatchTheWholeCall) {
   p.head_dim_v = head_dim;
   p.scale = 0.125f;
   for (const CacheKind& kind : long_span_kinds()) {
-  const PagedKv kv = make_kv(kind.type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70, kind.k_transposed);
+  const PagedKv kv = make_kv(kind.type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 70, kind.by_head);
   const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 71, -2.0f, 2.0f);
   for (CpuVariant v : test::variants_under_test()) {
     SCOPED_TRACE(test::variant_label(v) + " " + kind.name());
@@ -152,7 +152,7 @@ TEST(Attention, KeyPartsMergeToTheWholeAttention) {
   const std::vector<std::vector<int>> cuts = {{0, 150}, {0, 64, 128, 150}, {0, 1, 100, 101, 150}, {0, 37, 150}};
   for (const CacheKind& kind : cache_kinds()) {
     const DType type = kind.type;
-    const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80, kind.k_transposed);
+    const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, 80, kind.by_head);
     const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, 81, -2.0f, 2.0f);
     for (const auto& [params, q_pos] : {std::pair{p, 149}, std::pair{p, 90}, std::pair{window, 120}}) {
       const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, params, true);
@@ -215,7 +215,7 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
         const int q_pos = std::uniform_int_distribution<int>(n_kv / 2, n_kv - 1)(rng);
         const int cut = std::uniform_int_distribution<int>(1, q_pos)(rng);
         const auto seed = static_cast<uint32_t>(rng());
-        const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed, kind.k_transposed);
+        const PagedKv kv = make_kv(type, n_kv, 16, p.n_head_kv, head_dim, head_dim, seed, kind.by_head);
         const std::vector<float> q = random_floats(static_cast<size_t>(p.n_head) * head_dim, seed + 1, -2.0f, 2.0f);
         const std::vector<double> want = attention_reference(q, q_pos, n_kv, kv, p, true);
         const double tol = decode_tolerance(type);
@@ -316,6 +316,32 @@ TEST(KvRows, RoundTripsAndRejectsBadInput) {
   EXPECT_EQ(r.error().kind, ErrorKind::kUnsupported);
   EXPECT_FALSE(kv_load_row(DType::kBF16, buf.data(), back.data(), 64).ok());
   EXPECT_FALSE(kv_store_row(DType::kBF16, x.data(), buf.data(), 64).ok());  // pairs, not rows
+}
+
+// An F16 block by head (KvSpan::by_head): element e of token o's K at e * block_tokens + o, and
+// head h's value row of token o at (h * block_tokens + o) * head_dim, so a KV head's keys and
+// values of a block are each one range.
+TEST(KvRows, F16ByHeadPutsEachHeadInOneRange) {
+  const int block_tokens = 16, n_head_kv = 3, dk = 32, dv = 48;
+  std::vector<uint8_t> kb(static_cast<size_t>(block_tokens) * n_head_kv * dk * 2),
+      vb(static_cast<size_t>(block_tokens) * n_head_kv * dv * 2);
+  std::vector<std::vector<float>> ks, vs;
+  for (int o = 0; o < block_tokens; ++o) {
+    ks.push_back(random_floats(static_cast<size_t>(n_head_kv) * dk, 300 + o, -3.0f, 3.0f));
+    vs.push_back(random_floats(static_cast<size_t>(n_head_kv) * dv, 400 + o, -3.0f, 3.0f));
+    kv_store_key_transposed(ks.back().data(), kb.data(), block_tokens, o, n_head_kv * dk);
+    kv_store_value_by_head(vs.back().data(), vb.data(), block_tokens, dv, o, n_head_kv * dv);
+  }
+  const auto* k16 = reinterpret_cast<const uint16_t*>(kb.data());
+  const auto* v16 = reinterpret_cast<const uint16_t*>(vb.data());
+  for (int o = 0; o < block_tokens; ++o) {
+    for (int e = 0; e < n_head_kv * dk; ++e) ASSERT_EQ(k16[e * block_tokens + o], fp32_to_fp16(ks[o][e])) << o << " " << e;
+    for (int h = 0; h < n_head_kv; ++h) {
+      for (int d = 0; d < dv; ++d) {
+        ASSERT_EQ(v16[(h * block_tokens + o) * dv + d], fp32_to_fp16(vs[o][h * dv + d])) << o << " " << h << " " << d;
+      }
+    }
+  }
 }
 
 // A BF16 cache's pairs: each token's K and V come back as their BF16 roundings, tokens do not

@@ -25,9 +25,9 @@ struct PagedKv {
   std::vector<std::vector<float>> k_values, v_values;  // what the cache holds, as floats
 };
 
-// k_transposed: K stored by element (KvSpan::k_transposed; F16 only).
+// by_head: K stored by element and V by head (KvSpan::by_head; F16 only).
 PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, int dv, uint32_t seed,
-                bool k_transposed = false) {
+                bool by_head = false) {
   PagedKv kv;
   const int64_t k_elems = static_cast<int64_t>(n_head_kv) * dk, v_elems = static_cast<int64_t>(n_head_kv) * dv;
   const size_t k_row = *dtype_row_bytes(type, k_elems), v_row = *dtype_row_bytes(type, v_elems);
@@ -51,16 +51,22 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
       kv.v_values.push_back(vf);
       continue;
     }
-    if (k_transposed) {
+    if (by_head) {
       uint8_t* block = kv.k_storage[j / block_tokens].data();
       kv_store_key_transposed(k.data(), block, block_tokens, j % block_tokens, k_elems);
       std::vector<uint16_t> k16(k_elems);
       kv_load_key_transposed(block, block_tokens, j % block_tokens, 0, k_elems, k16.data());
       for (int64_t e = 0; e < k_elems; ++e) kf[e] = fp16_to_fp32(k16[e]);
-    } else {
-      EXPECT_TRUE(kv_store_row(type, k.data(), kd, k_elems).ok());
-      EXPECT_TRUE(kv_load_row(type, kd, kf.data(), k_elems).ok());
+      uint8_t* vb = kv.v_storage[j / block_tokens].data();
+      kv_store_value_by_head(v.data(), vb, block_tokens, dv, j % block_tokens, v_elems);
+      const auto* v16 = reinterpret_cast<const uint16_t*>(vb);
+      for (int64_t e = 0; e < v_elems; ++e) vf[e] = fp16_to_fp32(v16[kv_value_by_head_index(block_tokens, dv, e, j % block_tokens)]);
+      kv.k_values.push_back(kf);
+      kv.v_values.push_back(vf);
+      continue;
     }
+    EXPECT_TRUE(kv_store_row(type, k.data(), kd, k_elems).ok());
+    EXPECT_TRUE(kv_load_row(type, kd, kf.data(), k_elems).ok());
     EXPECT_TRUE(kv_store_row(type, v.data(), vd, v_elems).ok());
     EXPECT_TRUE(kv_load_row(type, vd, vf.data(), v_elems).ok());
     kv.k_values.push_back(kf);
@@ -68,16 +74,16 @@ PagedKv make_kv(DType type, int n_kv, int block_tokens, int n_head_kv, int dk, i
   }
   for (auto& b : kv.k_storage) kv.k_ptrs.push_back(b.data());
   for (auto& b : kv.v_storage) kv.v_ptrs.push_back(b.data());
-  kv.span = KvSpan{kv.k_ptrs.data(), kv.v_ptrs.data(), block_tokens, k_row, v_row, type, k_transposed};
+  kv.span = KvSpan{kv.k_ptrs.data(), kv.v_ptrs.data(), block_tokens, k_row, v_row, type, by_head};
   return kv;
 }
 
-// The caches the attention tests cover: every storage type, and F16 with K transposed (the
+// The caches the attention tests cover: every storage type, and F16 by head (K transposed, V by head: the
 // layout the engine gives an F16 cache); BF16 is always stored in pairs.
 struct CacheKind {
   DType type;
-  bool k_transposed;
-  std::string name() const { return std::string(dtype_name(type)) + (k_transposed ? " K transposed" : ""); }
+  bool by_head;
+  std::string name() const { return std::string(dtype_name(type)) + (by_head ? " by head" : ""); }
 };
 inline std::vector<CacheKind> cache_kinds() {
   return {{DType::kF16, false}, {DType::kF16, true}, {DType::kF32, false}, {DType::kQ8_0, false}, {DType::kQ4_0, false},

@@ -32,7 +32,7 @@ std::string label(const TileCase& c) {
          std::string(dtype_name(c.type));
 }
 
-void check_tile_layout(const TileCase& c, bool k_transposed) {
+void check_tile_layout(const TileCase& c, bool by_head) {
   const int n_head_kv = 2, q_pos0 = 29, n_q = 45, block_tokens = 16;
   const int n_kv = q_pos0 + n_q + (c.causal ? 0 : 7);
   AttentionParams p;
@@ -44,7 +44,7 @@ void check_tile_layout(const TileCase& c, bool k_transposed) {
   p.window = c.window;
   p.softcap = c.softcap;
   p.causal = c.causal;
-  const PagedKv kv = make_kv(c.type, n_kv, block_tokens, n_head_kv, c.head_dim, c.head_dim, 90 + c.head_dim, k_transposed);
+  const PagedKv kv = make_kv(c.type, n_kv, block_tokens, n_head_kv, c.head_dim, c.head_dim, 90 + c.head_dim, by_head);
   const int64_t q_dim = static_cast<int64_t>(p.n_head) * c.head_dim;
   const std::vector<float> q = random_floats(static_cast<size_t>(n_q * q_dim), 91, -2.0f, 2.0f);
   std::vector<std::vector<double>> want;
@@ -56,7 +56,7 @@ void check_tile_layout(const TileCase& c, bool k_transposed) {
   const double tolerance = c.type == DType::kBF16 ? decode_tolerance(c.type) : 5e-5;
   std::vector<float> scalar_out;
   for (CpuVariant v : test::variants_under_test()) {
-    SCOPED_TRACE(label(c) + (k_transposed ? " K transposed " : " ") + test::variant_label(v));
+    SCOPED_TRACE(label(c) + (by_head ? " by head " : " ") + test::variant_label(v));
     test::VariantScope scope(v);
     std::vector<float> out(static_cast<size_t>(n_q * q_dim), 123.0f), scratch;
     for (int kvh = 0; kvh < n_head_kv; ++kvh) {

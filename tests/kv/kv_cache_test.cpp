@@ -127,13 +127,14 @@ TEST(KvCache, ExhaustionIsAnErrorThatChangesNothing) {
   EXPECT_TRUE(kv->seq_append(s, 1).ok());
 }
 
-// A transposed K (F16 only): each token's K goes to the block k_block_at names, at its offset
-// there, element by element block_tokens apart; tokens, layers and sequences do not overlap,
-// a fork's copy-on-write carries them, and other cache types refuse the layout.
-TEST(KvCache, TransposedKeysRoundTripPerToken) {
+// An F16 cache by head: each token's K goes to the block k_block_at names, at its offset
+// there, element by element block_tokens apart, and its V to v_block_at's block by head;
+// tokens, layers and sequences do not overlap, a fork's copy-on-write carries them, and other
+// cache types refuse the layout.
+TEST(KvCache, ByHeadBlocksRoundTripPerToken) {
   KvLayout l = small_layout();
   l.type = DType::kF16;
-  l.k_transposed = true;
+  l.by_head = true;
   auto kv = KvCache::create(l, 8);
   ASSERT_TRUE(kv.ok());
   const int32_t a = kv->seq_create(), b = kv->seq_create();
@@ -144,9 +145,12 @@ TEST(KvCache, TransposedKeysRoundTripPerToken) {
   };
   auto write = [&](int32_t seq, int32_t pos) {
     for (int32_t layer = 0; layer < 2; ++layer) {
-      float k[8];
+      float k[8], v[4];
       for (int e = 0; e < 8; ++e) k[e] = key(seq, pos, layer, e);
+      for (int e = 0; e < 4; ++e) v[e] = -key(seq, pos, layer, e);
       kernels::kv_store_key_transposed(k, kv->k_block_at(layer, seq, pos), kv->block_tokens(), pos % kv->block_tokens(), 8);
+      kernels::kv_store_value_by_head(v, kv->v_block_at(layer, seq, pos), kv->block_tokens(), 2, pos % kv->block_tokens(),
+                                      4);  // 2 heads of 2
     }
   };
   auto check = [&](int32_t seq, int32_t pos, int32_t as) {
@@ -154,6 +158,11 @@ TEST(KvCache, TransposedKeysRoundTripPerToken) {
       uint16_t k[8];
       kernels::kv_load_key_transposed(kv->k_block_at(layer, seq, pos), kv->block_tokens(), pos % kv->block_tokens(), 0, 8, k);
       for (int e = 0; e < 8; ++e) ASSERT_EQ(fp16_to_fp32(k[e]), key(as, pos, layer, e)) << seq << " " << pos << " " << e;
+      const auto* v = reinterpret_cast<const uint16_t*>(kv->v_block_at(layer, seq, pos));
+      for (int e = 0; e < 4; ++e) {
+        const size_t at = kernels::kv_value_by_head_index(kv->block_tokens(), 2, e, pos % kv->block_tokens());
+        ASSERT_EQ(fp16_to_fp32(v[at]), -key(as, pos, layer, e)) << seq << " " << pos << " " << e;
+      }
       // element e sits block_tokens halves after element e - 1
       const auto* block = reinterpret_cast<const uint16_t*>(kv->k_block_at(layer, seq, pos));
       ASSERT_EQ(fp16_to_fp32(block[5 * kv->block_tokens() + pos % kv->block_tokens()]), key(as, pos, layer, 5));

@@ -377,7 +377,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (kv.k_transposed) return attention_decode_kt_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+  if (kv.by_head) return attention_decode_kt_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   if (kv.type == DType::kBF16) return attention_decode_bf16_avx2(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   switch (kv.type) {
     case DType::kF16: return attention_step<DType::kF16>(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);

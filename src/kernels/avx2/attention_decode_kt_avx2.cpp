@@ -1,11 +1,11 @@
-// AVX2 attention of one query token over an F16 paged cache whose K is stored transposed
-// (KvSpan::k_transposed), the layout the engine gives an F16 cache; the AVX-512 kernel's
+// AVX2 attention of one query token over an F16 paged cache stored by head (KvSpan::by_head: K
+// transposed, V by head), the layout the engine gives an F16 cache; the AVX-512 kernel's
 // scheme (attention_kt_avx512.cpp) on 8-lane vectors:
 // - keys go in 16-key groups aligned to the cache blocks, each as two halves of 8: per element
 //   of a KV head, two F16 runs converted and multiply-added with that element of up to 4 query
 //   heads (broadcast), so the scores build up in registers with no sums across lanes;
-// - a group's value rows are contiguous in its block and walked by address, 16 values of a row
-//   at a time into the accumulators of up to 4 heads, which stay in registers over the keys;
+// - a KV head's values of a group are one range in its block, walked by address, 16 values
+//   of a key at a time into the accumulators of up to 4 heads, which stay in registers over the keys;
 // - what comes next is prefetched one line per inner-loop step (kernels/decode_kt_stream.h).
 // Keys outside the step's range score -inf; the softmax is decode_softmax's; Q is rounded to
 // F16: the scalar path's arithmetic, the products summed in another order.
@@ -72,12 +72,12 @@ template <bool FULL>
   pf_io = pf;
 }
 
-// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
+// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose values are key_bytes apart
 // from v (the KV head's slice of the group's first row), for gn (<= 4) heads (output rows dv
 // apart, probabilities n_pad apart), 16 values at a time with the accumulators in registers
 // (FULL: gn is 4, as for score_group).
 template <bool FULL>
-[[gnu::always_inline]] inline void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs,
+[[gnu::always_inline]] inline void value_group(const uint8_t* v, size_t key_bytes, int i0, int i1, const float* probs,
                                                int32_t n_pad, int gn_rt, float* out, int dv, PrefetchRun& pf_io,
                                                int pf_per_key) {
   PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
@@ -92,7 +92,7 @@ template <bool FULL>
     }
     for (int i = i0; i < i1; ++i) {
       if (c == 0) pf.issue(pf_per_key);
-      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes) + c;
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * key_bytes) + c;
       const __m256 x0 = load_f16x8(row), x1 = two ? load_f16x8(row + 8) : _mm256_setzero_ps();
       for (int h = 0; h < kHeadsPerPass; ++h) {
         if (h >= gn) break;
@@ -144,9 +144,9 @@ bool attention_decode_kt_avx2(const float* q, int32_t q_pos, int32_t n_kv, const
     const float* probs = s.scores + r * s.n_pad + g * kGroup;
     float* o = out + static_cast<int64_t>(head) * dv;
     if (gn == kHeadsPerPass) {
-      value_group<true>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+      value_group<true>(v, s.st.v_key_bytes(), i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
     } else {
-      value_group<false>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+      value_group<false>(v, s.st.v_key_bytes(), i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
     }
   });
   return true;

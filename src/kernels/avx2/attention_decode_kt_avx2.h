@@ -1,4 +1,4 @@
-// The AVX2 decode step over an F16 cache whose K is stored transposed (KvSpan::k_transposed),
+// The AVX2 decode step over an F16 cache whose K is stored transposed (KvSpan::by_head),
 // called by attention_decode_avx2.cpp's attention_decode. Declared for files built with the
 // AVX2 flags only.
 #pragma once

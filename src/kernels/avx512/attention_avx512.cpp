@@ -554,7 +554,7 @@ bool attention_step(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& k
 bool attention_decode(const float* q, int32_t q_pos, int32_t n_kv, const KvSpan& kv, const AttentionParams& p,
                       int32_t head_begin, int32_t head_end, const KeyPart* part, float* out,
                       std::vector<float>& scratch) {
-  if (kv.k_transposed) return attention_decode_kt_avx512(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
+  if (kv.by_head) return attention_decode_kt_avx512(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch);
   if (kv.type == DType::kBF16) {
     return avx512_bf16_in_use()
                ? attention_decode_bf16_native(q, q_pos, n_kv, kv, p, head_begin, head_end, part, out, scratch)

@@ -1,13 +1,13 @@
-// AVX-512 attention of one query token over an F16 paged cache whose K is stored transposed
-// (KvSpan::k_transposed: element e of a block's token o at e * block_tokens + o), the layout
+// AVX-512 attention of one query token over an F16 paged cache stored by head (KvSpan::by_head:
+// K transposed, element e of a block's token o at e * block_tokens + o; V by head), the layout
 // the engine gives an F16 cache, written so that decode at depth streams K and V:
 // - keys go in 16-key groups aligned to the cache blocks: for each group and each KV head of
 //   the call, one F16 run per element is converted and multiply-added with that element of
 //   every query head of the GQA group (broadcast), so each head's 16 scores build up in one
 //   register with no sums across lanes (the row layout needs a reduction tree per 16 keys);
-// - the value rows of a group are contiguous in its block and are walked by address (no table
-//   of row pointers); each converted value vector is multiply-added into the accumulators of
-//   the group's heads, which stay in registers;
+// - a KV head's values of a group are one range in its block, walked by address (no table of
+//   row pointers); each converted value vector is multiply-added into the accumulators of the
+//   group's heads, which stay in registers;
 // - what comes next is prefetched one line per inner-loop step, a share per KV head
 //   (kernels/decode_kt_stream.h).
 // Keys of a group outside the step's range score -inf; the softmax is decode_softmax's (sum in
@@ -90,12 +90,12 @@ template <bool FULL>
   pf_io = pf;
 }
 
-// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose rows are row_bytes apart
+// out[h] += probs[h][i] * V(key i) for keys [i0, i1) of a group, whose values are key_bytes apart
 // from v (the KV head's slice of the group's first row), for gn heads (output rows dv apart,
 // probabilities n_pad apart). VC (vectors per head, 4 or 8): the 16 / VC heads' accumulators
 // stay in registers; 0: any dv, accumulators in memory. FULL (VC > 0): gn is 16 / VC.
 template <int VC, bool FULL>
-[[gnu::always_inline]] inline void value_group(const uint8_t* v, size_t row_bytes, int i0, int i1, const float* probs,
+[[gnu::always_inline]] inline void value_group(const uint8_t* v, size_t key_bytes, int i0, int i1, const float* probs,
                                                int32_t n_pad, int gn_rt, float* out, int dv, PrefetchRun& pf_io,
                                                int pf_per_key) {
   PrefetchRun pf = pf_io;  // a local: a reference would store its cursor every step
@@ -110,7 +110,7 @@ template <int VC, bool FULL>
     for (int i = i0; i < i1; ++i) {
       pf.issue1();  // most often the lines per key are 1 or 2 (dv 64: 2)
       if (pf_per_key > 1) pf.issue(pf_per_key - 1);
-      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes);
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * key_bytes);
       __m512 x[VC];
       for (int c = 0; c < VC; ++c) {
         x[c] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 16 * c)));
@@ -128,7 +128,7 @@ template <int VC, bool FULL>
   } else {
     for (int i = i0; i < i1; ++i) {
       pf.issue(pf_per_key);
-      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * row_bytes);
+      const auto* row = reinterpret_cast<const uint16_t*>(v + static_cast<size_t>(i) * key_bytes);
       for (int h = 0; h < gn_rt; ++h) {
         float* oh = out + static_cast<int64_t>(h) * dv;
         const __m512 pr = _mm512_set1_ps(probs[static_cast<size_t>(h) * n_pad + i]);
@@ -154,10 +154,10 @@ void value_pass(const KtStep& s, const KvSpan& kv, int dv, float* out) {
     float* o = out + static_cast<int64_t>(head) * dv;
     if constexpr (VC > 0) {
       if (gn == per_pass) {
-        return value_group<VC, true>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+        return value_group<VC, true>(v, s.st.v_key_bytes(), i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
       }
     }
-    value_group<VC, false>(v, kv.v_row_bytes, i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
+    value_group<VC, false>(v, s.st.v_key_bytes(), i0, i1, probs, s.n_pad, gn, o, dv, pf, per_key);
   });
 }
 

@@ -1,5 +1,5 @@
 // The AVX-512 decode steps over a K stored by element: an F16 cache's transposed K
-// (KvSpan::k_transposed) and a BF16 cache's pairs, called by attention_avx512.cpp's
+// (KvSpan::by_head) and a BF16 cache's pairs, called by attention_avx512.cpp's
 // attention_decode. Declared for files built with the AVX-512
 // flags only.
 #pragma once
