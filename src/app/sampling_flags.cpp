@@ -14,7 +14,9 @@ std::vector<SettingSpec> model_run_settings() {
       {"ctx_size", 'c', SettingType::kInt, "0", "context size in tokens (0: the model's, at most 4096)", "HEARTH_CTX_SIZE",
        SettingRange::between(0, kInt32Max)},
       {"threads", 't', SettingType::kInt, "0", "threads (0: physical cores)", "HEARTH_THREADS", thread_count_range()},
-      SettingSpec{"kv_type", 0, SettingType::kString, "f16", "KV cache type of K and V", "HEARTH_KV_TYPE"}.with_choices(kv_types),
+      SettingSpec{"kv_type", 0, SettingType::kString, "f16", "KV cache type of K and V", "HEARTH_KV_TYPE"}
+          .with_choices(kv_types)
+          .with_env_fallback("OLLAMA_KV_CACHE_TYPE"),
       // llama-server's spellings; Hearth keeps K and V in one type, so the two must agree.
       SettingSpec{"cache_type_k", 0, SettingType::kString, "", "KV cache type of K (as --kv-type; -ctk and -ctv must agree)", ""}
           .with_aliases({"-ctk"})

@@ -170,6 +170,20 @@ TEST(ServeStartup, OllamaVariablesAndTheDefaultContextPerRequest) {
   EXPECT_EQ(slot_count(ollama_env.port()), 3);
   EXPECT_EQ(ollama_env.stop(), 0);
 
+  // ollama's KV cache variable reaches the engine: stories260K (head size 8) cannot take a
+  // Q8_0 cache, and says so; a type Hearth lacks is refused by the variable's name.
+  setenv("OLLAMA_KV_CACHE_TYPE", "q8_0", 1);
+  auto q8 = run_hearth("serve -m " + shell_quote(model) + " --port 0");
+  setenv("OLLAMA_KV_CACHE_TYPE", "q4_1", 1);
+  auto q41 = run_hearth("serve -m " + shell_quote(model) + " --port 0");
+  unsetenv("OLLAMA_KV_CACHE_TYPE");
+  EXPECT_NE(q8.status, 0);
+  EXPECT_NE(q8.err.find("a Q8_0 KV cache needs head sizes that are multiples of 32"), std::string::npos) << q8.err;
+  EXPECT_EQ(q41.status, 2) << q41.err;
+  EXPECT_NE(q41.err.find("environment variable OLLAMA_KV_CACHE_TYPE (--kv-type): 'q4_1' is not supported"),
+            std::string::npos)
+      << q41.err;
+
   // No flags: each of the 4 slots gets the model's whole training context (2048), not 512.
   ServerProcess plain;
   ASSERT_TRUE(plain.start({"-m", model})) << plain.error();
