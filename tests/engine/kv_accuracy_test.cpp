@@ -21,23 +21,33 @@ struct Bound {
   double min_top1;
 };
 
+// The first n tokens of the stories evaluation text in the model's vocabulary (empty, with a
+// failure recorded, when the files are missing or the text is shorter).
+std::vector<int32_t> text_tokens(const std::string& model, size_t n, const ContextOptions& o) {
+  const std::string text_path = test::reference_dir() + "/stories-eval.txt";
+  auto text = read_file(text_path);
+  auto ctx = InferenceContext::load(model, o);
+  if (!text.ok() || !ctx.ok()) {
+    ADD_FAILURE() << "cannot read " << text_path << " or load " << model;
+    return {};
+  }
+  std::vector<int32_t> tokens = (*ctx)->tokenizer().encode(*text, true, false);
+  if (tokens.size() <= n) {
+    ADD_FAILURE() << "the text has only " << tokens.size() << " tokens";
+    return {};
+  }
+  tokens.resize(n);
+  return tokens;
+}
+
 TEST(KvAccuracy, EachTypeStaysWithinItsBoundOfF16) {
   const std::string model = test::models_dir() + "/random/llama-F32.gguf";
-  const std::string text_path = test::reference_dir() + "/stories-eval.txt";
   HEARTH_REQUIRE_FILE(model);
-  HEARTH_REQUIRE_FILE(text_path);
-  auto text = read_file(text_path);
-  ASSERT_TRUE(text.ok());
+  HEARTH_REQUIRE_FILE(test::reference_dir() + "/stories-eval.txt");
   ContextOptions o;
   o.n_threads = 2;
-  std::vector<int32_t> tokens;
-  {
-    auto ctx = InferenceContext::load(model, o);
-    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
-    tokens = (*ctx)->tokenizer().encode(*text, true, false);
-  }
-  ASSERT_GT(tokens.size(), 96u);
-  tokens.resize(96);
+  const std::vector<int32_t> tokens = text_tokens(model, 96, o);
+  ASSERT_EQ(tokens.size(), 96u);
 
   const std::vector<Bound> bounds = {
       {DType::kF32, 1e-5, 0.99}, {DType::kBF16, 4e-4, 0.94}, {DType::kQ8_0, 2e-3, 0.95}, {DType::kQ4_0, 0.25, 0.6}};
@@ -67,21 +77,12 @@ TEST(KvAccuracy, EachTypeStaysWithinItsBoundOfF16) {
 // 0.5% of the F16 cache's, the distributions within a KL bound.
 TEST(KvAccuracy, Bf16CacheOnATrainedModel) {
   const std::string model = test::models_dir() + "/stories260K-llama-f32.gguf";
-  const std::string text_path = test::reference_dir() + "/stories-eval.txt";
   HEARTH_REQUIRE_FILE(model);
-  HEARTH_REQUIRE_FILE(text_path);
-  auto text = read_file(text_path);
-  ASSERT_TRUE(text.ok());
+  HEARTH_REQUIRE_FILE(test::reference_dir() + "/stories-eval.txt");
   ContextOptions o;
   o.n_threads = 2;
-  std::vector<int32_t> tokens;
-  {
-    auto ctx = InferenceContext::load(model, o);
-    ASSERT_TRUE(ctx.ok()) << ctx.error().to_string();
-    tokens = (*ctx)->tokenizer().encode(*text, true, false);
-  }
-  ASSERT_GT(tokens.size(), 256u);
-  tokens.resize(256);
+  const std::vector<int32_t> tokens = text_tokens(model, 256, o);
+  ASSERT_EQ(tokens.size(), 256u);
   auto r = kv_accuracy(model, tokens, {DType::kBF16}, o);
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   const KvAccuracy& a = r->front();

@@ -201,11 +201,7 @@ TEST(Attention, RandomShapesEveryCacheTypeAndVariant) {
     for (int head_dim : {32, 64, 80, 96, 128, 256}) {
       if (quantized && head_dim % 32 != 0) continue;
       for (int group : {1, 4, 8}) {
-        AttentionParams p;
-        p.n_head_kv = 2;
-        p.n_head = 2 * group;
-        p.head_dim_k = p.head_dim_v = head_dim;
-        p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        AttentionParams p = grouped_params(head_dim, group);
         p.softcap = group == 4 ? 20.0f : 0.0f;
         // sinks around the scores' range: some heads' sinks dominate, others barely count
         const std::vector<float> sinks = random_floats(static_cast<size_t>(p.n_head), static_cast<uint32_t>(rng()), -3.0f, 6.0f);
@@ -261,11 +257,7 @@ TEST(Attention, Bf16InstructionAndItsEmulationAgree) {
   std::mt19937 rng(77);
   for (int head_dim : {32, 64, 80, 128, 256}) {
     for (int group : {1, 4, 8}) {
-      AttentionParams p;
-      p.n_head_kv = 2;
-      p.n_head = 2 * group;
-      p.head_dim_k = p.head_dim_v = head_dim;
-      p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      AttentionParams p = grouped_params(head_dim, group);
       p.window = group == 8 ? 40 : 0;
       const int n_kv = std::uniform_int_distribution<int>(70, 200)(rng);
       const auto seed = static_cast<uint32_t>(rng());

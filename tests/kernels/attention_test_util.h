@@ -90,6 +90,16 @@ inline std::vector<CacheKind> cache_kinds() {
           {DType::kBF16, false}};
 }
 
+// Two KV heads of head_dim, `group` query heads each, scaled by 1 / sqrt(head_dim).
+inline AttentionParams grouped_params(int head_dim, int group) {
+  AttentionParams p;
+  p.n_head_kv = 2;
+  p.n_head = 2 * group;
+  p.head_dim_k = p.head_dim_v = head_dim;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  return p;
+}
+
 // The 16-bit caches in each layout the engine uses: F16 in rows and transposed, BF16 in pairs.
 inline std::vector<CacheKind> long_span_kinds() {
   return {{DType::kF16, false}, {DType::kF16, true}, {DType::kBF16, false}};

@@ -127,6 +127,30 @@ TEST(KvCache, ExhaustionIsAnErrorThatChangesNothing) {
   EXPECT_TRUE(kv->seq_append(s, 1).ok());
 }
 
+// The per-token layouts' round trip (write(seq, pos) stores a token's K and V, check(seq,
+// pos, as) expects those that sequence `as` wrote): sequences a (7 tokens) and b (3) do not
+// overwrite each other, and a fork of a cut back to `keep` tokens that writes position `keep`
+// (in the second block, shared until then) keeps a's tokens before it, gets its own at `keep`,
+// and leaves a's there unchanged (copy-on-write).
+template <class Write, class Check>
+void round_trip_and_fork(KvCache& kv, int32_t keep, Write write, Check check) {
+  const int32_t a = kv.seq_create(), b = kv.seq_create();
+  ASSERT_TRUE(kv.seq_append(a, 7).ok());
+  ASSERT_TRUE(kv.seq_append(b, 3).ok());
+  for (int32_t p = 0; p < 7; ++p) write(a, p);
+  for (int32_t p = 0; p < 3; ++p) write(b, p);
+  for (int32_t p = 0; p < 7; ++p) check(a, p, a);
+  for (int32_t p = 0; p < 3; ++p) check(b, p, b);
+  auto fork = kv.seq_fork(a);
+  ASSERT_TRUE(fork.ok());
+  ASSERT_TRUE(kv.seq_truncate(*fork, keep).ok());
+  ASSERT_TRUE(kv.seq_append(*fork, 1).ok());
+  write(*fork, keep);
+  for (int32_t p = 0; p < keep; ++p) check(*fork, p, a);
+  check(*fork, keep, *fork);
+  for (int32_t p = keep; p < 7; ++p) check(a, p, a);
+}
+
 // An F16 cache by head: each token's K goes to the block k_block_at names, at its offset
 // there, element by element block_tokens apart, and its V to v_block_at's block by head;
 // tokens, layers and sequences do not overlap, a fork's copy-on-write carries them, and other
@@ -137,9 +161,6 @@ TEST(KvCache, ByHeadBlocksRoundTripPerToken) {
   l.by_head = true;
   auto kv = KvCache::create(l, 8);
   ASSERT_TRUE(kv.ok());
-  const int32_t a = kv->seq_create(), b = kv->seq_create();
-  ASSERT_TRUE(kv->seq_append(a, 7).ok());
-  ASSERT_TRUE(kv->seq_append(b, 3).ok());
   auto key = [](int32_t seq, int32_t pos, int32_t layer, int e) {
     return static_cast<float>(seq * 512 + layer * 256 + pos * 16 + e);  // exact in F16
   };
@@ -168,18 +189,7 @@ TEST(KvCache, ByHeadBlocksRoundTripPerToken) {
       ASSERT_EQ(fp16_to_fp32(block[5 * kv->block_tokens() + pos % kv->block_tokens()]), key(as, pos, layer, 5));
     }
   };
-  for (int32_t p = 0; p < 7; ++p) write(a, p);
-  for (int32_t p = 0; p < 3; ++p) write(b, p);
-  for (int32_t p = 0; p < 7; ++p) check(a, p, a);
-  for (int32_t p = 0; p < 3; ++p) check(b, p, b);
-  auto fork = kv->seq_fork(a);
-  ASSERT_TRUE(fork.ok());
-  ASSERT_TRUE(kv->seq_truncate(*fork, 6).ok());
-  ASSERT_TRUE(kv->seq_append(*fork, 1).ok());  // position 6 in the shared second block: copied
-  write(*fork, 6);
-  for (int32_t p = 0; p < 6; ++p) check(*fork, p, a);
-  check(*fork, 6, *fork);
-  check(a, 6, a);
+  round_trip_and_fork(*kv, 6, write, check);
 
   l.type = DType::kF32;
   EXPECT_FALSE(KvBlockPool::create(l, 4).ok());
@@ -194,9 +204,6 @@ TEST(KvCache, Bf16PairsRoundTripPerToken) {
   l.type = DType::kBF16;
   auto kv = KvCache::create(l, 8);
   ASSERT_TRUE(kv.ok()) << kv.error().to_string();
-  const int32_t a = kv->seq_create(), b = kv->seq_create();
-  ASSERT_TRUE(kv->seq_append(a, 7).ok());
-  ASSERT_TRUE(kv->seq_append(b, 3).ok());
   auto value = [](int32_t seq, int32_t pos, int32_t layer, int e) {  // exact in BF16 (8 significant bits)
     return std::ldexp(1.0f + static_cast<float>(pos * 8 + e) / 128.0f, 2 * seq + layer);
   };
@@ -220,19 +227,7 @@ TEST(KvCache, Bf16PairsRoundTripPerToken) {
       for (int e = 0; e < 4; ++e) ASSERT_EQ(v[e], -value(as, pos, layer, e)) << seq << " " << pos << " " << e;
     }
   };
-  for (int32_t p = 0; p < 7; ++p) write(a, p);
-  for (int32_t p = 0; p < 3; ++p) write(b, p);
-  for (int32_t p = 0; p < 7; ++p) check(a, p, a);
-  for (int32_t p = 0; p < 3; ++p) check(b, p, b);
-  auto fork = kv->seq_fork(a);
-  ASSERT_TRUE(fork.ok());
-  ASSERT_TRUE(kv->seq_truncate(*fork, 5).ok());
-  ASSERT_TRUE(kv->seq_append(*fork, 1).ok());  // position 5: the pair (4, 5) of the shared second block
-  write(*fork, 5);
-  for (int32_t p = 0; p < 5; ++p) check(*fork, p, a);
-  check(*fork, 5, *fork);
-  check(a, 5, a);
-  check(a, 6, a);
+  round_trip_and_fork(*kv, 5, write, check);  // position 5: the pair (4, 5) of the shared second block
 
   l.block_tokens = 5;
   auto odd = KvBlockPool::create(l, 4);
