@@ -173,10 +173,10 @@ constexpr int flash_block(int widest) {
   return b;
 }
 
-// St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV row vectors (KT: Kf is
-// [c][kFlashKeys], from a transposed K).
-template <class S, int JB, int NV, bool KT>
-inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j0, float* st) {
+// finish(j, rv, St[j][rv]) with St[j][rv] = sum_c Kf[j][c] * Qt[c][rv] for keys j0..j0+JB and NV
+// row vectors (KT: Kf is [c][kFlashKeys], from a transposed K).
+template <class S, int JB, int NV, bool KT, class Finish>
+inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j0, Finish&& finish) {
   using V = typename S::V;
   V acc[JB][NV];
   for (int i = 0; i < JB; ++i) {
@@ -193,7 +193,7 @@ inline void flash_scores(const float* qt, int rp, const float* kf, int dk, int j
     }
   }
   for (int i = 0; i < JB; ++i) {
-    for (int v = 0; v < NV; ++v) S::store(st + static_cast<size_t>(j0 + i) * rp + v * S::kLanes, acc[i][v]);
+    for (int v = 0; v < NV; ++v) finish(j0 + i, v, acc[i][v]);
   }
 }
 
@@ -220,11 +220,12 @@ inline void flash_values(const float* pt, int rp, const float* vf, int dv, int n
   }
 }
 
-// A BF16 cache: St[j][rv] = sum over element pairs c2 of dot2(Qw[c2][rv], key j's word c2) for
-// keys j0..j0+JB (kw[j]: key j's first word, its pairs kstride words apart).
-template <class S, int JB, int NV>
+// A BF16 cache: finish(j, rv, St[j][rv]) with St[j][rv] = sum over element pairs c2 of
+// dot2(Qw[c2][rv], key j's word c2) for keys j0..j0+JB (kw[j]: key j's first word, its pairs
+// kstride words apart).
+template <class S, int JB, int NV, class Finish>
 inline void flash_scores_bf16(const FlashWord* qw, int rp, const uint8_t* const* kw, int kstride, int dk, int j0,
-                              float* st) {
+                              Finish&& finish) {
   using V = typename S::V;
   V acc[JB][NV];
   for (int i = 0; i < JB; ++i) {
@@ -241,7 +242,7 @@ inline void flash_scores_bf16(const FlashWord* qw, int rp, const uint8_t* const*
     }
   }
   for (int i = 0; i < JB; ++i) {
-    for (int v = 0; v < NV; ++v) S::store(st + static_cast<size_t>(j0 + i) * rp + v * S::kLanes, acc[i][v]);
+    for (int v = 0; v < NV; ++v) finish(j0 + i, v, acc[i][v]);
   }
 }
 
@@ -375,42 +376,53 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
       }
       flash_load_rows<S>(kv.type, rows.v, nk, dv, vf);
     }
-    int j = 0;
-    for (; j + JB <= nk; j += JB) {
-      next_k.issue(k_step);
-      if constexpr (BF) {
-        flash_scores_bf16<S, JB, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, st);
-      } else if (kt) {
-        flash_scores<S, JB, NV, true>(qt, RP, kf, dk, j, st);
-      } else {
-        flash_scores<S, JB, NV, false>(qt, RP, kf, dk, j, st);
-      }
-    }
-    next_k.issue(1 << 30);
-    for (; j < nk; ++j) {
-      if constexpr (BF) {
-        flash_scores_bf16<S, 1, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, st);
-      } else if (kt) {
-        flash_scores<S, 1, NV, true>(qt, RP, kf, dk, j, st);
-      } else {
-        flash_scores<S, 1, NV, false>(qt, RP, kf, dk, j, st);
-      }
-    }
     // Masks are needed only where some row's range cuts the tile.
     const bool full = j0 + nk - 1 <= (p.causal ? std::min(pos_first, t.n_kv - 1) : t.n_kv - 1) &&
                       (p.window <= 0 || j0 >= pos_last - p.window + 1);
     V tile_max[NV];
     for (int v = 0; v < NV; ++v) tile_max[v] = neg_inf;
-    for (j = 0; j < nk; ++j) {
+    // A score leaves its register scaled, masked and counted in the tile's maximum; with a
+    // softcap (rare) it is stored raw and a second pass does that.
+    const bool capped = softcap != 0.0f;
+    auto finish = [&](int jj, int v, V s) __attribute__((always_inline)) {
+      float* sp = st + static_cast<size_t>(jj) * RP + v * L;
+      if (capped) {
+        S::store(sp, s);
+        return;
+      }
+      s = S::mul(s, scale);
+      if (!full) s = S::mask_range(s, S::set1(static_cast<float>(j0 + jj)), lo[v], hi[v]);
+      S::store(sp, s);
+      tile_max[v] = S::max(tile_max[v], s);
+    };
+    int j = 0;
+    for (; j + JB <= nk; j += JB) {
+      next_k.issue(k_step);
+      if constexpr (BF) {
+        flash_scores_bf16<S, JB, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, finish);
+      } else if (kt) {
+        flash_scores<S, JB, NV, true>(qt, RP, kf, dk, j, finish);
+      } else {
+        flash_scores<S, JB, NV, false>(qt, RP, kf, dk, j, finish);
+      }
+    }
+    next_k.issue(1 << 30);
+    for (; j < nk; ++j) {
+      if constexpr (BF) {
+        flash_scores_bf16<S, 1, NV>(qw, RP, rows.k, kv.block_tokens, dk, j, finish);
+      } else if (kt) {
+        flash_scores<S, 1, NV, true>(qt, RP, kf, dk, j, finish);
+      } else {
+        flash_scores<S, 1, NV, false>(qt, RP, kf, dk, j, finish);
+      }
+    }
+    for (j = 0; j < nk && capped; ++j) {
       const V jf = S::set1(static_cast<float>(j0 + j));
       for (int v = 0; v < NV; ++v) {
         float* sp = st + static_cast<size_t>(j) * RP + v * L;
-        V s = S::mul(S::load(sp), scale);
-        if (softcap != 0.0f) {
-          S::store(sp, s);
-          for (int i = 0; i < L; ++i) sp[i] = softcap * std::tanh(sp[i] * (1.0f / softcap));
-          s = S::load(sp);
-        }
+        S::store(sp, S::mul(S::load(sp), scale));
+        for (int i = 0; i < L; ++i) sp[i] = softcap * std::tanh(sp[i] * (1.0f / softcap));
+        V s = S::load(sp);
         if (!full) s = S::mask_range(s, jf, lo[v], hi[v]);
         S::store(sp, s);
         tile_max[v] = S::max(tile_max[v], s);
@@ -425,25 +437,34 @@ void flash_subtile(const AttentionTile& t, int t0, int nt, const KvSpan& kv, con
     }
     V sum[NV];
     for (int v = 0; v < NV; ++v) sum[v] = S::zero();
-    for (j = 0; j < nk; ++j) {
-      for (int v = 0; v < NV; ++v) {
-        float* sp = st + static_cast<size_t>(j) * RP + v * L;
-        // In a full tile every score is finite, and so is the maximum: no -inf to map to 0.
-        const V e = full ? S::exp(S::sub(S::load(sp), m_use[v])) : S::exp_below(S::load(sp), m_use[v]);
-        S::store(sp, e);
-        sum[v] = S::add(sum[v], e);
-      }
-    }
-    for (int v = 0; v < NV; ++v) l[v] = S::add(S::mul(l[v], alpha[v]), sum[v]);
-    if constexpr (BF) {  // the probabilities rounded into words of two keys per row
+    // In a full tile every score is finite, and so is the maximum: no -inf to map to 0.
+    auto prob = [&](int jj, int v) {
+      const float* sp = st + static_cast<size_t>(jj) * RP + v * L;
+      return full ? S::exp(S::sub(S::load(sp), m_use[v])) : S::exp_below(S::load(sp), m_use[v]);
+    };
+    if constexpr (BF) {  // the probabilities go straight into words of two keys per row
       for (j = 0; j < nk; j += 2) {
         for (int v = 0; v < NV; ++v) {
-          const V e0 = S::load(st + static_cast<size_t>(j) * RP + v * L);
-          const V e1 = j + 1 < nk ? S::load(st + static_cast<size_t>(j + 1) * RP + v * L) : S::zero();
+          const V e0 = prob(j, v);
+          sum[v] = S::add(sum[v], e0);
+          V e1 = S::zero();
+          if (j + 1 < nk) {
+            e1 = prob(j + 1, v);
+            sum[v] = S::add(sum[v], e1);
+          }
           S::store_words(pw + static_cast<size_t>(j / 2) * RP + v * L, S::bf16_pair_words(e0, e1));
         }
       }
+    } else {
+      for (j = 0; j < nk; ++j) {
+        for (int v = 0; v < NV; ++v) {
+          const V e = prob(j, v);
+          S::store(st + static_cast<size_t>(j) * RP + v * L, e);
+          sum[v] = S::add(sum[v], e);
+        }
+      }
     }
+    for (int v = 0; v < NV; ++v) l[v] = S::add(S::mul(l[v], alpha[v]), sum[v]);
     for (int d = 0; d < dv; d += DB) {
       next_v.issue(v_step);
       if constexpr (BF) {
