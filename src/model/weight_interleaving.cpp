@@ -62,19 +62,25 @@ Result<AnonymousMemory> interleave_matrices(ModelWeights& w, const gguf::File& f
     const size_t panel_bytes = static_cast<size_t>(kernels::kInterleavedPanelRows) * v->row_bytes;
     const size_t panels = static_cast<size_t>(v->rows / kernels::kInterleavedPanelRows);
     const size_t grain = std::clamp<size_t>(kReadBytes / panel_bytes, 1, std::max<size_t>(1, panels / 2));
-    pool.parallel_for_dynamic(panels, grain, [&](size_t begin, size_t end, int thread) {
+    pool.parallel_for_dynamic(panels, grain, [&](size_t first, size_t last, int thread) {
+      // A one-thread pool hands over the whole matrix in one call: it is still read in runs of
+      // `grain` panels, or the buffer would become a second copy of the largest matrix (the
+      // output: 141 MiB for a 1B Llama, over the load's memory budget).
       auto& buf = buffers[static_cast<size_t>(thread)];
-      const size_t bytes = (end - begin) * panel_bytes;
-      if (buf.size() < bytes) buf.resize(bytes);
-      Status st = file.read_bytes(v->data + begin * panel_bytes, bytes, buf.data());
-      if (!st.ok()) {
-        failures[static_cast<size_t>(thread)] = std::move(st);
-        return;
+      for (size_t begin = first; begin < last; begin += grain) {
+        const size_t end = std::min(last, begin + grain);
+        const size_t bytes = (end - begin) * panel_bytes;
+        if (buf.size() < bytes) buf.resize(bytes);
+        Status st = file.read_bytes(v->data + begin * panel_bytes, bytes, buf.data());
+        if (!st.ok()) {
+          failures[static_cast<size_t>(thread)] = std::move(st);
+          return;
+        }
+        kernels::WeightView run = *v;
+        run.data = buf.data();
+        run.rows = static_cast<int64_t>(end - begin) * kernels::kInterleavedPanelRows;
+        kernels::interleave_weight(run, 0, static_cast<int64_t>(end - begin), dst + begin * panel_bytes);
       }
-      kernels::WeightView run = *v;
-      run.data = buf.data();
-      run.rows = static_cast<int64_t>(end - begin) * kernels::kInterleavedPanelRows;
-      kernels::interleave_weight(run, 0, static_cast<int64_t>(end - begin), dst + begin * panel_bytes);
     });
     for (auto& f : failures) HEARTH_TRY(f);
     file.release_bytes(v->data, matrix_bytes(*v));

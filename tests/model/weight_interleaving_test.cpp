@@ -86,6 +86,29 @@ TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
   }
 }
 
+// A one-thread pool gives the interleaving the whole matrix in one call, which it reads in
+// L2-sized runs all the same: the runs must cover every panel, at the right place.
+TEST(WeightInterleaving, OneThreadReadsInRunsAndGivesTheSameLogits) {
+  ThreadPool one(1), two(2);
+  for (const char* stem : {"llama-Q4_0", "llama-Q8_0"}) {
+    SCOPED_TRACE(stem);
+    const std::string path = test::models_dir() + "/random/" + stem + ".gguf";
+    HEARTH_REQUIRE_FILE(path);
+    LoadOptions rows_opt;
+    rows_opt.interleave = false;
+    LoadOptions il_opt;
+    il_opt.pool = &one;
+    auto rows = Model::load(path, rows_opt);
+    auto il = Model::load(path, il_opt);
+    ASSERT_TRUE(rows.ok()) << rows.error().to_string();
+    ASSERT_TRUE(il.ok()) << il.error().to_string();
+    const std::vector<float> want = prompt_then_decode(**rows, two);
+    const std::vector<float> got = prompt_then_decode(**il, two);
+    ASSERT_EQ(got.size(), want.size());
+    EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
+  }
+}
+
 TEST(WeightInterleaving, LeavesTheCallersBufferAlone) {
   const std::string path = test::models_dir() + "/random/llama-Q4_0.gguf";
   HEARTH_REQUIRE_FILE(path);
