@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,23 @@ int interleaved_matrices(const ModelWeights& w) {
   return n + (w.output.interleaved ? 1 : 0);
 }
 
+// The model at path loaded twice: with GGUF rows, and interleaved by pool.
+struct RowsAndInterleaved {
+  std::unique_ptr<Model> rows, interleaved;
+};
+RowsAndInterleaved load_rows_and_interleaved(const std::string& path, ThreadPool& pool) {
+  LoadOptions rows_opt;
+  rows_opt.interleave = false;
+  LoadOptions il_opt;
+  il_opt.pool = &pool;
+  auto rows = Model::load(path, rows_opt);
+  auto il = Model::load(path, il_opt);
+  EXPECT_TRUE(rows.ok()) << rows.error().to_string();
+  EXPECT_TRUE(il.ok()) << il.error().to_string();
+  if (!rows.ok() || !il.ok()) return {};
+  return {std::move(rows).value(), std::move(il).value()};
+}
+
 TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
   ThreadPool pool(2);
   int compared = 0;
@@ -57,27 +75,21 @@ TEST(WeightInterleaving, LogitsEqualThoseOfGgufRows) {
     SCOPED_TRACE(stem);
     const std::string path = test::models_dir() + "/random/" + stem + ".gguf";
     HEARTH_REQUIRE_FILE(path);
-    LoadOptions rows_opt;
-    rows_opt.interleave = false;
-    LoadOptions il_opt;
-    il_opt.pool = &pool;
-    auto rows = Model::load(path, rows_opt);
-    auto il = Model::load(path, il_opt);
-    ASSERT_TRUE(rows.ok()) << rows.error().to_string();
-    ASSERT_TRUE(il.ok()) << il.error().to_string();
-    EXPECT_EQ(interleaved_matrices((*rows)->weights()), 0);
-    const ModelWeights& w = (*il)->weights();
+    auto [rows, il] = load_rows_and_interleaved(path, pool);
+    ASSERT_TRUE(rows && il);
+    EXPECT_EQ(interleaved_matrices(rows->weights()), 0);
+    const ModelWeights& w = il->weights();
     // Every matrix the kernels want interleaved was moved.
-    const auto& L0 = (*rows)->weights().layers[0];
+    const auto& L0 = rows->weights().layers[0];
     EXPECT_EQ(w.layers[0].wq.interleaved, kernels::wants_interleaved(L0.wq));
     EXPECT_EQ(w.layers[0].ffn_down.interleaved, kernels::wants_interleaved(L0.ffn_down));
-    EXPECT_EQ(w.output.interleaved, kernels::wants_interleaved((*rows)->weights().output));
-    if ((*rows)->weights().output.data == (*rows)->weights().token_embd.data) {
+    EXPECT_EQ(w.output.interleaved, kernels::wants_interleaved(rows->weights().output));
+    if (rows->weights().output.data == rows->weights().token_embd.data) {
       EXPECT_EQ(w.output.data, w.token_embd.data) << "a tied output must keep sharing the embedding";
     }
     if (interleaved_matrices(w) > 0) ++compared;
-    const std::vector<float> want = prompt_then_decode(**rows, pool);
-    const std::vector<float> got = prompt_then_decode(**il, pool);
+    const std::vector<float> want = prompt_then_decode(*rows, pool);
+    const std::vector<float> got = prompt_then_decode(*il, pool);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
   }
@@ -94,16 +106,10 @@ TEST(WeightInterleaving, OneThreadReadsInRunsAndGivesTheSameLogits) {
     SCOPED_TRACE(stem);
     const std::string path = test::models_dir() + "/random/" + stem + ".gguf";
     HEARTH_REQUIRE_FILE(path);
-    LoadOptions rows_opt;
-    rows_opt.interleave = false;
-    LoadOptions il_opt;
-    il_opt.pool = &one;
-    auto rows = Model::load(path, rows_opt);
-    auto il = Model::load(path, il_opt);
-    ASSERT_TRUE(rows.ok()) << rows.error().to_string();
-    ASSERT_TRUE(il.ok()) << il.error().to_string();
-    const std::vector<float> want = prompt_then_decode(**rows, two);
-    const std::vector<float> got = prompt_then_decode(**il, two);
+    auto [rows, il] = load_rows_and_interleaved(path, one);
+    ASSERT_TRUE(rows && il);
+    const std::vector<float> want = prompt_then_decode(*rows, two);
+    const std::vector<float> got = prompt_then_decode(*il, two);
     ASSERT_EQ(got.size(), want.size());
     EXPECT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0);
   }
