@@ -60,7 +60,9 @@ class ThreadPool {
   // Like parallel_for, but threads take chunks of `grain` indices from a shared counter until
   // none are left, so a thread slowed down by another process does not hold up the others.
   // Chunks are contiguous and ascending per call of fn; thread_index (< size()) is never in use
-  // by two threads at once.
+  // by two threads at once. A one-thread pool (or n <= grain) calls fn once for all of [0, n):
+  // callers keep per-call state across items (attention's block tables), so a caller whose
+  // chunk size bounds a buffer splits the range itself (weight interleaving does).
   void parallel_for_dynamic(size_t n, size_t grain, FunctionRef<void(size_t begin, size_t end, int thread_index)> fn);
 
  private:
