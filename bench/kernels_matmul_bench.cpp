@@ -1,11 +1,13 @@
 // Matrix x vector (1 token) and matrix x matrix (64 tokens) throughput of kernels::matmul on a
 // 2048x2048 random weight matrix of each main type, for the scalar reference and every SIMD
-// variant this CPU supports, with a memcpy of the F32 matrix size measured in the same run as
-// the baseline. Reports GB/s of weight bytes read (once per call), prints each case's ratio
-// to memcpy and to the scalar variant, and writes JSON (bench_kernels_matmul.json unless
-// --benchmark_out is given). Threads: HEARTH_BENCH_THREADS (default 1, so that numbers are
-// per core); rates use CPU time, which stays meaningful on a shared machine. HEARTH_BENCH_ROWS
-// (default 2048) makes the weight matrix taller, e.g. past the caches to see memory-bound rates.
+// variant this CPU supports (as GGUF stores the rows), and for the best variant also in the
+// interleaved layout the engine loads weights into (".../interleaved", the types that have one),
+// with a memcpy of the F32 matrix size measured in the same run as the baseline. Reports GB/s of
+// weight bytes read (once per call), prints each case's ratio to memcpy and to the scalar
+// variant, and writes JSON (bench_kernels_matmul.json unless --benchmark_out is given).
+// Threads: HEARTH_BENCH_THREADS (default 1, so that numbers are per core); rates use CPU time,
+// which stays meaningful on a shared machine. HEARTH_BENCH_ROWS (default 2048) makes the weight
+// matrix taller, e.g. past the caches to see memory-bound rates.
 #include <benchmark/benchmark.h>
 
 #include "bench_ratio_reporter.h"
@@ -64,6 +66,25 @@ struct Matrix {
   hearth::kernels::WeightView view;
 };
 
+const Matrix& matrix_of(DType type);
+
+// The same matrix in the interleaved layout the engine loads weights into (as `hearth run` multiplies
+// them), for the types whose kernels have one.
+const Matrix& interleaved_matrix_of(DType type) {
+  static std::map<DType, std::unique_ptr<Matrix>> cache;
+  auto& m = cache[type];
+  if (!m) {
+    const Matrix& rows = matrix_of(type);
+    m = std::make_unique<Matrix>();
+    m->bytes.resize(rows.bytes.size());
+    hearth::kernels::interleave_weight(rows.view, 0, rows.view.rows / 16, m->bytes.data());
+    m->view = rows.view;
+    m->view.data = m->bytes.data();
+    m->view.interleaved = true;
+  }
+  return *m;
+}
+
 const Matrix& matrix_of(DType type) {
   static std::map<DType, std::unique_ptr<Matrix>> cache;
   auto& m = cache[type];
@@ -96,12 +117,12 @@ void BM_MemcpyBaseline(benchmark::State& state) {
   set_rate(state, static_cast<double>(src.size() * sizeof(float)));
 }
 
-void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t n_tokens) {
+void BM_Matmul(benchmark::State& state, DType type, CpuVariant variant, int64_t n_tokens, bool interleaved) {
   if (auto s = hearth::kernels::set_cpu_variant_for_testing(variant); !s.ok()) {
     state.SkipWithError(s.error().message.c_str());
     return;
   }
-  const Matrix& m = matrix_of(type);
+  const Matrix& m = interleaved ? interleaved_matrix_of(type) : matrix_of(type);
   const auto& x = random_floats(static_cast<size_t>(kDim * n_tokens), 2, 1.0f);
   std::vector<float> y(static_cast<size_t>(matrix_rows() * n_tokens));
   hearth::kernels::MatmulScratch scratch;
@@ -129,7 +150,14 @@ int main(int argc, char** argv) {
         const std::string name = std::string(tokens == 1 ? "Matvec/" : "Matmul64/") +
                                  std::string(hearth::dtype_name(t)) + "/" +
                                  std::string(hearth::kernels::cpu_variant_name(v));
-        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, v, tokens)->MinTime(0.2);
+        benchmark::RegisterBenchmark(name.c_str(), BM_Matmul, t, v, tokens, false)->MinTime(0.2);
+      }
+      const CpuVariant best = hearth::kernels::supported_cpu_variants().back();
+      const std::string inter = std::string(tokens == 1 ? "Matvec/" : "Matmul64/") + std::string(hearth::dtype_name(t)) +
+                                "/" + std::string(hearth::kernels::cpu_variant_name(best)) + "/interleaved";
+      const hearth::kernels::WeightView shape{t, nullptr, kDim, matrix_rows(), *hearth::dtype_row_bytes(t, kDim)};
+      if (hearth::kernels::set_cpu_variant_for_testing(best).ok() && hearth::kernels::wants_interleaved(shape)) {
+        benchmark::RegisterBenchmark(inter.c_str(), BM_Matmul, t, best, tokens, true)->MinTime(0.2);
       }
     }
   }
