@@ -3,10 +3,12 @@
 // single-token steps), repeated in rounds; in each round the two engines' pp runs and then their
 // tg runs go back to back, the first engine alternating by round, so that load from other
 // processes hits both alike; medians are reported. Also measured in the same run:
-// the machine's memcpy and streaming-read bandwidth (decode's ceiling), Hearth's warm load time
-// and its peak RSS while decoding. Prints a table (Hearth, llama.cpp, ratio, GB/s), writes JSON
-// (--json) and can regenerate docs/performance.md (--write-doc); both are rewritten after each
-// model, so a run cut short keeps what it measured. llama.cpp comes from the build named by
+// the machine's memcpy and streaming-read bandwidth (decode's ceiling) at the start and the end,
+// a shorter read probe just before and after each of Hearth's CPU tg runs (the host's bandwidth
+// drifts by 2x within minutes, so each run's share of the ceiling is taken against its own
+// minute), Hearth's warm load time and its peak RSS while decoding. Prints a table (Hearth,
+// llama.cpp, ratio, GB/s), writes JSON (--json) and can regenerate docs/performance.md
+// (--write-doc); both are rewritten after each model, so a run cut short keeps what it measured. llama.cpp comes from the build named by
 // HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured. --gpu-layers puts
 // layers on a GPU in both engines (Hearth's device from HEARTH_GPU as for `hearth run -ngl`;
 // llama-bench -ngl, so the llama.cpp build must have a GPU backend such as Vulkan).
@@ -22,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -234,7 +237,10 @@ Result<Options> parse_options(int argc, char** argv) {
   return o;
 }
 
-ModelResult bench_model(const std::string& path, const Options& o, const std::optional<std::string>& llama) {
+// probe: the read probe taken beside each of Hearth's tg runs (null for a GPU run, whose decode
+// the host's bandwidth does not bound).
+ModelResult bench_model(const std::string& path, const Options& o, const std::optional<std::string>& llama,
+                        const ReadProbe* probe) {
   ModelResult m;
   m.path = path;
   m.name = std::filesystem::path(path).stem().string();
@@ -304,13 +310,22 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
 
   // One measurement of one kind (prompt processing or generation) by each engine.
   auto hearth_run = [&](bool prompt) -> bool {
+    const bool probed = !prompt && probe != nullptr;
+    const double before = probed ? probe->read_gbs() : 0;
     auto tps = prompt ? (*runner)->prompt_tps(o.pp) : (*runner)->generation_tps(o.tg, o.depth);
     if (!tps.ok()) {
       m.error = tps.error().to_string();
       return false;
     }
     (prompt ? m.hearth_pp : m.hearth_tg).push_back(*tps);
-    std::fprintf(stderr, "   hearth     %s %8.2f\n", prompt ? "pp" : "tg", *tps);
+    if (probed) {
+      const double gbs = std::max(before, probe->read_gbs());
+      m.hearth_tg_read_gbs.push_back(gbs);
+      std::fprintf(stderr, "   hearth     tg %8.2f  (%.1f GB/s, %.0f%% of the read probe beside it, %.1f GB/s)\n", *tps,
+                   *tps * decode_step_bytes(m) / 1e9, 100.0 * *tps * decode_step_bytes(m) / 1e9 / gbs, gbs);
+    } else {
+      std::fprintf(stderr, "   hearth     %s %8.2f\n", prompt ? "pp" : "tg", *tps);
+    }
     return true;
   };
   auto llama_run = [&](bool prompt) {
@@ -407,9 +422,12 @@ int main(int argc, char** argv) {
   info.llama_bin = llama ? *llama : "";
   if (!llama) std::fprintf(stderr, "HEARTH_LLAMA_CPP_BIN is not set: measuring Hearth only\n");
 
+  // Held from here on, so every model's baseline memory includes it.
+  std::optional<ReadProbe> probe;
+  if (o.gpu_layers == 0) probe.emplace(o.threads);
   std::vector<ModelResult> results;
   for (const auto& path : o.models) {
-    results.push_back(bench_model(path, o, llama));
+    results.push_back(bench_model(path, o, llama, probe ? &*probe : nullptr));
     if (!results.back().error.empty()) std::fprintf(stderr, "   error: %s\n", results.back().error.c_str());
     const ModelResult& m = results.back();
     if (!m.llama_commit.empty()) info.llama_commit = m.llama_commit;

@@ -46,6 +46,9 @@ struct ModelResult {
   bool gpu_output = false;              // the output layer on the GPU too
   uint64_t device_bytes = 0;            // GPU memory Hearth held for the model (its size_vram)
   std::vector<double> hearth_pp, hearth_tg, llama_pp, llama_tg, load_ms;
+  // CPU runs: the read probe beside each of Hearth's tg runs (GB/s, the higher of the probes just
+  // before and just after it), hearth_tg's partner sample by sample.
+  std::vector<double> hearth_tg_read_gbs;
 };
 
 inline double median(std::vector<double> v) {
@@ -68,6 +71,27 @@ inline std::string kv_cache_text(const RunInfo& info) {
 inline uint64_t rss_budget(const ModelResult& m) { return m.file_bytes + m.kv_bytes + (uint64_t{64} << 20); }
 // Hearth's own peak: the process's peak during this model minus what it held before loading.
 inline uint64_t hearth_rss(const ModelResult& m) { return m.peak_rss > m.baseline_rss ? m.peak_rss - m.baseline_rss : 0; }
+
+// Bytes one generation step reads: the weights it multiplies and, at depth, the KV it attends to.
+inline double decode_step_bytes(const ModelResult& m) { return static_cast<double>(m.decode_weight_bytes + m.decode_kv_bytes); }
+
+// Hearth's decode as a share of the read bandwidth: the median over its tg runs of each run's
+// bytes per second against the probe beside it, or (a run without probes) the median run against
+// the run's start/end probe.
+inline double hearth_read_share(const ModelResult& m, const RunInfo& info) {
+  if (m.hearth_tg_read_gbs.size() == m.hearth_tg.size() && !m.hearth_tg.empty()) {
+    std::vector<double> shares;
+    for (size_t i = 0; i < m.hearth_tg.size(); ++i) {
+      shares.push_back(m.hearth_tg[i] * decode_step_bytes(m) / 1e9 / m.hearth_tg_read_gbs[i]);
+    }
+    return median(shares);
+  }
+  return median(m.hearth_tg) * decode_step_bytes(m) / 1e9 / info.read_gbs;
+}
+// The read bandwidth the bound uses: the median probe beside Hearth's tg runs, else the run's.
+inline double bound_read_gbs(const ModelResult& m, const RunInfo& info) {
+  return m.hearth_tg_read_gbs.empty() ? info.read_gbs : median(m.hearth_tg_read_gbs);
+}
 
 inline std::string fmt(const char* f, double x) {
   char buf[64];
@@ -95,7 +119,7 @@ inline std::string markdown_table(const RunInfo& info, const std::vector<ModelRe
   // CPU rows show the bandwidth bound: the tokens/s a step reading its weights (and, at depth, its
   // KV) at the measured streaming-read bandwidth would reach.
   const bool at_depth = info.depth > 0, gpu = gpu_run(info);
-  auto step_bytes = [](const ModelResult& m) { return static_cast<double>(m.decode_weight_bytes + m.decode_kv_bytes); };
+  auto step_bytes = decode_step_bytes;
   auto rate = [](double tps) { return tps > 0 ? fmt("%.2f", tps) : std::string("-"); };
   auto gbs = [&](double tps, const ModelResult& m) { return tps > 0 ? fmt("%.1f", tps * step_bytes(m) / 1e9) : std::string("-"); };
   struct Column {
@@ -118,13 +142,12 @@ inline std::string markdown_table(const RunInfo& info, const std::vector<ModelRe
       {"llama.cpp", [&](const ModelResult& m) { return gbs(median(m.llama_tg), m); }},
   });
   if (!gpu) {
-    cols.push_back({"% of read bw", [&](const ModelResult& m) {
-                      return fmt("%.0f%%", 100.0 * median(m.hearth_tg) * step_bytes(m) / 1e9 / info.read_gbs);
-                    }});
+    cols.push_back({"% of read bw", [&](const ModelResult& m) { return fmt("%.0f%%", 100.0 * hearth_read_share(m, info)); }});
+    cols.push_back({"probe GB/s", [&](const ModelResult& m) { return fmt("%.1f", bound_read_gbs(m, info)); }});
     if (at_depth) {
       cols.push_back({"KV MiB read per step", [](const ModelResult& m) { return fmt("%.0f", mib(m.decode_kv_bytes)); }});
     }
-    cols.push_back({"bw bound tok/s", [&](const ModelResult& m) { return fmt("%.1f", info.read_gbs * 1e9 / step_bytes(m)); }});
+    cols.push_back({"bw bound tok/s", [&](const ModelResult& m) { return fmt("%.1f", bound_read_gbs(m, info) * 1e9 / step_bytes(m)); }});
   }
   cols.push_back({"load ms", [](const ModelResult& m) { return fmt("%.0f", median(m.load_ms)); }});
   cols.push_back({"RSS MiB (budget)", [](const ModelResult& m) {
@@ -203,9 +226,9 @@ inline std::vector<std::string> target_lines(const RunInfo& info, const std::vec
   for (const auto& m : results) {
     if (!m.error.empty()) continue;
     if (m.name.find("-1b-q8_0") != std::string::npos) {
-      const double gbs = median(m.hearth_tg) * static_cast<double>(m.decode_weight_bytes) / 1e9;
+      const double gbs = median(m.hearth_tg) * decode_step_bytes(m) / 1e9;
       lines.push_back("Decode bandwidth, " + m.name + ": " + fmt("%.1f", gbs) + " GB/s = " +
-                      fmt("%.0f%%", 100 * gbs / info.read_gbs) + " of the measured read bandwidth (target 80%).");
+                      fmt("%.0f%%", 100 * hearth_read_share(m, info)) + " of the measured read bandwidth (target 80%).");
     }
     if (m.name.find("-1b-q4_0") != std::string::npos) {
       lines.push_back("Warm load, " + m.name + ": " + fmt("%.0f", median(m.load_ms)) + " ms (target < 200 ms).");
@@ -254,7 +277,8 @@ inline nlohmann::json results_json(const RunInfo& info, const std::vector<ModelR
                         {"decode_weight_bytes", m.decode_weight_bytes},
                         {"kv_bytes", m.kv_bytes},
                         {"decode_kv_bytes", m.decode_kv_bytes},
-                        {"hearth", {{"pp_tps", m.hearth_pp}, {"tg_tps", m.hearth_tg}, {"load_ms", m.load_ms},
+                        {"hearth", {{"pp_tps", m.hearth_pp}, {"tg_tps", m.hearth_tg}, {"tg_read_gbs", m.hearth_tg_read_gbs},
+                                    {"load_ms", m.load_ms},
                                     {"pp_median", median(m.hearth_pp)}, {"tg_median", median(m.hearth_tg)},
                                     {"peak_rss_bytes", hearth_rss(m)}, {"rss_budget_bytes", rss_budget(m)},
                                     {"n_layer", m.n_layer}, {"gpu_layers", m.gpu_layers}, {"gpu_output", m.gpu_output},
@@ -298,8 +322,10 @@ inline std::string format_performance_doc(const RunInfo& info, const std::vector
       std::to_string(info.tg) + " single-token steps from an empty cache (logits every step), as llama-bench measures them.\n"
       "- decode GB/s: bytes of weights one step reads (every tensor but an untied token embedding), plus at depth the "
       "KV it reads, times tg tokens/s; "
-      "% of read bw compares Hearth's with the streaming-read bandwidth above; bw bound tok/s is that bandwidth "
-      "divided by those bytes per step (the speed of a step that did nothing but read them).\n"
+      "% of read bw compares each of Hearth's tg runs with a streaming-read probe taken just before and just after "
+      "it (the higher; same threads, 256 MiB), median over the runs; probe GB/s is the median probe and bw bound "
+      "tok/s that bandwidth divided by those bytes per step (the speed of a step that did nothing but read them). "
+      "The streaming read above is the whole run's, at its start and end.\n"
       "- load ms: Hearth's warm load (mmap, weights bound, tokenizer and KV cache ready), median of several. "
       "RSS: Hearth's peak resident memory while running the model, against the budget file + KV cache + 64 MiB.\n\n" +
       (gpu_run(info) ? "- " + gpu_paragraph(info) + "\n" : std::string()) + markdown_table(info, results) + "\n";
@@ -323,8 +349,11 @@ inline std::string format_section_doc(const RunInfo& info, const std::vector<Mod
          "tensors its chosen experts hold (the active-parameter bytes), plus every other tensor" +
          (info.depth > 0 ? ", plus the " + kv_cache_text(info) + " of the depth's tokens" : std::string()) +
          (gpu_run(info) ? std::string()
-                        : std::string("; bw bound tok/s is the streaming-read bandwidth divided by those bytes per step "
-                                      "(the speed a step that only read them would reach)")) +
+                        : std::string("; % of read bw compares each of Hearth's tg runs with a streaming-read probe "
+                                      "taken just before and just after it (the higher; same threads, 256 MiB), median "
+                                      "over the runs; probe GB/s is the median probe, and bw bound tok/s that bandwidth "
+                                      "divided by those bytes per step (the speed a step that only read them would "
+                                      "reach)")) +
          ".\n\n" + (gpu_run(info) ? gpu_paragraph(info) + "\n" : std::string()) +
          markdown_table(info, results) + "\n";
   for (const auto& l : target_lines(info, results)) out += "- " + l + "\n";

@@ -1,7 +1,8 @@
 // Facts about the machine a benchmark runs on, measured in the same run: memcpy and streaming-
-// read bandwidth with a given thread count (the ceiling for memory-bound decoding), the CPU's
-// name, and the process's current and peak resident memory (resettable, so each model's peak
-// can be measured in one process).
+// read bandwidth with a given thread count (the ceiling for memory-bound decoding), a smaller read
+// probe that can be taken beside each measurement (the host's bandwidth drifts by 2x within
+// minutes), the CPU's name, and the process's current and peak resident memory (resettable, so
+// each model's peak can be measured in one process).
 #pragma once
 
 #include <algorithm>
@@ -35,43 +36,75 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) inline uint64_t str
   }
   return s[0] + s[1] + s[2] + s[3] + s[4] + s[5] + s[6] + s[7];
 }
+
+// The shortest of `reps` runs of body(thread, begin, end) over `words` words split into one slice
+// per thread, each thread a fresh std::thread, in seconds.
+template <typename Body>
+double best_split_seconds(int threads, size_t words, int reps, Body&& body) {
+  double best = 1e30;
+  for (int r = 0; r < reps; ++r) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      const size_t begin = words * static_cast<size_t>(t) / static_cast<size_t>(threads);
+      const size_t end = words * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+      pool.emplace_back([&, t, begin, end] { body(static_cast<size_t>(t), begin, end); });
+    }
+    for (auto& th : pool) th.join();
+    best = std::min(best, seconds_since(start));
+  }
+  return best;
+}
+
+// Streaming-read GB/s of `threads` threads over src (best of reps passes).
+inline double read_gbs(const std::vector<uint64_t>& src, int threads, int reps) {
+  std::vector<uint64_t> sink(static_cast<size_t>(threads));
+  const double s = best_split_seconds(threads, src.size(), reps, [&](size_t t, size_t begin, size_t end) {
+    sink[t] = stream_sum(src.data() + begin, end - begin);
+  });
+  volatile uint64_t keep = sink[0];
+  (void)keep;
+  return static_cast<double>(src.size() * sizeof(uint64_t)) / s / 1e9;
+}
+
+inline std::vector<uint64_t> filled_words(size_t bytes) {
+  std::vector<uint64_t> v(bytes / sizeof(uint64_t));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = i * 0x9E3779B97F4A7C15ull;
+  return v;
+}
 }  // namespace detail
 
 // Best of `reps` passes over `bytes` (much larger than the caches), with `threads` threads
 // each copying / reading its own slice.
 inline Bandwidth measure_bandwidth(int threads, size_t bytes = size_t{1} << 30, int reps = 10) {
   threads = std::max(threads, 1);
-  const size_t words = bytes / sizeof(uint64_t);
-  std::vector<uint64_t> src(words), dst(words);
-  for (size_t i = 0; i < words; ++i) src[i] = i * 0x9E3779B97F4A7C15ull;
-  std::memset(dst.data(), 1, words * sizeof(uint64_t));
-  auto run = [&](auto&& body) {
-    double best = 1e30;
-    for (int r = 0; r < reps; ++r) {
-      auto start = std::chrono::steady_clock::now();
-      std::vector<std::thread> pool;
-      for (int t = 0; t < threads; ++t) {
-        const size_t begin = words * static_cast<size_t>(t) / static_cast<size_t>(threads);
-        const size_t end = words * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
-        pool.emplace_back([&, t, begin, end] { body(static_cast<size_t>(t), begin, end); });
-      }
-      for (auto& th : pool) th.join();
-      best = std::min(best, detail::seconds_since(start));
-    }
-    return best;
-  };
+  const std::vector<uint64_t> src = detail::filled_words(bytes);
+  std::vector<uint64_t> dst(src.size());
+  std::memset(dst.data(), 1, dst.size() * sizeof(uint64_t));
   Bandwidth b;
-  b.memcpy_gbs = static_cast<double>(bytes) / run([&](size_t, size_t begin, size_t end) {
+  b.memcpy_gbs = static_cast<double>(bytes) /
+                 detail::best_split_seconds(threads, src.size(), reps, [&](size_t, size_t begin, size_t end) {
                    std::memcpy(dst.data() + begin, src.data() + begin, (end - begin) * sizeof(uint64_t));
                  }) / 1e9;
-  std::vector<uint64_t> sink(static_cast<size_t>(threads));
-  b.read_gbs = static_cast<double>(bytes) / run([&](size_t t, size_t begin, size_t end) {
-                 sink[t] = detail::stream_sum(src.data() + begin, end - begin);
-               }) / 1e9;
-  volatile uint64_t keep = sink[0];
-  (void)keep;
+  b.read_gbs = detail::read_gbs(src, threads, reps);
   return b;
 }
+
+// A streaming-read probe to take beside each measurement, so that a run's share of the bandwidth
+// compares it with the memory of its own minute: `bytes` (8x the largest L3 here at the default)
+// filled once and held, then read by `threads` threads, best of `reps` passes (~40 ms in all at
+// the default on a 2-core host). Create it before measuring a process's baseline memory, which
+// then includes it.
+class ReadProbe {
+ public:
+  explicit ReadProbe(int threads, size_t bytes = size_t{256} << 20)
+      : threads_(std::max(threads, 1)), words_(detail::filled_words(bytes)) {}
+  double read_gbs(int reps = 6) const { return detail::read_gbs(words_, threads_, reps); }
+
+ private:
+  int threads_;
+  std::vector<uint64_t> words_;
+};
 
 inline std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
