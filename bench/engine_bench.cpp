@@ -5,11 +5,11 @@
 // processes hits both alike; medians are reported. Also measured in the same run:
 // the machine's memcpy and streaming-read bandwidth (decode's ceiling) at the start and the end,
 // a shorter read probe just before and after each of Hearth's CPU tg runs (the host's bandwidth
-// drifts by 2x within minutes, so each run's share of the ceiling is taken against its own
-// minute), Hearth's warm load time and its peak RSS while decoding. Prints a table (Hearth,
-// llama.cpp, ratio, GB/s), writes JSON (--json) and can regenerate docs/performance.md
-// (--write-doc); both are rewritten after each model, so a run cut short keeps what it measured. llama.cpp comes from the build named by
-// HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured. --gpu-layers puts
+// switches between regimes within seconds, so each run's share of the ceiling is taken against
+// its own probes), Hearth's warm load time and its peak RSS while decoding. Prints a table
+// (Hearth, llama.cpp, ratio, GB/s), writes JSON (--json) and can regenerate docs/performance.md
+// (--write-doc); both are rewritten after each model, so a run cut short keeps what it measured.
+// llama.cpp comes from the build named by HEARTH_LLAMA_CPP_BIN (its bin/ folder); without it only Hearth is measured. --gpu-layers puts
 // layers on a GPU in both engines (Hearth's device from HEARTH_GPU as for `hearth run -ngl`;
 // llama-bench -ngl, so the llama.cpp build must have a GPU backend such as Vulkan).
 //
@@ -319,10 +319,11 @@ ModelResult bench_model(const std::string& path, const Options& o, const std::op
     }
     (prompt ? m.hearth_pp : m.hearth_tg).push_back(*tps);
     if (probed) {
-      const double gbs = std::max(before, probe->read_gbs());
-      m.hearth_tg_read_gbs.push_back(gbs);
+      const double probe_gbs = std::max(before, probe->read_gbs());
+      m.hearth_tg_read_gbs.push_back(probe_gbs);
+      const double run_gbs = *tps * decode_step_bytes(m) / 1e9;
       std::fprintf(stderr, "   hearth     tg %8.2f  (%.1f GB/s, %.0f%% of the read probe beside it, %.1f GB/s)\n", *tps,
-                   *tps * decode_step_bytes(m) / 1e9, 100.0 * *tps * decode_step_bytes(m) / 1e9 / gbs, gbs);
+                   run_gbs, 100.0 * run_gbs / probe_gbs, probe_gbs);
     } else {
       std::fprintf(stderr, "   hearth     %s %8.2f\n", prompt ? "pp" : "tg", *tps);
     }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "kernels/cpu_features.h"
+#include "kernels/interleaved_layout.h"
 #include "kernels/ops.h"
 #include "tensor/quantize.h"
 
@@ -77,7 +78,8 @@ const Matrix& interleaved_matrix_of(DType type) {
     const Matrix& rows = matrix_of(type);
     m = std::make_unique<Matrix>();
     m->bytes.resize(rows.bytes.size());
-    hearth::kernels::interleave_weight(rows.view, 0, rows.view.rows / 16, m->bytes.data());
+    hearth::kernels::interleave_weight(rows.view, 0, rows.view.rows / hearth::kernels::kInterleavedPanelRows,
+                                       m->bytes.data());
     m->view = rows.view;
     m->view.data = m->bytes.data();
     m->view.interleaved = true;

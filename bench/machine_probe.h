@@ -1,8 +1,8 @@
 // Facts about the machine a benchmark runs on, measured in the same run: memcpy and streaming-
 // read bandwidth with a given thread count (the ceiling for memory-bound decoding), a smaller read
-// probe that can be taken beside each measurement (the host's bandwidth drifts by 2x within
-// minutes), the CPU's name, and the process's current and peak resident memory (resettable, so
-// each model's peak can be measured in one process).
+// probe that can be taken beside each measurement (the host's bandwidth switches between regimes
+// within seconds), the CPU's name, and the process's current and peak resident memory
+// (resettable, so each model's peak can be measured in one process).
 #pragma once
 
 #include <algorithm>
@@ -91,7 +91,7 @@ inline Bandwidth measure_bandwidth(int threads, size_t bytes = size_t{1} << 30, 
 }
 
 // A streaming-read probe to take beside each measurement, so that a run's share of the bandwidth
-// compares it with the memory of its own minute: `bytes` (8x the largest L3 here at the default)
+// compares it with the memory of its own moment: `bytes` (8x the largest L3 here at the default)
 // filled once and held, then read by `threads` threads, best of `reps` passes (~40 ms in all at
 // the default on a 2-core host). Create it before measuring a process's baseline memory, which
 // then includes it.
