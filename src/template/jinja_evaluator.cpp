@@ -7,6 +7,7 @@
 
 #include "template/jinja_ast.h"
 #include "template/jinja_builtins.h"
+#include "template/jinja_heap.h"
 #include "template/jinja_lexer.h"
 #include "template/jinja_ops.h"
 #include "template/jinja_template.h"
@@ -458,6 +459,7 @@ Result<Template> Template::parse(std::string_view source, std::string name) {
 Result<std::string> Template::render(const nlohmann::ordered_json& context, const RenderOptions& options) const {
   if (!body_) return make_error(ErrorKind::kInvalidArgument, name_ + ": template was not parsed");
   try {
+    ContainerArena arena;  // outlives the evaluator: what its frames leave behind is emptied last
     Evaluator evaluator(options);
     return evaluator.render(*body_, context);
   } catch (const JinjaError& e) {

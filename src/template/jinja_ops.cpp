@@ -151,9 +151,10 @@ bool value_less(const Value& a, const Value& b, int line) {
   if (a.is_list() && b.is_list()) {
     const auto& x = a.items();
     const auto& y = b.items();
+    // As Python: the first unequal pair decides (one comparison per level, not two, so nested
+    // lists cost linear time rather than 2^depth).
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (value_less(x[i], y[i], line)) return true;
-      if (value_less(y[i], x[i], line)) return false;
+      if (!x[i].equals(y[i])) return value_less(x[i], y[i], line);
     }
     return x.size() < y.size();
   }

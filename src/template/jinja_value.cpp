@@ -2,10 +2,13 @@
 // and repr() printing, float formatting, equality, and json.dumps as HF's tojson calls it.
 #include "template/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+
+#include "template/jinja_heap.h"
 
 namespace hearth::jinja {
 
@@ -33,13 +36,13 @@ void throw_error(int line, std::string message) { throw JinjaError{line, std::mo
 Value Value::list(ValueList items) {
   Value v;
   v.kind_ = ValueKind::kList;
-  v.list_ = std::make_shared<ValueList>(std::move(items));
+  v.list_ = adopt_list(std::move(items));
   return v;
 }
 Value Value::dict(ValueDict d) {
   Value v;
   v.kind_ = ValueKind::kDict;
-  v.dict_ = std::make_shared<ValueDict>(std::move(d));
+  v.dict_ = adopt_dict(std::move(d));
   return v;
 }
 Value Value::function(std::string name, NativeFunction fn) {
@@ -127,28 +130,45 @@ static std::string repr_string(const std::string& s) {
 }
 
 std::string Value::to_repr() const {
-  switch (kind_) {
-    case ValueKind::kString: return repr_string(str_);
-    case ValueKind::kList: {
-      std::string out = "[";
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (i) out += ", ";
-        out += (*list_)[i].to_repr();
-      }
-      return out + "]";
-    }
-    case ValueKind::kDict: {
-      std::string out = "{";
-      bool first = true;
-      for (const auto& [k, v] : dict_->entries) {
-        if (!first) out += ", ";
-        first = false;
-        out += repr_string(k) + ": " + v.to_repr();
-      }
-      return out + "}";
-    }
-    default: return to_display();
+  std::string out;
+  std::vector<const void*> open;
+  repr_into(out, open);
+  return out;
+}
+
+// `open` holds the containers being printed, outermost first: one met again is printed as
+// Python prints a container inside itself.
+void Value::repr_into(std::string& out, std::vector<const void*>& open) const {
+  if (kind_ != ValueKind::kList && kind_ != ValueKind::kDict) {
+    out += kind_ == ValueKind::kString ? repr_string(str_) : to_display();
+    return;
   }
+  const void* self = kind_ == ValueKind::kList ? static_cast<const void*>(list_.get()) : dict_.get();
+  if (std::find(open.begin(), open.end(), self) != open.end()) {
+    out += kind_ == ValueKind::kList ? "[...]" : "{...}";
+    return;
+  }
+  if (open.size() >= static_cast<size_t>(kMaxValueNesting)) throw_error(0, "value nested too deeply to print");
+  open.push_back(self);
+  if (kind_ == ValueKind::kList) {
+    out += '[';
+    for (size_t i = 0; i < list_->size(); ++i) {
+      if (i) out += ", ";
+      (*list_)[i].repr_into(out, open);
+    }
+    out += ']';
+  } else {
+    out += '{';
+    bool first = true;
+    for (const auto& [k, v] : dict_->entries) {
+      if (!first) out += ", ";
+      first = false;
+      out += repr_string(k) + ": ";
+      v.repr_into(out, open);
+    }
+    out += '}';
+  }
+  open.pop_back();
 }
 
 std::string Value::to_display() const {
@@ -165,19 +185,25 @@ std::string Value::to_display() const {
   return "";
 }
 
-bool Value::equals(const Value& other) const {
+bool Value::equals(const Value& other) const { return equals_nested(other, 0); }
+
+bool Value::equals_nested(const Value& other, int depth) const {
   if ((is_number() || is_bool()) && (other.is_number() || other.is_bool())) {
     if (is_float() || other.is_float()) return as_float() == other.as_float();
     return int_ == other.int_;
   }
   if (kind_ != other.kind_) return false;
+  // The same container equals itself without a walk, as Python's identity shortcut has it
+  // (so `l == l` holds even when l contains itself).
+  if ((is_list() && list_ == other.list_) || (is_dict() && dict_ == other.dict_)) return true;
+  if ((is_list() || is_dict()) && depth >= kMaxValueNesting) throw_error(0, "values nested too deeply to compare");
   switch (kind_) {
     case ValueKind::kUndefined: case ValueKind::kNone: return true;
     case ValueKind::kString: return str_ == other.str_;
     case ValueKind::kList: {
       if (list_->size() != other.list_->size()) return false;
       for (size_t i = 0; i < list_->size(); ++i) {
-        if (!(*list_)[i].equals((*other.list_)[i])) return false;
+        if (!(*list_)[i].equals_nested((*other.list_)[i], depth + 1)) return false;
       }
       return true;
     }
@@ -185,7 +211,7 @@ bool Value::equals(const Value& other) const {
       if (dict_->entries.size() != other.dict_->entries.size()) return false;
       for (const auto& [k, v] : dict_->entries) {
         const Value* o = other.dict_->find(k);
-        if (!o || !v.equals(*o)) return false;
+        if (!o || !v.equals_nested(*o, depth + 1)) return false;
       }
       return true;
     }
@@ -209,7 +235,10 @@ const char* Value::type_name() const {
   return "?";
 }
 
-Value Value::from_json(const nlohmann::ordered_json& j) {
+Value Value::from_json(const nlohmann::ordered_json& j) { return from_json_nested(j, 0); }
+
+Value Value::from_json_nested(const nlohmann::ordered_json& j, int depth) {
+  if (j.is_structured() && depth >= kMaxValueNesting) throw_error(0, "context value nested too deeply");
   switch (j.type()) {
     case nlohmann::ordered_json::value_t::null: return Value::none();
     case nlohmann::ordered_json::value_t::boolean: return Value(j.get<bool>());
@@ -223,19 +252,22 @@ Value Value::from_json(const nlohmann::ordered_json& j) {
     case nlohmann::ordered_json::value_t::string: return Value(j.get<std::string>());
     case nlohmann::ordered_json::value_t::array: {
       ValueList items;
-      for (const auto& e : j) items.push_back(from_json(e));
+      for (const auto& e : j) items.push_back(from_json_nested(e, depth + 1));
       return Value::list(std::move(items));
     }
     case nlohmann::ordered_json::value_t::object: {
       ValueDict d;
-      for (auto it = j.begin(); it != j.end(); ++it) d.set(it.key(), from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) d.set(it.key(), from_json_nested(it.value(), depth + 1));
       return Value::dict(std::move(d));
     }
     default: return Value::none();
   }
 }
 
-nlohmann::ordered_json Value::to_json() const {
+nlohmann::ordered_json Value::to_json() const { return to_json_nested(0); }
+
+nlohmann::ordered_json Value::to_json_nested(int depth) const {
+  if ((is_list() || is_dict()) && depth >= kMaxValueNesting) throw_error(0, "value nested too deeply for JSON");
   switch (kind_) {
     case ValueKind::kBool: return as_bool();
     case ValueKind::kInt: return int_;
@@ -243,12 +275,12 @@ nlohmann::ordered_json Value::to_json() const {
     case ValueKind::kString: return str_;
     case ValueKind::kList: {
       auto arr = nlohmann::ordered_json::array();
-      for (const auto& v : *list_) arr.push_back(v.to_json());
+      for (const auto& v : *list_) arr.push_back(v.to_json_nested(depth + 1));
       return arr;
     }
     case ValueKind::kDict: {
       auto obj = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : dict_->entries) obj[k] = v.to_json();
+      for (const auto& [k, v] : dict_->entries) obj[k] = v.to_json_nested(depth + 1);
       return obj;
     }
     default: return nullptr;
@@ -280,7 +312,7 @@ static void json_escape_into(std::string& out, const std::string& s) {
 }
 
 static void json_dump_into(std::string& out, const Value& v, int indent, int depth, int line) {
-  if (depth > 256) throw_error(line, "tojson: value nested too deeply");
+  if (depth > kMaxValueNesting) throw_error(line, "tojson: value nested too deeply (or contains itself)");
   auto newline = [&](int d) {
     out += '\n';
     out.append(static_cast<size_t>(indent) * d, ' ');

@@ -16,6 +16,10 @@ namespace hearth::jinja {
 
 class Value;
 struct CallArgs;
+// How deep lists and dicts may nest where the interpreter walks them (printing, comparing, JSON).
+// Python stops at its recursion limit; Hearth stops here with a template error, long before a
+// thread's stack would run out, and a container that holds itself is caught the same way.
+constexpr int kMaxValueNesting = 256;
 using ValueList = std::vector<Value>;
 // Insertion-ordered string-keyed mapping (Python dicts keep insertion order; tojson relies on it).
 struct ValueDict {
@@ -74,18 +78,26 @@ class Value {
   bool truthy() const;
   // Python str(): what {{ x }} prints (undefined prints nothing, none prints "None").
   std::string to_display() const;
-  // Python repr(), used when a list or dict is printed: ['a', 1, None].
+  // Python repr(), used when a list or dict is printed: ['a', 1, None]; a container inside
+  // itself prints as [...] or {...}, as in Python.
   std::string to_repr() const;
-  // Python == semantics (1 == 1.0, deep list/dict comparison).
+  // Python == semantics (1 == 1.0, deep list/dict comparison). Throws JinjaError past
+  // kMaxValueNesting levels (a container that holds itself).
   bool equals(const Value& other) const;
   // Type name in Jinja/Python words, for error messages.
   const char* type_name() const;
 
-  // JSON conversions. Objects keep their key order.
+  // JSON conversions. Objects keep their key order. Both throw JinjaError past kMaxValueNesting
+  // levels.
   static Value from_json(const nlohmann::ordered_json& j);
   nlohmann::ordered_json to_json() const;
 
  private:
+  bool equals_nested(const Value& other, int depth) const;
+  void repr_into(std::string& out, std::vector<const void*>& open) const;
+  nlohmann::ordered_json to_json_nested(int depth) const;
+  static Value from_json_nested(const nlohmann::ordered_json& j, int depth);
+
   ValueKind kind_ = ValueKind::kUndefined;
   int64_t int_ = 0;
   double float_ = 0;
