@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "util/json_nesting.h"
+
 namespace hearth::api {
 namespace {
 
@@ -23,6 +25,10 @@ const Json* find_field(const Json& obj, std::string_view key) {
 }  // namespace
 
 Result<Json> parse_json_object(std::string_view body) {
+  if (!json_nesting_within(body)) {
+    return make_error(ErrorKind::kInvalidArgument,
+                      "request body nests arrays and objects deeper than " + std::to_string(kMaxJsonNesting) + " levels");
+  }
   Json value;
   try {
     value = Json::parse(body.begin(), body.end());

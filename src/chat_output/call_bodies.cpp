@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "chat_output/family_markers.h"
+#include "util/json_nesting.h"
 
 namespace hearth::chat_output_detail {
 namespace {
@@ -29,7 +30,11 @@ bool is_word(std::string_view s) {
   return true;
 }
 
-Json parse(std::string_view text) { return Json::parse(text, nullptr, /*allow_exceptions=*/false); }
+// Text nested deeper than any real call is not a call (and would overflow the stack when printed).
+Json parse(std::string_view text) {
+  if (!json_nesting_within(text)) return Json(Json::value_t::discarded);
+  return Json::parse(text, nullptr, /*allow_exceptions=*/false);
+}
 
 // Calls from a parsed object or non-empty array of objects, all or nothing.
 bool calls_from_value(const Json& value, std::vector<ParsedToolCall>& calls, const char* name_key,

@@ -9,6 +9,8 @@
 #include <optional>
 #include <type_traits>
 
+#include "util/json_nesting.h"
+
 namespace hearth::protocol {
 namespace {
 
@@ -610,38 +612,10 @@ void read_model_info(Reader& r, ModelInfo& m) {
   }
 }
 
-// Deeper nesting than any real message has (a chat body with tools and schemas stays well under
-// this) is refused before parsing: copying and printing a JSON value recurse once per level.
-constexpr int kMaxNesting = 128;
-
-bool nesting_within_limit(std::string_view bytes) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (char c : bytes) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > kMaxNesting) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
-}
-
 template <typename T, typename ReadFn>
 Result<T> decode(std::string_view bytes, ReadFn&& read) {
-  if (!nesting_within_limit(bytes)) {
-    return make_error(ErrorKind::kCorrupt, "protocol: the message nests deeper than " + std::to_string(kMaxNesting) + " levels");
+  if (!json_nesting_within(bytes)) {
+    return make_error(ErrorKind::kCorrupt, "protocol: the message nests deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   }
   Json j = Json::parse(bytes.begin(), bytes.end(), nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded()) return make_error(ErrorKind::kCorrupt, "protocol: the message is not JSON");

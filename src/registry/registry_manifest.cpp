@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "registry/registry_reference.h"
+#include "util/json_nesting.h"
 
 namespace hearth::registry {
 namespace {
@@ -42,6 +43,7 @@ std::vector<BlobDescriptor> Manifest::blobs() const {
 
 Result<Manifest> parse_manifest(std::string_view bytes) {
   if (bytes.size() > kMaxManifestBytes) return corrupt("larger than " + std::to_string(kMaxManifestBytes) + " bytes");
+  if (!json_nesting_within(bytes)) return corrupt("nested deeper than " + std::to_string(kMaxJsonNesting) + " levels");
   auto j = nlohmann::json::parse(bytes, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return corrupt("not a JSON object");
   if (!j.contains("schemaVersion") || j["schemaVersion"] != 2) return corrupt("schemaVersion is not 2");

@@ -2,6 +2,8 @@
 // index and field so an API client can fix its request.
 #include "template/chat_context.h"
 
+#include "util/json_nesting.h"
+
 namespace hearth {
 namespace {
 
@@ -59,7 +61,9 @@ Result<Json> build_chat_context(const Json& request, const ChatContextOptions& o
       for (auto& call : out["tool_calls"]) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
         Json& fn = call["function"];
-        if (options.parse_tool_arguments && fn.contains("arguments") && fn["arguments"].is_string()) {
+        // Arguments nested deeper than any real call stay a string, as unparseable ones do.
+        if (options.parse_tool_arguments && fn.contains("arguments") && fn["arguments"].is_string() &&
+            json_nesting_within(fn["arguments"].get_ref<const std::string&>())) {
           Json parsed = Json::parse(fn["arguments"].get<std::string>(), nullptr, /*allow_exceptions=*/false);
           if (!parsed.is_discarded()) fn["arguments"] = std::move(parsed);
         }

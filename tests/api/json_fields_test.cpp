@@ -21,6 +21,7 @@ TEST(JsonFields, ParseRejectsMalformedBodies) {
       {std::string("{\"a\":\"\xff\xfe\"}"), "not valid JSON"},  // invalid UTF-8 inside a string
       {std::string("{\"a\":\"\xc3\"}"), "not valid JSON"},      // truncated UTF-8 sequence
       {"{\"a\":599e555}", "not valid JSON"},                          // number beyond double: out_of_range, not parse_error
+      {"{\"a\":" + std::string(1000000, '[') + "}", "nests arrays and objects deeper than 128 levels"},
   };
   for (const auto& c : cases) {
     auto r = parse_json_object(c.body);

@@ -53,6 +53,18 @@ TEST(ChatOutputParser, MalformedCallIsAnswerText) {
   EXPECT_EQ(no_name.content, "[TOOL_CALLS][{\"arguments\": {}}]");
 }
 
+TEST(ChatOutputParser, CallNestedDeeperThanTheJsonLimitIsAnswerText) {
+  // Printing arguments recurses once per level: a model's bracket storm must not become a call.
+  const std::string deep = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(200, '[') +
+                           std::string(200, ']') + "}}\n</tool_call>";
+  Parsed p = parse_every_way(tools_format(ChatOutputFamily::kHermes), deep);
+  EXPECT_TRUE(p.calls.empty());
+  EXPECT_EQ(p.content, deep);
+  const std::string fine = "<tool_call>\n{\"name\": \"f\", \"arguments\": {\"a\": " + std::string(100, '[') +
+                           std::string(100, ']') + "}}\n</tool_call>";
+  EXPECT_EQ(parse_every_way(tools_format(ChatOutputFamily::kHermes), fine).calls.size(), 1u);
+}
+
 TEST(ChatOutputParser, Llama3BareJsonAndPythonTag) {
   Parsed p = parse_every_way(tools_format(ChatOutputFamily::kLlama3),
                              " {\"name\": \"get_weather\", \"parameters\": {\"city\": \"Oslo\"}}");

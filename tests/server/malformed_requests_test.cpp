@@ -205,15 +205,37 @@ TEST_F(Malformed, ValidToolChoicesAndKeepAliveAreServed) {
 }
 
 TEST_F(Malformed, DeeplyNestedJsonIsHarmless) {
+  // Refused before parsing, whichever field holds it: copying or printing such a value recursed
+  // once per level, and an assistant message's tool-call arguments took the server down.
   const std::string deep = std::string(50000, '[') + std::string(50000, ']');
-  auto ignored = post("/v1/chat/completions", R"({"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"metadata":)" + deep + "}");
-  EXPECT_EQ(ignored.status, 200) << ignored.body.substr(0, 200);
-  auto refused = post("/v1/completions", R"({"prompt":)" + deep + "}");
-  EXPECT_EQ(refused.status, 400);
-  auto content = post("/v1/messages", R"({"max_tokens":1,"messages":[{"role":"user","content":)" + deep + "}]}");
-  EXPECT_EQ(content.status, 400);
-  auto unclosed = post("/api/chat", std::string(100000, '['));
-  EXPECT_EQ(unclosed.status, 400);
+  const Bad cases[] = {
+      {"POST", "/v1/chat/completions", R"({"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"metadata":)" + deep + "}",
+       400, Shape::kOpenAI, "deeper than 128 levels"},
+      {"POST", "/v1/completions", R"({"prompt":)" + deep + "}", 400, Shape::kOpenAI, "deeper than 128 levels"},
+      {"POST", "/v1/messages", R"({"max_tokens":1,"messages":[{"role":"user","content":)" + deep + "}]}", 400,
+       Shape::kAnthropic, "deeper than 128 levels"},
+      {"POST", "/api/chat", std::string(100000, '['), 400, Shape::kOllama, "deeper than 128 levels"},
+      {"POST", "/api/chat",
+       R"({"model":"scripted","stream":false,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":"",)"
+       R"("tool_calls":[{"function":{"name":"f","arguments":{"a":)" + deep + "}}}]},{\"role\":\"tool\",\"content\":\"ok\"}]}",
+       400, Shape::kOllama, "deeper than 128 levels"},
+      {"POST", "/v1/chat/completions",
+       R"({"max_tokens":1,"tools":[{"type":"function","function":{"name":"f","parameters":)" + deep + "}}],"
+       R"("messages":[{"role":"user","content":"hi"}]})",
+       400, Shape::kOpenAI, "deeper than 128 levels"},
+  };
+  for (const auto& c : cases) {
+    auto r = post(c.path, c.body);
+    EXPECT_EQ(r.status, c.status) << c.path << " " << r.body.substr(0, 200);
+    expect_shape(r, c.shape, c.path);
+    EXPECT_NE(error_message(r, c.shape).find(c.expect), std::string::npos) << r.body.substr(0, 200);
+  }
+  // As deep as a real schema gets is served.
+  std::string schema = R"({"type":"string"})";
+  for (int i = 0; i < 40; ++i) schema = R"({"type":"array","items":)" + schema + "}";
+  auto served = post("/v1/chat/completions", R"({"max_tokens":1,"messages":[{"role":"user","content":"hi"}],"metadata":{"s":)" +
+                                                 schema + "}}");
+  EXPECT_EQ(served.status, 200) << served.body.substr(0, 200);
   EXPECT_EQ(get("/health").status, 200);
 }
 

@@ -34,6 +34,17 @@ TEST(ChatContext, JoinsTextPartsAndParsesArguments) {
   EXPECT_EQ(c["eos_token"], "<E>");
 }
 
+TEST(ChatContext, ArgumentsNestedTooDeeplyStayAString) {
+  // A JSON string in a request may hold any depth; parsed, it would be printed and converted by
+  // recursion, so past the JSON nesting limit it stays the string it was.
+  const std::string deep = "{\"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}";
+  Json request = {{"messages", Json::array({{{"role", "assistant"}, {"content", nullptr},
+                                             {"tool_calls", Json::array({{{"function", {{"name", "f"}, {"arguments", deep}}}}})}}})}};
+  auto ctx = build_chat_context(request);
+  ASSERT_TRUE(ctx.ok()) << ctx.error().message;
+  EXPECT_EQ((*ctx)["messages"][0]["tool_calls"][0]["function"]["arguments"], deep);
+}
+
 TEST(ChatContext, DefaultsAndOmissions) {
   auto ctx = build_chat_context(Json::parse(R"({"messages": [{"role": "user", "content": "x"}]})"));
   ASSERT_TRUE(ctx.ok());
