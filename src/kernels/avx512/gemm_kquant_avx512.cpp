@@ -562,7 +562,7 @@ struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
   static void direct_tokens(const InterleavedPanel& p, int n_blocks, const uint8_t* act, size_t stride, int64_t cols,
                             float* sums, StreamAhead& ahead) {
     const __m512i low4 = _mm512_set1_epi8(0x0F);
-    const __m512i low2 = _mm512_set1_epi8(0x03);
+    const __m512i bits45 = _mm512_set1_epi8(0x30);
     __m512 acc[T];
     for (int t = 0; t < T; ++t) acc[t] = _mm512_setzero_ps();
     for (int64_t sb = 0; sb < n_blocks; ++sb) {
@@ -589,11 +589,14 @@ struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
             const int k = 4 * j + i;
             const __m512i ql = _mm512_loadu_si512(regs + 64 * (16 * h + k));
             const __m512i qh = _mm512_loadu_si512(regs + 64 * (32 + 8 * h + k % 8));
-            const int shift = 2 * (k / 8);
-            const __m512i hi_a = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, shift), low2), 4);
-            const __m512i hi_b = _mm512_slli_epi16(_mm512_and_si512(_mm512_srli_epi16(qh, shift + 4), low2), 4);
-            const __m512i qa = _mm512_or_si512(_mm512_and_si512(ql, low4), hi_a);                        // register 32h+k
-            const __m512i qb = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi16(ql, 4), low4), hi_b);  // 32h+16+k
+            // The high bits (at 0-1 or 2-3 for register a, 4-5 or 6-7 for b) are moved to bits
+            // 4-5 (16-bit shifts by at most 4 keep them inside their byte) and masked, and one
+            // ternary op merges them with the nibble: (nibble & 0x0F) | high.
+            const bool upper = k >= 8;
+            const __m512i hi_a = _mm512_and_si512(upper ? _mm512_slli_epi16(qh, 2) : _mm512_slli_epi16(qh, 4), bits45);
+            const __m512i hi_b = _mm512_and_si512(upper ? _mm512_srli_epi16(qh, 2) : qh, bits45);
+            const __m512i qa = _mm512_ternarylogic_epi32(ql, hi_a, low4, 0xEC);                        // register 32h+k
+            const __m512i qb = _mm512_ternarylogic_epi32(_mm512_srli_epi16(ql, 4), hi_b, low4, 0xEC);  // 32h+16+k
             for (int t = 0; t < T; ++t) {
               dot_a[t] = _mm512_dpbusd_epi32(dot_a[t], qa, _mm512_set1_epi32(load_i32(qs[t] + 4 * (32 * h + k))));
               dot_b[t] = _mm512_dpbusd_epi32(dot_b[t], qb, _mm512_set1_epi32(load_i32(qs[t] + 4 * (32 * h + 16 + k))));
