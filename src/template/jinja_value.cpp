@@ -264,29 +264,6 @@ Value Value::from_json_nested(const nlohmann::ordered_json& j, int depth) {
   }
 }
 
-nlohmann::ordered_json Value::to_json() const { return to_json_nested(0); }
-
-nlohmann::ordered_json Value::to_json_nested(int depth) const {
-  if ((is_list() || is_dict()) && depth >= kMaxValueNesting) throw_error(0, "value nested too deeply for JSON");
-  switch (kind_) {
-    case ValueKind::kBool: return as_bool();
-    case ValueKind::kInt: return int_;
-    case ValueKind::kFloat: return float_;
-    case ValueKind::kString: return str_;
-    case ValueKind::kList: {
-      auto arr = nlohmann::ordered_json::array();
-      for (const auto& v : *list_) arr.push_back(v.to_json_nested(depth + 1));
-      return arr;
-    }
-    case ValueKind::kDict: {
-      auto obj = nlohmann::ordered_json::object();
-      for (const auto& [k, v] : dict_->entries) obj[k] = v.to_json_nested(depth + 1);
-      return obj;
-    }
-    default: return nullptr;
-  }
-}
-
 static void json_escape_into(std::string& out, const std::string& s) {
   out += '"';
   for (unsigned char c : s) {

@@ -87,15 +87,12 @@ class Value {
   // Type name in Jinja/Python words, for error messages.
   const char* type_name() const;
 
-  // JSON conversions. Objects keep their key order. Both throw JinjaError past kMaxValueNesting
-  // levels.
+  // From JSON; objects keep their key order. Throws JinjaError past kMaxValueNesting levels.
   static Value from_json(const nlohmann::ordered_json& j);
-  nlohmann::ordered_json to_json() const;
 
  private:
   bool equals_nested(const Value& other, int depth) const;
   void repr_into(std::string& out, std::vector<const void*>& open) const;
-  nlohmann::ordered_json to_json_nested(int depth) const;
   static Value from_json_nested(const nlohmann::ordered_json& j, int depth);
 
   ValueKind kind_ = ValueKind::kUndefined;

@@ -589,9 +589,8 @@ struct InterleavedQ6_KKernel : Q6_KPacked<Q6KInterleaved> {
             const int k = 4 * j + i;
             const __m512i ql = _mm512_loadu_si512(regs + 64 * (16 * h + k));
             const __m512i qh = _mm512_loadu_si512(regs + 64 * (32 + 8 * h + k % 8));
-            // The high bits (at 0-1 or 2-3 for register a, 4-5 or 6-7 for b) are moved to bits
-            // 4-5 (16-bit shifts by at most 4 keep them inside their byte) and masked, and one
-            // ternary op merges them with the nibble: (nibble & 0x0F) | high.
+            // High bits (0-1 or 2-3 for a, 4-5 or 6-7 for b) shifted to 4-5 (16-bit shifts of at most 4
+            // stay in their byte), masked, and merged by one ternary op: (nibble & 0x0F) | high.
             const bool upper = k >= 8;
             const __m512i hi_a = _mm512_and_si512(upper ? _mm512_slli_epi16(qh, 2) : _mm512_slli_epi16(qh, 4), bits45);
             const __m512i hi_b = _mm512_and_si512(upper ? _mm512_srli_epi16(qh, 2) : qh, bits45);
